@@ -1,0 +1,138 @@
+//! `App::build(config)` wires the parts together (store, metrics, HTTP listener, background
+//! tasks); `run_until_stopped(token)` serves until the token is cancelled, then drains
+//! in-flight work up to `server.shutdown_timeout` and flushes the store.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::Config;
+use crate::integrations::health::{ComponentHealth, HealthChecker};
+use crate::store::Store;
+use crate::telemetry::Metrics;
+
+/// What every handler and background task shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub config: Arc<Config>,
+    pub store: Store,
+    pub metrics: Arc<Metrics>,
+    pub health: ComponentHealth,
+    /// Background work spawned by handlers; drained on shutdown.
+    pub tasks: TaskTracker,
+}
+
+/// A built application, listening but not yet serving.
+pub struct App {
+    listener: TcpListener,
+    state: AppState,
+}
+
+impl App {
+    /// Opens the store, registers metrics and binds the listener.
+    pub async fn build(config: Config) -> anyhow::Result<Self> {
+        let config = Arc::new(config);
+        let store = Store::open(&config.server.data_dir)?;
+        let metrics = Arc::new(Metrics::new(&config.llm.model));
+        let listener = TcpListener::bind(config.listen_addr())
+            .await
+            .with_context(|| {
+                format!("cannot listen on {} (server.listen)", config.server.listen)
+            })?;
+        let state = AppState {
+            config,
+            store,
+            metrics,
+            health: Arc::new(RwLock::new(BTreeMap::new())),
+            tasks: TaskTracker::new(),
+        };
+        log_startup(&state.config, listener.local_addr()?);
+        Ok(Self { listener, state })
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("bound listener has an address")
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `token` is cancelled, then shuts down gracefully.
+    pub async fn run_until_stopped(self, token: CancellationToken) -> anyhow::Result<()> {
+        let Self { listener, state } = self;
+        let background = TaskTracker::new();
+
+        let checker =
+            HealthChecker::new(&state.config, state.metrics.clone(), state.health.clone())?;
+        background.spawn(checker.run(token.clone()));
+
+        let router = crate::http::router(state.clone());
+        let serve_token = token.clone();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move { serve_token.cancelled().await })
+                .await
+        });
+
+        token.cancelled().await;
+        tracing::info!("shutting down: no new requests; draining in-flight work");
+        let grace = state.config.server.shutdown_timeout.get();
+        background.close();
+        state.tasks.close();
+        let drained = tokio::time::timeout(grace, async {
+            let _ = server.await;
+            background.wait().await;
+            state.tasks.wait().await;
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                ?grace,
+                "shutdown timeout reached; abandoning unfinished work (it resumes at next start)"
+            );
+        }
+        state
+            .store
+            .flush()
+            .await
+            .context("flushing the store at shutdown")?;
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+fn log_startup(config: &Config, addr: SocketAddr) {
+    let enabled = config.enabled_integrations();
+    let disabled: Vec<_> = Config::INTEGRATIONS
+        .iter()
+        .filter(|i| !enabled.contains(i))
+        .collect();
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        listen = %addr,
+        data_dir = %config.server.data_dir.display(),
+        ?enabled,
+        ?disabled,
+        "sre-agent started; integrations are off until configured"
+    );
+    let w = &config.webhook;
+    let webhook_auth = w.token.is_some() || w.basic_user.is_some() || w.hmac_secret.is_some();
+    if !addr.ip().is_loopback() && !webhook_auth {
+        tracing::warn!(
+            listen = %addr,
+            "listening beyond loopback with no webhook auth: set webhook.token, basic_user/basic_password or hmac_secret"
+        );
+    }
+    if !addr.ip().is_loopback() && config.server.api_token.is_none() {
+        tracing::warn!(listen = %addr, "listening beyond loopback with no server.api_token: the API is open");
+    }
+}

@@ -1,0 +1,377 @@
+//! The configuration sections. Every struct denies unknown keys so a typo is an error
+//! that names the key, and every field has a default so an empty file is valid.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::values::{CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, TimeZone};
+
+fn secs(n: u64) -> HumanDuration {
+    HumanDuration::secs(n)
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    pub listen: String,
+    pub data_dir: PathBuf,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_token: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_token_file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_token: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_token_file: Option<PathBuf>,
+    pub shutdown_timeout: HumanDuration,
+    pub health_interval: HumanDuration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8787".into(),
+            data_dir: PathBuf::from("./data"),
+            api_token: None,
+            api_token_file: None,
+            metrics_token: None,
+            metrics_token_file: None,
+            shutdown_timeout: secs(10),
+            health_interval: secs(30),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    #[default]
+    Text,
+    Json,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogConfig {
+    pub level: String,
+    pub format: LogFormat,
+}
+
+impl Default for LogConfig {
+    fn default() -> Self {
+        Self {
+            level: "info".into(),
+            format: LogFormat::Text,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StoreConfig {
+    pub retention_days: u32,
+}
+
+impl Default for StoreConfig {
+    fn default() -> Self {
+        Self { retention_days: 30 }
+    }
+}
+
+/// USD per million tokens for one model.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelPricing {
+    pub input_per_million: f64,
+    pub output_per_million: f64,
+    pub cached_input_per_million: f64,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LlmConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<HttpUrl>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub api_key_file: Option<PathBuf>,
+    pub model: String,
+    pub timeout: HumanDuration,
+    pub max_retries: u32,
+    pub max_steps: u32,
+    pub max_tokens_per_investigation: u64,
+    pub max_cost_per_investigation_usd: f64,
+    pub max_tool_output_chars: usize,
+    pub max_parallel_tools: usize,
+    pub pricing: BTreeMap<String, ModelPricing>,
+}
+
+impl Default for LlmConfig {
+    fn default() -> Self {
+        Self {
+            base_url: None,
+            api_key: None,
+            api_key_file: None,
+            model: "gpt-4o-mini".into(),
+            timeout: secs(60),
+            max_retries: 3,
+            max_steps: 10,
+            max_tokens_per_investigation: 60_000,
+            max_cost_per_investigation_usd: 0.25,
+            max_tool_output_chars: 4_000,
+            max_parallel_tools: 4,
+            pricing: BTreeMap::from([(
+                "gpt-4o-mini".to_string(),
+                ModelPricing {
+                    input_per_million: 0.15,
+                    output_per_million: 0.60,
+                    cached_input_per_million: 0.075,
+                },
+            )]),
+        }
+    }
+}
+
+/// An upstream reached by URL only (Prometheus, Loki, Alertmanager).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct UpstreamConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<HttpUrl>,
+    pub timeout: HumanDuration,
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            timeout: secs(15),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GrafanaConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<HttpUrl>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+    pub timeout: HumanDuration,
+}
+
+impl Default for GrafanaConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            token: None,
+            token_file: None,
+            timeout: secs(15),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basic_user: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basic_password: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub basic_password_file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hmac_secret: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hmac_secret_file: Option<PathBuf>,
+    pub hmac_max_skew: HumanDuration,
+    pub max_body_bytes: usize,
+}
+
+impl Default for WebhookConfig {
+    fn default() -> Self {
+        Self {
+            token: None,
+            token_file: None,
+            basic_user: None,
+            basic_password: None,
+            basic_password_file: None,
+            hmac_secret: None,
+            hmac_secret_file: None,
+            hmac_max_skew: secs(300),
+            max_body_bytes: 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AlertsConfig {
+    pub group_by: Vec<String>,
+    pub cooldown: HumanDuration,
+    pub concurrency: usize,
+    pub max_investigations_per_day: u32,
+    pub daily_cost_limit_usd: f64,
+    /// Label matchers such as `severity="info"`; matching alerts are stored, not investigated.
+    pub ignore: Vec<String>,
+}
+
+impl Default for AlertsConfig {
+    fn default() -> Self {
+        Self {
+            group_by: [
+                "alertname",
+                "instance",
+                "job",
+                "namespace",
+                "pod",
+                "host",
+                "node",
+            ]
+            .map(String::from)
+            .to_vec(),
+            cooldown: secs(3600),
+            concurrency: 2,
+            max_investigations_per_day: 50,
+            daily_cost_limit_usd: 2.0,
+            ignore: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunbooksConfig {
+    pub dir: PathBuf,
+}
+
+impl Default for RunbooksConfig {
+    fn default() -> Self {
+        Self {
+            dir: PathBuf::from("runbooks"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReportConfig {
+    pub schedule: CronSchedule,
+    pub timezone: TimeZone,
+    pub lookback: HumanDuration,
+    pub collector_timeout: HumanDuration,
+    pub recipients: Vec<EmailAddress>,
+}
+
+impl Default for ReportConfig {
+    fn default() -> Self {
+        Self {
+            schedule: CronSchedule("0 0 8 * * Mon".into()),
+            timezone: TimeZone::default(),
+            lookback: secs(7 * 86_400),
+            collector_timeout: secs(30),
+            recipients: Vec::new(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum SmtpSecurity {
+    #[default]
+    Starttls,
+    Tls,
+    None,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SmtpConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+    pub port: u16,
+    pub security: SmtpSecurity,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub password_file: Option<PathBuf>,
+    pub from: EmailAddress,
+    pub timeout: HumanDuration,
+    /// Extra CA certificate (PEM) to trust, for self-signed mail servers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+}
+
+impl Default for SmtpConfig {
+    fn default() -> Self {
+        Self {
+            host: None,
+            port: 587,
+            security: SmtpSecurity::Starttls,
+            username: None,
+            password: None,
+            password_file: None,
+            from: "sre-agent <sre-agent@localhost>"
+                .parse()
+                .expect("valid default sender"),
+            timeout: secs(30),
+            ca_file: None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookFormat {
+    #[default]
+    Json,
+    Slack,
+    Ntfy,
+}
+
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotifyWebhook {
+    pub url: HttpUrl,
+    #[serde(default)]
+    pub format: WebhookFormat,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NotifyConfig {
+    pub email_to: Vec<EmailAddress>,
+    pub webhooks: Vec<NotifyWebhook>,
+}
+
+/// A service level objective for the weekly report.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SloConfig {
+    pub name: String,
+    /// PromQL giving the good ratio over the period; `$__range` becomes the lookback.
+    pub query: String,
+    pub objective: f64,
+}
+
+/// An investigation run on a cron schedule.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleConfig {
+    pub name: String,
+    pub cron: CronSchedule,
+    pub prompt: String,
+    #[serde(default)]
+    pub timezone: TimeZone,
+}

@@ -1,0 +1,180 @@
+//! Validated configuration value types. Each one deserializes from a string and, when the
+//! string is bad, fails with a message naming the bad value; figment adds the key.
+
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A secret string: prints as `***` in Debug, Display and Serialize.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The secret itself, for the one place that sends it upstream.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("***")
+    }
+}
+
+impl<'de> Deserialize<'de> for Secret {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        // Env values such as SRE_AGENT_WEBHOOK__TOKEN=12345 arrive as numbers.
+        let value = StringLike::deserialize(d)?;
+        Ok(Self(value.0))
+    }
+}
+
+/// Accepts a string, or a number/bool that figment's env provider parsed, as a string.
+struct StringLike(String);
+
+impl<'de> Deserialize<'de> for StringLike {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            S(String),
+            I(i64),
+            U(u64),
+            F(f64),
+            B(bool),
+        }
+        Ok(Self(match Raw::deserialize(d)? {
+            Raw::S(s) => s,
+            Raw::I(i) => i.to_string(),
+            Raw::U(u) => u.to_string(),
+            Raw::F(f) => f.to_string(),
+            Raw::B(b) => b.to_string(),
+        }))
+    }
+}
+
+/// Defines a newtype that parses from a string with `parse` and serializes back with `show`.
+macro_rules! string_value {
+    ($(#[$doc:meta])* $name:ident($inner:ty), $what:literal, |$s:ident| $parse:expr, |$v:ident| $show:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Debug, PartialEq)]
+        pub struct $name(pub $inner);
+
+        impl FromStr for $name {
+            type Err = String;
+            fn from_str($s: &str) -> Result<Self, String> {
+                let parsed: Result<$inner, String> = $parse;
+                parsed
+                    .map($name)
+                    .map_err(|why| format!(concat!("invalid ", $what, " {:?}{}"), $s, why))
+            }
+        }
+
+        impl<'de> Deserialize<'de> for $name {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let raw = StringLike::deserialize(d)?;
+                raw.0.parse().map_err(serde::de::Error::custom)
+            }
+        }
+
+        impl Serialize for $name {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let $v = &self.0;
+                s.serialize_str($show)
+            }
+        }
+    };
+}
+
+string_value!(
+    /// A human duration such as "30s", "5m", "1h", "7d".
+    HumanDuration(Duration), "duration",
+    |s| humantime::parse_duration(s.trim()).map_err(|_| String::new()),
+    |v| &humantime::format_duration(*v).to_string()
+);
+
+string_value!(
+    /// An absolute http(s) URL.
+    HttpUrl(url::Url), "URL",
+    |s| match url::Url::parse(s.trim()) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(u),
+        Ok(_) => Err(" (expected an http:// or https:// URL)".to_string()),
+        Err(e) => Err(format!(" ({e})")),
+    },
+    |v| v.as_str()
+);
+
+string_value!(
+    /// A 6-field cron expression, seconds first: "0 0 8 * * Mon".
+    CronSchedule(String), "cron expression",
+    |s| parse_cron(s).map(|_| s.trim().to_string()),
+    |v| v.as_str()
+);
+
+string_value!(
+    /// An IANA time zone name such as "Europe/Berlin".
+    TimeZone(chrono_tz::Tz), "time zone",
+    |s| s.trim().parse::<chrono_tz::Tz>().map_err(|_| " (expected an IANA name such as \"Europe/Berlin\")".to_string()),
+    |v| v.name()
+);
+
+string_value!(
+    /// An email address, optionally with a display name: "Ops <ops@example.org>".
+    EmailAddress(lettre::message::Mailbox), "email address",
+    |s| s.trim().parse::<lettre::message::Mailbox>().map_err(|e| format!(" ({e})")),
+    |v| &v.to_string()
+);
+
+/// Parses a 6-field cron string the way the scheduler will.
+pub fn parse_cron(s: &str) -> Result<croner::Cron, String> {
+    let fields = s.split_whitespace().count();
+    if fields != 6 {
+        return Err(format!(
+            " (expected 6 fields, seconds first, e.g. \"0 0 8 * * Mon\"; got {fields})"
+        ));
+    }
+    croner::parser::CronParser::builder()
+        .seconds(croner::parser::Seconds::Required)
+        .build()
+        .parse(s.trim())
+        .map_err(|e| format!(" ({e})"))
+}
+
+impl HumanDuration {
+    pub fn secs(n: u64) -> Self {
+        Self(Duration::from_secs(n))
+    }
+
+    pub fn get(&self) -> Duration {
+        self.0
+    }
+}
+
+impl Default for TimeZone {
+    fn default() -> Self {
+        Self(chrono_tz::UTC)
+    }
+}

@@ -1,0 +1,33 @@
+//! Request metrics middleware, labelled by route template (never the raw path) so label
+//! cardinality is bounded; unknown routes count as `other`.
+
+use std::time::Instant;
+
+use axum::extract::{MatchedPath, Request, State};
+use axum::middleware::Next;
+use axum::response::Response;
+
+use crate::app::AppState;
+use crate::telemetry::ENDPOINTS;
+
+pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let endpoint = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str())
+        .and_then(|p| ENDPOINTS.iter().find(|e| **e == p).copied())
+        .unwrap_or("other");
+    let m = &state.metrics;
+    let in_progress = m.http_in_progress.with_label_values(&[endpoint]);
+    in_progress.inc();
+    let start = Instant::now();
+    let resp = next.run(req).await;
+    in_progress.dec();
+    m.http_request_duration
+        .with_label_values(&[endpoint])
+        .observe(start.elapsed().as_secs_f64());
+    m.http_requests
+        .with_label_values(&[endpoint, resp.status().as_str()])
+        .inc();
+    resp
+}

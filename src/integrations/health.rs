@@ -1,0 +1,171 @@
+//! The background health checker: probes each configured upstream every
+//! `server.health_interval` and records the result in `sre_agent_component_healthy`
+//! and in the shared [`ComponentHealth`] map that `/readyz` reports.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use super::{Auth, Upstream, UpstreamOptions};
+use crate::config::Config;
+use crate::telemetry::Metrics;
+
+/// The last health check result of one component.
+#[derive(Clone, Debug, Serialize)]
+pub struct ComponentStatus {
+    pub healthy: bool,
+    pub url: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub checked_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// Health of every configured component, shared with `/readyz`.
+pub type ComponentHealth = Arc<RwLock<BTreeMap<String, ComponentStatus>>>;
+
+/// One component to probe: its name, client and health path.
+struct Probe {
+    component: &'static str,
+    upstream: Upstream,
+    path: &'static str,
+}
+
+/// Probes the configured upstreams on an interval.
+pub struct HealthChecker {
+    probes: Vec<Probe>,
+    interval: Duration,
+    metrics: Arc<Metrics>,
+    state: ComponentHealth,
+}
+
+impl HealthChecker {
+    pub fn new(
+        config: &Config,
+        metrics: Arc<Metrics>,
+        state: ComponentHealth,
+    ) -> anyhow::Result<Self> {
+        let mut probes = Vec::new();
+        let timeout = |t: Duration| t.min(Duration::from_secs(10));
+        if let Some(url) = &config.prometheus.url {
+            let opts = UpstreamOptions {
+                timeout: timeout(config.prometheus.timeout.get()),
+                ..Default::default()
+            };
+            probes.push(Probe {
+                component: "prometheus",
+                upstream: Upstream::new("Prometheus", &url.0, opts)?,
+                path: "-/ready",
+            });
+        }
+        if let Some(url) = &config.loki.url {
+            let opts = UpstreamOptions {
+                timeout: timeout(config.loki.timeout.get()),
+                ..Default::default()
+            };
+            probes.push(Probe {
+                component: "loki",
+                upstream: Upstream::new("Loki", &url.0, opts)?,
+                path: "ready",
+            });
+        }
+        if let Some(url) = &config.grafana.url {
+            let opts = UpstreamOptions {
+                timeout: timeout(config.grafana.timeout.get()),
+                auth: config.grafana.token.clone().map(Auth::Bearer),
+                ..Default::default()
+            };
+            probes.push(Probe {
+                component: "grafana",
+                upstream: Upstream::new("Grafana", &url.0, opts)?,
+                path: "api/health",
+            });
+        }
+        if let Some(url) = &config.alertmanager.url {
+            let opts = UpstreamOptions {
+                timeout: timeout(config.alertmanager.timeout.get()),
+                ..Default::default()
+            };
+            probes.push(Probe {
+                component: "alertmanager",
+                upstream: Upstream::new("Alertmanager", &url.0, opts)?,
+                path: "-/ready",
+            });
+        }
+        if let Some(url) = &config.llm.base_url {
+            let opts = UpstreamOptions {
+                timeout: timeout(config.llm.timeout.get()),
+                auth: config.llm.api_key.clone().map(Auth::Bearer),
+                ..Default::default()
+            };
+            probes.push(Probe {
+                component: "llm",
+                upstream: Upstream::new("LLM", &url.0, opts)?,
+                path: "models",
+            });
+        }
+        Ok(Self {
+            probes,
+            interval: config.server.health_interval.get(),
+            metrics,
+            state,
+        })
+    }
+
+    /// Probes every component once, concurrently.
+    pub async fn tick_once(&self) {
+        let results = futures::future::join_all(
+            self.probes
+                .iter()
+                .map(|p| async move { (p, p.upstream.probe(p.path).await) }),
+        )
+        .await;
+        for (probe, result) in results {
+            let healthy = result.is_ok();
+            let was_healthy = self
+                .state
+                .read()
+                .ok()
+                .and_then(|s| s.get(probe.component).map(|c| c.healthy));
+            match (&result, was_healthy) {
+                (Err(e), Some(true) | None) => {
+                    tracing::warn!(component = probe.component, error = %e, "component unhealthy")
+                }
+                (Ok(()), Some(false)) => {
+                    tracing::info!(component = probe.component, "component healthy again")
+                }
+                _ => {}
+            }
+            self.metrics
+                .component_healthy
+                .with_label_values(&[probe.component])
+                .set(i64::from(healthy));
+            let status = ComponentStatus {
+                healthy,
+                url: probe.upstream.base_display(),
+                error: result.err().map(|e| e.to_string()),
+                checked_at: chrono::Utc::now(),
+            };
+            if let Ok(mut s) = self.state.write() {
+                s.insert(probe.component.to_string(), status);
+            }
+        }
+    }
+
+    /// Runs until `token` is cancelled.
+    pub async fn run(self, token: CancellationToken) {
+        if self.probes.is_empty() {
+            return;
+        }
+        let mut ticker = tokio::time::interval(self.interval);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = token.cancelled() => return,
+                _ = ticker.tick() => self.tick_once().await,
+            }
+        }
+    }
+}

@@ -1,0 +1,8 @@
+//! Typed async clients for the user's upstreams. Each takes its base URL, timeout and
+//! credentials in its constructor; every failure names the service, the URL (without
+//! credentials) and what happened. Clients know nothing about the LLM.
+
+pub mod health;
+mod upstream;
+
+pub use upstream::{Auth, Upstream, UpstreamError, UpstreamOptions, redact_url};

@@ -1,0 +1,166 @@
+//! The sre-agent command line: parse, load config, init tracing, run.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use sre_agent::config::{Config, ConfigSource};
+use sre_agent::{App, telemetry};
+use tokio_util::sync::CancellationToken;
+
+/// Exit code for an unusable configuration.
+const EXIT_CONFIG: u8 = 2;
+
+#[derive(Parser)]
+#[command(
+    name = "sre-agent",
+    version,
+    about = "Alert investigations, weekly reliability reports and self-instrumentation for homelabs"
+)]
+struct Cli {
+    /// Configuration file (default: ./config.toml when it exists, else built-in defaults).
+    #[arg(long, global = true, env = "SRE_AGENT_CONFIG", value_name = "PATH")]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the daemon.
+    Serve,
+    /// Validate the configuration and print it with secrets as ***.
+    CheckConfig,
+    /// Exit 0 when the running daemon's /healthz answers (for container health checks).
+    Healthcheck {
+        /// Base URL of the daemon (default: http://<server.listen>).
+        #[arg(long)]
+        url: Option<String>,
+        /// How long to wait for an answer.
+        #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
+        timeout: Duration,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let source = ConfigSource::discover(cli.config.clone());
+    let config = match Config::load(&source) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: invalid configuration: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    sre_agent::install_crypto_provider();
+    match cli.command {
+        Command::CheckConfig => check_config(&config, &source),
+        Command::Serve => run(serve(config)),
+        Command::Healthcheck { url, timeout } => run(healthcheck(&config, url, timeout)),
+    }
+}
+
+fn run(fut: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(fut) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn check_config(config: &Config, source: &ConfigSource) -> ExitCode {
+    match &source.file {
+        Some(f) => println!(
+            "# configuration from {} (plus SRE_AGENT_* environment)",
+            f.display()
+        ),
+        None => println!("# built-in defaults (plus SRE_AGENT_* environment); no config file"),
+    }
+    let enabled = config.enabled_integrations();
+    let disabled: Vec<_> = Config::INTEGRATIONS
+        .iter()
+        .filter(|i| !enabled.contains(i))
+        .collect();
+    println!(
+        "# enabled integrations: {}",
+        if enabled.is_empty() {
+            "none".into()
+        } else {
+            enabled.join(", ")
+        }
+    );
+    println!(
+        "# disabled integrations: {}",
+        disabled.iter().map(|s| **s).collect::<Vec<_>>().join(", ")
+    );
+    println!();
+    print!("{}", config.redacted_toml());
+    println!();
+    println!("# configuration is valid");
+    ExitCode::SUCCESS
+}
+
+async fn serve(config: Config) -> anyhow::Result<()> {
+    telemetry::logging::init(&config.log);
+    let app = App::build(config).await?;
+    let token = CancellationToken::new();
+    tokio::spawn(stop_on_signal(token.clone()));
+    app.run_until_stopped(token).await
+}
+
+async fn stop_on_signal(token: CancellationToken) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::error!("cannot install signal handlers; stop with SIGKILL");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM received"),
+        _ = int.recv() => tracing::info!("SIGINT received"),
+    }
+    token.cancel();
+}
+
+async fn healthcheck(
+    config: &Config,
+    url: Option<String>,
+    timeout: Duration,
+) -> anyhow::Result<()> {
+    let base = url.unwrap_or_else(|| {
+        let mut addr = config.listen_addr();
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
+        format!("http://{addr}")
+    });
+    let url = format!("{}/healthz", base.trim_end_matches('/'));
+    let client = reqwest::Client::builder().timeout(timeout).build()?;
+    let resp = client
+        .get(&url)
+        .send()
+        .await
+        .map_err(|e| anyhow::anyhow!("{url} is unreachable: {e}"))?;
+    anyhow::ensure!(
+        resp.status().is_success(),
+        "{url} answered {}",
+        resp.status()
+    );
+    println!("ok: {url}");
+    Ok(())
+}

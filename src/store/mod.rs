@@ -1,0 +1,135 @@
+//! Durable state in sled: typed trees with serde values, a schema version, and clear
+//! errors for a data directory that is unwritable or locked by another sre-agent.
+//! sled types do not leave this module; other parts use the typed functions here.
+
+mod tree;
+
+use std::path::{Path, PathBuf};
+
+pub use tree::Tree;
+
+/// The on-disk schema this build writes. Bumped when a stored type changes incompatibly.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A storage failure, with the data directory it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "data directory {0} is locked by another running sre-agent (sled allows one process); \
+         stop it or use another server.data_dir"
+    )]
+    Locked(PathBuf),
+    #[error("cannot open data directory {path}: {reason}")]
+    Open { path: PathBuf, reason: String },
+    #[error(
+        "data directory {path} holds schema version {found}, newer than this build's \
+         {SCHEMA_VERSION}; upgrade sre-agent"
+    )]
+    NewerSchema { path: PathBuf, found: u32 },
+    #[error("storage error: {0}")]
+    Io(String),
+    #[error("stored record {key:?} in {tree} cannot be decoded: {reason}")]
+    Decode {
+        tree: &'static str,
+        key: String,
+        reason: String,
+    },
+}
+
+impl From<sled::Error> for StoreError {
+    fn from(e: sled::Error) -> Self {
+        Self::Io(e.to_string())
+    }
+}
+
+/// The open database. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens (creating if needed) the store in `dir`.
+    pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        let open_err = |reason: String| StoreError::Open {
+            path: dir.to_path_buf(),
+            reason,
+        };
+        std::fs::create_dir_all(dir).map_err(|e| open_err(e.to_string()))?;
+        let probe = dir.join(".write-test");
+        std::fs::write(&probe, b"ok").map_err(|e| open_err(format!("not writable: {e}")))?;
+        let _ = std::fs::remove_file(&probe);
+
+        let db = sled::Config::new()
+            .path(dir.join("sled"))
+            .cache_capacity(16 * 1024 * 1024)
+            .flush_every_ms(Some(500))
+            .open()
+            .map_err(|e| match &e {
+                sled::Error::Io(io)
+                    if io.kind() == std::io::ErrorKind::WouldBlock
+                        || io.to_string().contains("lock") =>
+                {
+                    StoreError::Locked(dir.to_path_buf())
+                }
+                _ => open_err(e.to_string()),
+            })?;
+        let store = Self {
+            db,
+            path: dir.to_path_buf(),
+        };
+        store.check_schema()?;
+        Ok(store)
+    }
+
+    fn check_schema(&self) -> Result<(), StoreError> {
+        let meta = self.db.open_tree("meta")?;
+        match meta.get("schema_version")? {
+            Some(v) => {
+                let found = std::str::from_utf8(&v)
+                    .ok()
+                    .and_then(|s| s.parse().ok())
+                    .unwrap_or(0);
+                if found > SCHEMA_VERSION {
+                    return Err(StoreError::NewerSchema {
+                        path: self.path.clone(),
+                        found,
+                    });
+                }
+            }
+            None => {
+                meta.insert("schema_version", SCHEMA_VERSION.to_string().as_bytes())?;
+                meta.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A typed tree; `name` is the sled tree name.
+    pub fn tree<V: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        name: &'static str,
+    ) -> Result<Tree<V>, StoreError> {
+        Ok(Tree::new(name, self.db.open_tree(name)?))
+    }
+
+    /// Writes everything buffered to disk; returns once it is durable.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    /// The data directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Checks the store answers (for /readyz).
+    pub fn is_healthy(&self) -> bool {
+        self.db
+            .open_tree("meta")
+            .and_then(|t| t.get("schema_version"))
+            .is_ok()
+    }
+}

@@ -1,0 +1,150 @@
+//! A sled tree holding serde values (JSON-encoded) under byte-string keys.
+
+use std::marker::PhantomData;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::StoreError;
+
+/// A tree of `V` values. Keys are ordered bytes; use time-ordered ids for time order.
+pub struct Tree<V> {
+    name: &'static str,
+    inner: sled::Tree,
+    _value: PhantomData<fn() -> V>,
+}
+
+impl<V> Clone for Tree<V> {
+    fn clone(&self) -> Self {
+        Self {
+            name: self.name,
+            inner: self.inner.clone(),
+            _value: PhantomData,
+        }
+    }
+}
+
+impl<V: Serialize + DeserializeOwned> Tree<V> {
+    pub(super) fn new(name: &'static str, inner: sled::Tree) -> Self {
+        Self {
+            name,
+            inner,
+            _value: PhantomData,
+        }
+    }
+
+    fn decode(&self, key: &[u8], bytes: &[u8]) -> Result<V, StoreError> {
+        serde_json::from_slice(bytes).map_err(|e| StoreError::Decode {
+            tree: self.name,
+            key: String::from_utf8_lossy(key).into_owned(),
+            reason: e.to_string(),
+        })
+    }
+
+    fn encode(value: &V) -> Result<Vec<u8>, StoreError> {
+        serde_json::to_vec(value).map_err(|e| StoreError::Io(format!("cannot encode value: {e}")))
+    }
+
+    pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<V>, StoreError> {
+        let key = key.as_ref();
+        self.inner
+            .get(key)?
+            .map(|v| self.decode(key, &v))
+            .transpose()
+    }
+
+    pub fn insert(&self, key: impl AsRef<[u8]>, value: &V) -> Result<(), StoreError> {
+        self.inner.insert(key.as_ref(), Self::encode(value)?)?;
+        Ok(())
+    }
+
+    pub fn remove(&self, key: impl AsRef<[u8]>) -> Result<Option<V>, StoreError> {
+        let key = key.as_ref();
+        self.inner
+            .remove(key)?
+            .map(|v| self.decode(key, &v))
+            .transpose()
+    }
+
+    pub fn contains(&self, key: impl AsRef<[u8]>) -> Result<bool, StoreError> {
+        Ok(self.inner.contains_key(key.as_ref())?)
+    }
+
+    /// Reads, changes and writes one value atomically (retried on concurrent change).
+    /// `f` returns the new value, or `None` to remove it.
+    pub fn update(
+        &self,
+        key: impl AsRef<[u8]>,
+        mut f: impl FnMut(Option<V>) -> Option<V>,
+    ) -> Result<Option<V>, StoreError> {
+        let key = key.as_ref();
+        let mut failure = None;
+        let new = self.inner.update_and_fetch(key, |old| {
+            let old = old.and_then(|b| match self.decode(key, b) {
+                Ok(v) => Some(v),
+                Err(e) => {
+                    failure = Some(e);
+                    None
+                }
+            });
+            f(old).and_then(|v| match Self::encode(&v) {
+                Ok(b) => Some(b),
+                Err(e) => {
+                    failure = Some(e);
+                    None
+                }
+            })
+        })?;
+        if let Some(e) = failure {
+            return Err(e);
+        }
+        new.map(|v| self.decode(key, &v)).transpose()
+    }
+
+    /// All entries whose key starts with `prefix`, in key order.
+    pub fn scan_prefix(
+        &self,
+        prefix: impl AsRef<[u8]>,
+    ) -> impl Iterator<Item = Result<(Vec<u8>, V), StoreError>> + '_ {
+        self.inner.scan_prefix(prefix.as_ref()).map(move |r| {
+            let (k, v) = r?;
+            Ok((k.to_vec(), self.decode(&k, &v)?))
+        })
+    }
+
+    /// All entries in key order.
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = Result<(Vec<u8>, V), StoreError>> + '_ {
+        self.inner.iter().map(move |r| {
+            let (k, v) = r?;
+            Ok((k.to_vec(), self.decode(&k, &v)?))
+        })
+    }
+
+    /// Entries with keys in `[start, end)`, in key order.
+    pub fn range(
+        &self,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> impl DoubleEndedIterator<Item = Result<(Vec<u8>, V), StoreError>> + '_ {
+        self.inner
+            .range(start.as_ref().to_vec()..end.as_ref().to_vec())
+            .map(move |r| {
+                let (k, v) = r?;
+                Ok((k.to_vec(), self.decode(&k, &v)?))
+            })
+    }
+
+    pub fn len(&self) -> usize {
+        self.inner.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.inner.is_empty()
+    }
+
+    /// Durably writes this tree's pending changes.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        self.inner.flush_async().await?;
+        Ok(())
+    }
+}

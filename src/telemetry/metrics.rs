@@ -1,0 +1,309 @@
+//! Every metric family of sre-agent, registered once in one registry. Known label values
+//! are pre-initialised to zero so dashboards and alert rules see series before traffic.
+
+use prometheus::{
+    CounterVec, Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge,
+    IntGaugeVec, Opts, Registry, TextEncoder,
+};
+
+/// HTTP routes, as route templates; anything else is counted as `other`.
+pub const ENDPOINTS: &[&str] = &[
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/webhook/grafana",
+    "/webhook/alertmanager",
+    "/api/v1/ask",
+    "/api/v1/investigations",
+    "/api/v1/investigations/{id}",
+    "/api/v1/alerts",
+    "/api/v1/reports",
+    "/api/v1/reports/{id}",
+    "other",
+];
+
+pub const TRIGGERS: &[&str] = &["ask", "alert", "schedule"];
+pub const INVESTIGATION_END_STATES: &[&str] = &["finished", "failed", "limit_reached", "cancelled"];
+pub const ALERT_SOURCES: &[&str] = &["grafana", "alertmanager"];
+pub const ALERT_OUTCOMES: &[&str] = &[
+    "queued", "deduped", "cooldown", "budget", "ignored", "resolved",
+];
+pub const TOKEN_TYPES: &[&str] = &["prompt", "completion", "cached"];
+pub const REPORT_TRIGGERS: &[&str] = &["schedule", "catchup", "api", "cli"];
+pub const REPORT_STATES: &[&str] = &["sent", "generated", "failed"];
+pub const CHANNELS: &[&str] = &["email", "webhook"];
+pub const NOTIFICATION_STATES: &[&str] = &["sent", "failed", "retry"];
+/// Weekly report collectors.
+pub const COLLECTORS: &[&str] = &["alerts", "slos", "agent", "cost", "logs", "changes"];
+
+const LATENCY_BUCKETS: &[f64] = &[
+    0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+];
+const SLOW_BUCKETS: &[f64] = &[
+    0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 600.0,
+];
+
+/// The metric families, shared as `Arc<Metrics>`.
+pub struct Metrics {
+    registry: Registry,
+    pub http_request_duration: HistogramVec,
+    pub http_requests: IntCounterVec,
+    pub http_in_progress: IntGaugeVec,
+    pub tool_call_duration: HistogramVec,
+    pub tool_calls: IntCounterVec,
+    pub llm_calls: IntCounterVec,
+    pub llm_call_duration: Histogram,
+    pub llm_tokens: IntCounterVec,
+    pub llm_cost_dollars: CounterVec,
+    pub component_healthy: IntGaugeVec,
+    pub build_info: IntGaugeVec,
+    pub investigations: IntCounterVec,
+    pub investigation_duration: Histogram,
+    pub alerts_received: IntCounterVec,
+    pub queue_depth: IntGauge,
+    pub reports: IntCounterVec,
+    pub report_duration: Histogram,
+    pub report_collector_duration: HistogramVec,
+    pub report_collector_runs: IntCounterVec,
+    pub last_report_timestamp: Gauge,
+    pub notifications: IntCounterVec,
+    pub start_time: Gauge,
+}
+
+fn opts(name: &str, help: &str) -> Opts {
+    Opts::new(format!("sre_agent_{name}"), help)
+}
+
+fn hopts(name: &str, help: &str, buckets: &[f64]) -> HistogramOpts {
+    HistogramOpts::new(format!("sre_agent_{name}"), help).buckets(buckets.to_vec())
+}
+
+impl Metrics {
+    /// Builds and registers every family. `model` goes into `sre_agent_build_info`.
+    pub fn new(model: &str) -> Self {
+        let m = Self::build(model).expect("metric families are valid and registered once");
+        m.init_known_labels(model);
+        m
+    }
+
+    fn build(_model: &str) -> prometheus::Result<Self> {
+        let registry = Registry::new();
+        macro_rules! reg {
+            ($e:expr) => {{
+                let c = $e;
+                registry.register(Box::new(c.clone()))?;
+                c
+            }};
+        }
+        Ok(Self {
+            http_request_duration: reg!(HistogramVec::new(
+                hopts(
+                    "http_request_duration_seconds",
+                    "HTTP request latency by route template.",
+                    LATENCY_BUCKETS
+                ),
+                &["endpoint"]
+            )?),
+            http_requests: reg!(IntCounterVec::new(
+                opts(
+                    "http_requests_total",
+                    "HTTP requests by route template and status code."
+                ),
+                &["endpoint", "status"]
+            )?),
+            http_in_progress: reg!(IntGaugeVec::new(
+                opts("http_requests_in_progress", "HTTP requests being served."),
+                &["endpoint"]
+            )?),
+            tool_call_duration: reg!(HistogramVec::new(
+                hopts(
+                    "tool_call_duration_seconds",
+                    "Agent tool call latency.",
+                    LATENCY_BUCKETS
+                ),
+                &["tool"]
+            )?),
+            tool_calls: reg!(IntCounterVec::new(
+                opts(
+                    "tool_calls_total",
+                    "Agent tool calls by tool and status (ok, error)."
+                ),
+                &["tool", "status"]
+            )?),
+            llm_calls: reg!(IntCounterVec::new(
+                opts("llm_calls_total", "LLM API calls by status (ok, error)."),
+                &["status"]
+            )?),
+            llm_call_duration: reg!(Histogram::with_opts(hopts(
+                "llm_call_duration_seconds",
+                "LLM API call latency, retries included.",
+                SLOW_BUCKETS
+            ))?),
+            llm_tokens: reg!(IntCounterVec::new(
+                opts(
+                    "llm_tokens_total",
+                    "LLM tokens by type (prompt, completion, cached)."
+                ),
+                &["type"]
+            )?),
+            llm_cost_dollars: reg!(CounterVec::new(
+                opts(
+                    "llm_estimated_cost_dollars_total",
+                    "Estimated LLM cost in US dollars by model."
+                ),
+                &["model"]
+            )?),
+            component_healthy: reg!(IntGaugeVec::new(
+                opts(
+                    "component_healthy",
+                    "1 when a component answered its last health check."
+                ),
+                &["component"]
+            )?),
+            build_info: reg!(IntGaugeVec::new(
+                opts("build_info", "Build information; always 1."),
+                &["version", "model"]
+            )?),
+            investigations: reg!(IntCounterVec::new(
+                opts(
+                    "investigations_total",
+                    "Finished investigations by trigger and final status."
+                ),
+                &["trigger", "status"]
+            )?),
+            investigation_duration: reg!(Histogram::with_opts(hopts(
+                "investigation_duration_seconds",
+                "Wall time of an investigation from start to finding.",
+                SLOW_BUCKETS
+            ))?),
+            alerts_received: reg!(IntCounterVec::new(
+                opts(
+                    "alerts_received_total",
+                    "Alerts received by source and outcome."
+                ),
+                &["source", "outcome"]
+            )?),
+            queue_depth: reg!(IntGauge::with_opts(opts(
+                "queue_depth",
+                "Investigations waiting in the durable queue."
+            ))?),
+            reports: reg!(IntCounterVec::new(
+                opts("reports_total", "Weekly reports by trigger and status."),
+                &["trigger", "status"]
+            )?),
+            report_duration: reg!(Histogram::with_opts(hopts(
+                "report_duration_seconds",
+                "Wall time to build a report.",
+                SLOW_BUCKETS
+            ))?),
+            report_collector_duration: reg!(HistogramVec::new(
+                hopts(
+                    "report_collector_duration_seconds",
+                    "Report collector wall time.",
+                    SLOW_BUCKETS
+                ),
+                &["collector"]
+            )?),
+            report_collector_runs: reg!(IntCounterVec::new(
+                opts(
+                    "report_collector_runs_total",
+                    "Report collector runs by status (ok, error, timeout)."
+                ),
+                &["collector", "status"]
+            )?),
+            last_report_timestamp: reg!(Gauge::with_opts(opts(
+                "last_report_timestamp_seconds",
+                "Unix time of the last report sent; 0 when none was sent yet."
+            ))?),
+            notifications: reg!(IntCounterVec::new(
+                opts(
+                    "notifications_total",
+                    "Notifications by channel (email, webhook) and status."
+                ),
+                &["channel", "status"]
+            )?),
+            start_time: reg!(Gauge::with_opts(opts(
+                "start_time_seconds",
+                "Unix time the daemon started."
+            ))?),
+            registry,
+        })
+    }
+
+    fn init_known_labels(&self, model: &str) {
+        for e in ENDPOINTS {
+            self.http_request_duration.with_label_values(&[e]);
+            self.http_in_progress.with_label_values(&[e]);
+        }
+        self.http_requests.with_label_values(&["/healthz", "200"]);
+        for s in ["ok", "error"] {
+            self.llm_calls.with_label_values(&[s]);
+        }
+        for t in TOKEN_TYPES {
+            self.llm_tokens.with_label_values(&[t]);
+        }
+        self.llm_cost_dollars.with_label_values(&[model]);
+        for t in TRIGGERS {
+            for s in INVESTIGATION_END_STATES {
+                self.investigations.with_label_values(&[t, s]);
+            }
+        }
+        for s in ALERT_SOURCES {
+            for o in ALERT_OUTCOMES {
+                self.alerts_received.with_label_values(&[s, o]);
+            }
+        }
+        for t in REPORT_TRIGGERS {
+            for s in REPORT_STATES {
+                self.reports.with_label_values(&[t, s]);
+            }
+        }
+        for c in CHANNELS {
+            for s in NOTIFICATION_STATES {
+                self.notifications.with_label_values(&[c, s]);
+            }
+        }
+        // Always registered, so the tool families are exported before any tool is configured.
+        self.init_tool("current_time");
+        for c in COLLECTORS {
+            self.init_collector(c);
+        }
+        self.build_info
+            .with_label_values(&[env!("CARGO_PKG_VERSION"), model])
+            .set(1);
+        self.component_healthy.with_label_values(&["store"]).set(1);
+        self.start_time.set(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0),
+        );
+    }
+
+    /// Pre-initialises the series of one tool so its rates exist before its first call.
+    pub fn init_tool(&self, tool: &str) {
+        self.tool_call_duration.with_label_values(&[tool]);
+        for s in ["ok", "error"] {
+            self.tool_calls.with_label_values(&[tool, s]);
+        }
+    }
+
+    /// Pre-initialises the series of one report collector.
+    pub fn init_collector(&self, collector: &str) {
+        self.report_collector_duration
+            .with_label_values(&[collector]);
+        for s in ["ok", "error", "timeout"] {
+            self.report_collector_runs
+                .with_label_values(&[collector, s]);
+        }
+    }
+
+    /// The text exposition format 0.0.4.
+    pub fn encode(&self) -> String {
+        let mut buf = Vec::with_capacity(16 * 1024);
+        TextEncoder::new()
+            .encode(&self.registry.gather(), &mut buf)
+            .expect("text encoding into a Vec cannot fail");
+        String::from_utf8(buf).expect("exposition is UTF-8")
+    }
+}

@@ -1,0 +1,35 @@
+//! Read-only tools the LLM may call: the [`Tool`] trait, the [`ToolRegistry`] holding only
+//! the tools whose integration is configured, argument validation, metrics, and errors
+//! returned to the model as text. Tools never write upstream.
+
+mod builtin;
+mod registry;
+mod schema;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+pub use builtin::CurrentTime;
+pub use registry::{ToolDefinition, ToolOutcome, ToolRegistry};
+pub use schema::validate_arguments;
+
+/// A read-only tool the agent can call.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// Name matching `^[a-zA-Z0-9_-]{1,64}$`; a contract with prompts and dashboards.
+    fn name(&self) -> &'static str;
+    /// One or two sentences telling the model when to use it.
+    fn description(&self) -> &'static str;
+    /// JSON Schema (`{"type":"object","properties":{…},"required":[…]}`) of the arguments.
+    fn parameters(&self) -> Value;
+    /// Runs the tool with validated arguments; `Err` text goes back to the model.
+    async fn call(&self, args: Value) -> Result<String, String>;
+}
+
+/// Whether `name` is a valid tool name.
+pub fn is_valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}

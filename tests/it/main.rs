@@ -1,0 +1,6 @@
+//! Integration tests: one crate, so it links once. `support` starts the real app on
+//! 127.0.0.1:0 with a temp sled dir, the real binary, and real or fake upstreams.
+
+mod support;
+
+mod foundation;
