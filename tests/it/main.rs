@@ -3,4 +3,5 @@
 
 mod support;
 
+mod dashboard;
 mod foundation;

@@ -1,6 +1,6 @@
 //! Real external services for tests (Prometheus, Alertmanager, SMTP, webhook receiver),
 //! started with the project's scripts in tests/support/. When a tool is missing, the test
-//! is skipped with a printed reason, unless SRE_AGENT_REQUIRE_EXTERNAL=1 (set by
+//! is skipped with a printed reason, unless SRE_TEST_REQUIRE_EXTERNAL=1 (set by
 //! tests/run.sh and CI), where a missing tool fails the test.
 
 use std::path::{Path, PathBuf};
@@ -22,9 +22,9 @@ pub fn require_tool(tool: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !found {
-        if std::env::var("SRE_AGENT_REQUIRE_EXTERNAL").as_deref() == Ok("1") {
+        if std::env::var("SRE_TEST_REQUIRE_EXTERNAL").as_deref() == Ok("1") {
             panic!(
-                "{tool} is required (SRE_AGENT_REQUIRE_EXTERNAL=1); run tests/support/install_deps.sh"
+                "{tool} is required (SRE_TEST_REQUIRE_EXTERNAL=1); run tests/support/install_deps.sh"
             );
         }
         eprintln!("SKIPPED: {tool} not installed (run tests/support/install_deps.sh)");
