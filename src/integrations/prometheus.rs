@@ -491,26 +491,4 @@ mod tests {
         );
         assert_eq!(envelope_error("Service Unavailable"), None);
     }
-
-    #[test]
-    fn captured_rules_targets_and_alerts_parse() {
-        // Trimmed from reference/captured/prometheus-{rules,targets}.json.
-        let rules = r#"{"groups":[{"name":"g","file":"/r.yml","rules":[{"state":"firing","name":"TargetDown","query":"up == 0","duration":0,"keepFiringFor":0,"labels":{"severity":"critical"},"annotations":{"summary":"down"},"alerts":[{"labels":{"alertname":"TargetDown"},"annotations":{},"state":"firing","activeAt":"2026-11-22T20:45:30.847291966Z","value":"0e+00"}],"health":"ok","evaluationTime":0.0005,"lastEvaluation":"2026-11-22T20:45:31.848891835Z","type":"alerting"},{"name":"job:up","query":"sum(up)","labels":null,"health":"ok","type":"recording"}],"interval":1}]}"#;
-        let groups: Vec<RuleGroup> =
-            serde_json::from_value(serde_json::from_str::<Value>(rules).unwrap()["groups"].clone())
-                .unwrap();
-        assert_eq!(groups[0].rules.len(), 2);
-        assert_eq!(groups[0].rules[0].kind, "alerting");
-        assert_eq!(groups[0].rules[0].alerts.len(), 1);
-        assert!(groups[0].rules[1].state.is_none());
-        let targets = r#"{"status":"success","data":{"activeTargets":[{"discoveredLabels":{"__address__":"127.0.0.1:60309"},"labels":{"instance":"127.0.0.1:60309","job":"capture"},"scrapePool":"capture","scrapeUrl":"http://127.0.0.1:60309/metrics","globalUrl":"http://127.0.0.1:60309/metrics","lastError":"dial tcp 127.0.0.1:60309: connect: connection refused","lastScrape":"2026-11-22T20:45:31.406352157Z","lastScrapeDuration":0.000374387,"health":"down","scrapeInterval":"1s","scrapeTimeout":"1s"}],"droppedTargets":[]}}"#;
-        let t: Envelope<Targets> = serde_json::from_str(targets).unwrap();
-        let t = t.data.unwrap();
-        assert_eq!(t.active_targets[0].health, "down");
-        assert!(
-            t.active_targets[0]
-                .last_error
-                .contains("connection refused")
-        );
-    }
 }
