@@ -5,3 +5,4 @@ mod support;
 
 mod dashboard;
 mod foundation;
+mod tools;
