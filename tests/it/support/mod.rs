@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod external;
+pub mod fake_llm;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
