@@ -223,6 +223,7 @@ impl Dispatcher {
     async fn worker(self, token: CancellationToken) {
         loop {
             let next = tokio::select! {
+                biased;
                 _ = token.cancelled() => return,
                 id = async { self.inner.rx.lock().await.recv().await } => id,
             };
@@ -258,12 +259,20 @@ impl Dispatcher {
         tracing::info!(%id, trigger = inv.trigger.as_str(), title = %inv.title, "investigation started");
         let done = self.inner.runner.run(inv).await;
         self.inner.running.fetch_sub(1, Ordering::Relaxed);
-        let end = Utc::now();
+        let mut done = done;
+        done.finished_at = Some(Utc::now());
+        // Metrics first, so whoever sees the final record also sees it counted.
+        self.count_final(&done);
+        if let Some(d) = done.duration() {
+            self.inner
+                .metrics
+                .investigation_duration
+                .observe(d.as_secs_f64());
+        }
         // Merge: notes may have been added while it ran.
         let stored = store.update(id, |cur| {
             let notes = std::mem::take(&mut cur.notes);
             *cur = done.clone();
-            cur.finished_at = Some(end);
             for n in notes {
                 if !cur.notes.contains(&n) {
                     cur.notes.push(n);
@@ -277,13 +286,6 @@ impl Dispatcher {
             tracing::info!(%id, status = inv.status.as_str(), steps = inv.steps,
                 tokens = inv.tokens.total(), cost_usd = inv.cost_usd, error = ?inv.error,
                 "investigation ended");
-            self.count_final(&inv);
-            if let Some(d) = inv.duration() {
-                self.inner
-                    .metrics
-                    .investigation_duration
-                    .observe(d.as_secs_f64());
-            }
             let _ = self.inner.finished.send(inv);
         }
         Ok(())
