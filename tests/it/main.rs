@@ -4,5 +4,6 @@
 mod support;
 
 mod dashboard;
+mod agent;
 mod foundation;
 mod tools;

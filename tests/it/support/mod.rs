@@ -5,6 +5,7 @@
 
 pub mod external;
 pub mod fake_upstreams;
+pub mod fake_llm;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
