@@ -3,7 +3,7 @@
 
 mod support;
 
-mod dashboard;
 mod agent;
+mod dashboard;
 mod foundation;
 mod tools;

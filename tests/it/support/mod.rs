@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 pub mod external;
-pub mod fake_upstreams;
 pub mod fake_llm;
+pub mod fake_upstreams;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
