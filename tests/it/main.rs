@@ -5,3 +5,4 @@ mod support;
 
 mod agent;
 mod foundation;
+mod tools;

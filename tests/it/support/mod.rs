@@ -5,6 +5,7 @@
 
 pub mod external;
 pub mod fake_llm;
+pub mod fake_upstreams;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
