@@ -157,7 +157,7 @@ fn first_request_bytes() -> usize {
 /// child alone, via wait4(2).
 fn run_measured(dir: &Path, args: &[&str]) -> (bool, f64, i64) {
     let start = Instant::now();
-    let child = Command::new(binary())
+    let mut child = Command::new(binary())
         .args(args)
         .current_dir(dir)
         .env_remove("SRE_AGENT_CONFIG")
@@ -173,6 +173,8 @@ fn run_measured(dir: &Path, args: &[&str]) -> (bool, f64, i64) {
         u
     };
     let wall = start.elapsed().as_secs_f64() * 1000.0;
+    // Already reaped by wait4; this only settles the handle.
+    let _ = child.try_wait();
     let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
     (ok, wall, rusage.ru_maxrss)
 }
