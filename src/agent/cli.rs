@@ -36,22 +36,31 @@ impl Backend {
         if addr.ip().is_unspecified() {
             addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
         }
-        let base = format!("http://{addr}");
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(30))
-            .build()?;
-        let probe = http
-            .get(format!("{base}/healthz"))
-            .timeout(Duration::from_millis(300))
-            .send()
-            .await;
-        if probe.is_ok_and(|r| r.status().is_success()) {
-            let token = config
-                .server
-                .api_token
-                .as_ref()
-                .map(|t| t.expose().to_string());
-            return Ok(Self::Remote { base, http, token });
+        // A plain TCP connect first: when nothing listens, no HTTP client is built at all.
+        let listening = tokio::time::timeout(
+            Duration::from_millis(300),
+            tokio::net::TcpStream::connect(addr),
+        )
+        .await
+        .is_ok_and(|r| r.is_ok());
+        if listening {
+            let base = format!("http://{addr}");
+            let http = reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .build()?;
+            let probe = http
+                .get(format!("{base}/healthz"))
+                .timeout(Duration::from_millis(500))
+                .send()
+                .await;
+            if probe.is_ok_and(|r| r.status().is_success()) {
+                let token = config
+                    .server
+                    .api_token
+                    .as_ref()
+                    .map(|t| t.expose().to_string());
+                return Ok(Self::Remote { base, http, token });
+            }
         }
         let store = Store::open(&config.server.data_dir)?;
         let metrics = Arc::new(Metrics::new(&config.llm.model));

@@ -46,11 +46,9 @@ struct Inner {
     finished: broadcast::Sender<Investigation>,
 }
 
-/// The tools the agent may call, as configured.
+/// The tools the agent may call, as configured (see `tools::catalog`).
 pub fn build_tools(config: &Config, metrics: Arc<Metrics>) -> anyhow::Result<ToolRegistry> {
-    let mut registry = ToolRegistry::new(metrics, config.llm.max_tool_output_chars);
-    registry.register(Arc::new(crate::tools::CurrentTime));
-    Ok(registry)
+    crate::tools::catalog::build_registry(config, metrics)
 }
 
 impl Dispatcher {

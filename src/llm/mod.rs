@@ -147,14 +147,18 @@ impl LlmClient {
         };
         let url = format!("{}/chat/completions", base.0.as_str().trim_end_matches('/'));
         let timeout = config.timeout.get();
-        let http = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .timeout(timeout)
-            .connect_timeout(timeout.min(Duration::from_secs(10)))
-            .build()
-            .map_err(|e| LlmError::Transport {
-                url: url.clone(),
-                reason: e.to_string(),
-            })?;
+            .connect_timeout(timeout.min(Duration::from_secs(10)));
+        if base.0.scheme() == "http" {
+            // Plain HTTP (a local Ollama, vLLM, llama.cpp): skip loading the system CA
+            // store, which costs startup time and memory for nothing.
+            builder = builder.tls_certs_only([]);
+        }
+        let http = builder.build().map_err(|e| LlmError::Transport {
+            url: url.clone(),
+            reason: e.to_string(),
+        })?;
         metrics.llm_cost_dollars.with_label_values(&[&config.model]);
         Ok(Some(Self {
             inner: Arc::new(Inner {

@@ -35,6 +35,7 @@ impl Tool for Rendezvous {
 }
 
 fn dispatcher_with(config: &Config, store: &Store, tools: Vec<Arc<dyn Tool>>) -> Dispatcher {
+    sre_agent::install_crypto_provider();
     let metrics = Arc::new(Metrics::new(&config.llm.model));
     let llm = LlmClient::new(&config.llm, metrics.clone()).unwrap();
     let mut registry = ToolRegistry::new(metrics.clone(), 4000);
@@ -240,4 +241,78 @@ async fn a_running_investigation_finishes_during_graceful_shutdown() {
             .unwrap()
             .is_empty()
     );
+}
+
+fn request(title: &str) -> InvestigationRequest {
+    InvestigationRequest {
+        trigger: Trigger::Alert,
+        title: title.into(),
+        prompt: "investigate".into(),
+        context: None,
+        group_key: Some(format!("group-{title}")),
+    }
+}
+
+#[tokio::test]
+async fn queued_investigations_can_be_cancelled_noted_counted_and_listed_by_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(dir.path(), "");
+    let store = Store::open(&config.server.data_dir).unwrap();
+    let metrics = Arc::new(Metrics::new(&config.llm.model));
+    sre_agent::install_crypto_provider();
+    let d = Dispatcher::new(&config, &store, metrics.clone()).unwrap();
+    let before = chrono::Utc::now();
+    let a = d.submit(request("a")).await.unwrap();
+    let b = d.submit(request("b")).await.unwrap();
+    assert_eq!(metrics.queue_depth.get(), 2);
+    let mut finals = d.subscribe();
+    assert!(d.cancel_queued(&a.id, "resolved at 07:00").await.unwrap());
+    assert!(!d.cancel_queued(&a.id, "again").await.unwrap());
+    assert_eq!(finals.recv().await.unwrap().id, a.id);
+    assert_eq!(metrics.queue_depth.get(), 1);
+    d.add_note(&b.id, "still firing").unwrap();
+    let got = d.get(&b.id).unwrap().unwrap();
+    assert_eq!(got.notes, vec!["still firing"]);
+    assert_eq!(got.group_key.as_deref(), Some("group-b"));
+    let cancelled = d.get(&a.id).unwrap().unwrap();
+    assert_eq!(cancelled.status, InvestigationStatus::Cancelled);
+    assert_eq!(cancelled.notes, vec!["resolved at 07:00"]);
+    let (count, cost) = d.usage_since(before).unwrap();
+    assert_eq!((count, cost), (1, 0.0));
+    let all = d.between(before, chrono::Utc::now()).unwrap();
+    assert_eq!(
+        all.iter().map(|i| &i.id).collect::<Vec<_>>(),
+        [&a.id, &b.id]
+    );
+    assert!(
+        d.between(chrono::Utc::now(), chrono::Utc::now())
+            .unwrap()
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn the_retention_sweep_removes_old_final_investigations_and_their_events() {
+    use sre_agent::store::investigations::InvestigationStore;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let s = InvestigationStore::open(&store).unwrap();
+    let mut old = sre_agent::agent::Investigation::new(request("old"), "m");
+    old.created_at = chrono::Utc::now() - chrono::Duration::days(40);
+    old.status = InvestigationStatus::Finished;
+    s.put(&old).unwrap();
+    let event = sre_agent::agent::Event::new(
+        1,
+        sre_agent::agent::EventKind::Note {
+            message: "x".into(),
+        },
+    );
+    s.append_event(&old.id, 0, &event).unwrap();
+    let fresh = sre_agent::agent::Investigation::new(request("fresh"), "m");
+    s.put(&fresh).unwrap();
+    let cutoff = chrono::Utc::now() - chrono::Duration::days(30);
+    assert_eq!(s.sweep(cutoff).unwrap(), 1);
+    assert!(s.get(&old.id).unwrap().is_none());
+    assert!(s.events(&old.id).unwrap().is_empty());
+    assert!(s.get(&fresh.id).unwrap().is_some());
 }

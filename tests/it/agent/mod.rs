@@ -356,3 +356,62 @@ async fn the_token_budget_stops_the_loop_and_asks_for_the_finding_without_tools(
     assert!(!reqs[1].has_tools());
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_real_prometheus_result_reaches_the_model() {
+    let Some(prom) = crate::support::external::start_prometheus(&[], &[], "test") else {
+        return;
+    };
+    let fake = FakeLlm::start(vec![
+        tool_calls(
+            &[("call_p", "prometheus_query", r#"{"query":"vector(42)"}"#)],
+            (100, 10, 0),
+        ),
+        answer(&finding_json("the answer is 42", "call_p"), (150, 40, 0)),
+    ])
+    .await;
+    let toml = format!(
+        "{}\n[prometheus]\nurl = \"{}\"\n",
+        fake.config(""),
+        prom.url
+    );
+    let app = spawn_app(&toml).await;
+    let id = ask(&app, "what does vector(42) say?").await;
+    let inv = wait_final(&app, &id).await;
+    assert_eq!(inv["status"], "finished", "{inv:#}");
+    let reqs = fake.requests();
+    let tools: Vec<&str> = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"prometheus_query"), "{tools:?}");
+    let result = &reqs[1].tool_results()[0];
+    assert!(result.contains("42"), "{result}");
+    assert_eq!(inv["events"][1]["ok"], true, "{inv:#}");
+    app.stop().await;
+}
+
+#[test]
+fn the_first_request_with_every_tool_on_stays_under_8_kb() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = crate::support::test_config(
+        dir.path(),
+        "[llm]\nbase_url = \"http://127.0.0.1:1/v1\"\n[prometheus]\nurl = \"http://127.0.0.1:1\"\n\
+         [loki]\nurl = \"http://127.0.0.1:1\"\n[grafana]\nurl = \"http://127.0.0.1:1\"\n\
+         [alertmanager]\nurl = \"http://127.0.0.1:1\"\n",
+    );
+    sre_agent::install_crypto_provider();
+    let metrics = std::sync::Arc::new(sre_agent::telemetry::Metrics::new("m"));
+    let tools = sre_agent::agent::build_tools(&config, metrics).unwrap();
+    assert!(tools.names().len() >= 10, "{:?}", tools.names());
+    let body = sre_agent::agent::first_request_body(
+        &config.llm,
+        &tools.definitions(),
+        "Investigate the firing alert HighErrorRate.",
+        Some(r#"{"labels":{"alertname":"HighErrorRate","job":"checkout"}}"#),
+    );
+    let size = body.to_string().len();
+    assert!(size < 8192, "first request is {size} bytes");
+}
