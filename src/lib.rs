@@ -11,12 +11,14 @@
 //! - [`integrations`]: typed clients for the user's upstreams and the health checker.
 //! - [`alerts`]: the alert model, grouping, dedupe and budgets.
 //! - [`tools`]: the read-only tools the LLM may call and their registry.
+//! - [`notify`]: email (`Mailer`) and webhook notifications from a durable outbox.
 
 pub mod alerts;
 pub mod app;
 pub mod config;
 pub mod http;
 pub mod integrations;
+pub mod notify;
 pub mod store;
 pub mod telemetry;
 pub mod tools;
