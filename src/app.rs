@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agent::Dispatcher;
 use crate::config::Config;
 use crate::integrations::health::{ComponentHealth, HealthChecker};
 use crate::store::Store;
@@ -25,6 +26,8 @@ pub struct AppState {
     pub health: ComponentHealth,
     /// Background work spawned by handlers; drained on shutdown.
     pub tasks: TaskTracker,
+    /// Queues and runs investigations.
+    pub dispatcher: Dispatcher,
 }
 
 /// A built application, listening but not yet serving.
@@ -39,6 +42,7 @@ impl App {
         let config = Arc::new(config);
         let store = Store::open(&config.server.data_dir)?;
         let metrics = Arc::new(Metrics::new(&config.llm.model));
+        let dispatcher = Dispatcher::new(&config, &store, metrics.clone())?;
         let listener = TcpListener::bind(config.listen_addr())
             .await
             .with_context(|| {
@@ -50,6 +54,7 @@ impl App {
             metrics,
             health: Arc::new(RwLock::new(BTreeMap::new())),
             tasks: TaskTracker::new(),
+            dispatcher,
         };
         log_startup(&state.config, listener.local_addr()?);
         Ok(Self { listener, state })
@@ -74,6 +79,10 @@ impl App {
         let checker =
             HealthChecker::new(&state.config, state.metrics.clone(), state.health.clone())?;
         background.spawn(checker.run(token.clone()));
+        state
+            .dispatcher
+            .start(token.clone(), &background)
+            .context("resuming queued investigations")?;
 
         let router = crate::http::router(state.clone());
         let serve_token = token.clone();

@@ -12,12 +12,16 @@
 //! - [`alerts`]: the alert model, grouping, dedupe and budgets.
 //! - [`tools`]: the read-only tools the LLM may call and their registry.
 //! - [`notify`]: email (`Mailer`) and webhook notifications from a durable outbox.
+//! - [`llm`]: the OpenAI-compatible chat client (retries, lenient parsing, cost metrics).
+//! - [`agent`]: investigations: dispatcher (durable queue + workers), the loop, findings, CLI.
 
+pub mod agent;
 pub mod alerts;
 pub mod app;
 pub mod config;
 pub mod http;
 pub mod integrations;
+pub mod llm;
 pub mod notify;
 pub mod store;
 pub mod telemetry;

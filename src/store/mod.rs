@@ -3,6 +3,7 @@
 //! sled types do not leave this module; other parts use the typed functions here.
 
 pub mod alerts;
+pub mod investigations;
 mod tree;
 
 use std::path::{Path, PathBuf};

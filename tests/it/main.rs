@@ -3,5 +3,6 @@
 
 mod support;
 
+mod agent;
 mod foundation;
 mod notify;

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod external;
+pub mod fake_llm;
 pub mod mail;
 
 use std::net::SocketAddr;
