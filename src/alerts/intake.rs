@@ -306,7 +306,9 @@ impl Intake {
     async fn resolve(&self, key: &str, id: &str) -> Result<(), StoreError> {
         let note = format!("alert group {key} resolved at {}", Utc::now().to_rfc3339());
         let cancelled = self.inner.investigator.cancel_queued(id, &note).await?;
-        self.inner.investigator.add_note(id, &note)?;
+        if !cancelled {
+            self.inner.investigator.add_note(id, &note)?;
+        }
         tracing::info!(group = %key, investigation = %id, cancelled, "alert group resolved");
         Ok(())
     }

@@ -41,12 +41,13 @@ impl Investigator for FakeInvestigator {
         Ok(id)
     }
 
-    async fn cancel_queued(&self, id: &str, _note: &str) -> Result<bool, StoreError> {
+    async fn cancel_queued(&self, id: &str, note: &str) -> Result<bool, StoreError> {
         let mut invs = self.invs.lock().unwrap();
         let inv = invs.iter_mut().find(|i| i.0 == id).unwrap();
         let was_queued = inv.3 == InvState::Queued;
         if was_queued {
             inv.3 = InvState::Cancelled;
+            self.notes.lock().unwrap().push((id.into(), note.into()));
         }
         Ok(was_queued)
     }

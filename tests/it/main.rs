@@ -6,3 +6,4 @@ mod support;
 mod agent;
 mod foundation;
 mod notify;
+mod webhooks;

@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod alerts;
 pub mod external;
 pub mod fake_llm;
 pub mod mail;
