@@ -89,6 +89,12 @@ impl App {
         let checker =
             HealthChecker::new(&state.config, state.metrics.clone(), state.health.clone())?;
         background.spawn(checker.run(token.clone()));
+        if let Some(notifier) =
+            crate::notify::Notifier::new(state.config.clone(), &state.store, state.metrics.clone())?
+        {
+            let events = state.dispatcher.subscribe();
+            background.spawn(notifier.run(state.dispatcher.clone(), events, token.clone()));
+        }
         state
             .dispatcher
             .start(token.clone(), &background)

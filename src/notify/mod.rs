@@ -1,9 +1,13 @@
-//! Notifications: email (`Mailer`) and webhooks for finished investigations, sent from a
-//! durable outbox with retries.
+//! Notifications: email (`Mailer`) and webhooks (json, slack, ntfy) for investigations that
+//! reached a final status, sent from a durable sled outbox with capped exponential retries.
 
 pub mod email;
+pub mod outbox;
+pub mod templates;
+pub mod webhook;
 
 pub use email::{EmailMessage, InlineImage, Mailer};
+pub use outbox::Notifier;
 
 /// A notification that could not be sent (or built).
 #[derive(Debug, thiserror::Error)]

@@ -7,6 +7,7 @@ pub mod alerts;
 pub mod external;
 pub mod fake_llm;
 pub mod mail;
+pub mod receiver;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
