@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::agent::Dispatcher;
+use crate::alerts::Intake;
 use crate::config::Config;
 use crate::integrations::health::{ComponentHealth, HealthChecker};
 use crate::store::Store;
@@ -28,6 +29,8 @@ pub struct AppState {
     pub tasks: TaskTracker,
     /// Queues and runs investigations.
     pub dispatcher: Dispatcher,
+    /// Webhook alert intake: storage, grouping, dedupe, budgets.
+    pub intake: Intake,
 }
 
 /// A built application, listening but not yet serving.
@@ -43,6 +46,12 @@ impl App {
         let store = Store::open(&config.server.data_dir)?;
         let metrics = Arc::new(Metrics::new(&config.llm.model));
         let dispatcher = Dispatcher::new(&config, &store, metrics.clone())?;
+        let intake = Intake::new(
+            &config.alerts,
+            crate::store::alerts::AlertStore::open(&store)?,
+            Arc::new(dispatcher.clone()),
+            metrics.clone(),
+        )?;
         let listener = TcpListener::bind(config.listen_addr())
             .await
             .with_context(|| {
@@ -55,6 +64,7 @@ impl App {
             health: Arc::new(RwLock::new(BTreeMap::new())),
             tasks: TaskTracker::new(),
             dispatcher,
+            intake,
         };
         log_startup(&state.config, listener.local_addr()?);
         Ok(Self { listener, state })
@@ -79,10 +89,21 @@ impl App {
         let checker =
             HealthChecker::new(&state.config, state.metrics.clone(), state.health.clone())?;
         background.spawn(checker.run(token.clone()));
+        if let Some(notifier) =
+            crate::notify::Notifier::new(state.config.clone(), &state.store, state.metrics.clone())?
+        {
+            let events = state.dispatcher.subscribe();
+            background.spawn(notifier.run(state.dispatcher.clone(), events, token.clone()));
+        }
         state
             .dispatcher
             .start(token.clone(), &background)
             .context("resuming queued investigations")?;
+        state
+            .intake
+            .recover()
+            .await
+            .context("re-submitting alert investigations decided before a restart")?;
 
         let router = crate::http::router(state.clone());
         let serve_token = token.clone();

@@ -11,6 +11,7 @@
 //! - [`integrations`]: typed clients for the user's upstreams and the health checker.
 //! - [`alerts`]: the alert model, grouping, dedupe and budgets.
 //! - [`tools`]: the read-only tools the LLM may call and their registry.
+//! - [`notify`]: email (`Mailer`) and webhook notifications from a durable outbox.
 //! - [`llm`]: the OpenAI-compatible chat client (retries, lenient parsing, cost metrics).
 //! - [`agent`]: investigations: dispatcher (durable queue + workers), the loop, findings, CLI.
 
@@ -21,6 +22,7 @@ pub mod config;
 pub mod http;
 pub mod integrations;
 pub mod llm;
+pub mod notify;
 pub mod store;
 pub mod telemetry;
 pub mod tools;

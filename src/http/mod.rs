@@ -1,11 +1,13 @@
 //! The axum router: one `router()` per resource, merged here, with the request-metrics
 //! middleware around all of them. Handlers parse, authorize and delegate; no business logic.
 
+mod alerts_api;
 pub mod auth;
 mod error;
 mod health;
 pub mod investigations;
 mod request_metrics;
+mod webhooks;
 
 use axum::Router;
 use axum::middleware;
@@ -19,6 +21,8 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(health::router())
         .merge(investigations::router())
+        .merge(webhooks::router())
+        .merge(alerts_api::router())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

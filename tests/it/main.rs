@@ -7,3 +7,5 @@ mod agent;
 mod dashboard;
 mod foundation;
 mod tools;
+mod notify;
+mod webhooks;

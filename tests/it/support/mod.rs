@@ -3,9 +3,12 @@
 
 #![allow(dead_code)]
 
+pub mod alerts;
 pub mod external;
 pub mod fake_llm;
 pub mod fake_upstreams;
+pub mod mail;
+pub mod receiver;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
