@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use tokio_util::sync::CancellationToken;
 
-use crate::report::model::ReportTrigger;
+use crate::report::model::{Report, ReportTrigger};
 use crate::report::period::{PeriodSpec, ReportPeriod};
 use crate::report::{ReportRequest, Reporter};
 
@@ -96,12 +96,18 @@ pub fn missed_fire(
         .then_some(fire))
 }
 
-async fn report_at(reporter: &Reporter, trigger: ReportTrigger, now: DateTime<Utc>) {
+/// Produces and sends the report of the fire time `now`, unless its period was already
+/// delivered (then None).
+pub async fn report_for_fire(
+    reporter: &Reporter,
+    trigger: ReportTrigger,
+    now: DateTime<Utc>,
+) -> Option<Report> {
     let period: ReportPeriod = reporter.window(PeriodSpec::Last, now).period;
     match reporter.store().delivered(period) {
         Ok(Some(d)) => {
             tracing::info!(%period, report = %d.report_id, "report for this period already sent");
-            return;
+            return None;
         }
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "cannot read delivered reports; generating anyway"),
@@ -112,8 +118,12 @@ async fn report_at(reporter: &Reporter, trigger: ReportTrigger, now: DateTime<Ut
         now,
         send: true,
     };
-    if let Err(e) = reporter.run(req).await {
-        tracing::error!(error = %e, %period, "weekly report failed");
+    match reporter.run(req).await {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::error!(error = %e, %period, "weekly report failed");
+            None
+        }
     }
 }
 
@@ -129,13 +139,13 @@ pub async fn run_reports(reporter: Reporter, expr: String, token: CancellationTo
     match missed_fire(&job, &reporter, Utc::now()) {
         Ok(Some(fire)) => {
             tracing::info!(%fire, "catching up the report missed while sre-agent was down");
-            report_at(&reporter, ReportTrigger::Catchup, fire).await;
+            report_for_fire(&reporter, ReportTrigger::Catchup, fire).await;
         }
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "cannot check for a missed report"),
     }
-    job.run(token, |_| {
-        report_at(&reporter, ReportTrigger::Schedule, Utc::now())
+    job.run(token, |_| async {
+        report_for_fire(&reporter, ReportTrigger::Schedule, Utc::now()).await;
     })
     .await;
 }

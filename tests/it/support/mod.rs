@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod external;
+pub mod report_external;
+pub mod report_fakes;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
