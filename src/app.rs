@@ -11,6 +11,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agent::Dispatcher;
+use crate::alerts::Intake;
 use crate::config::Config;
 use crate::integrations::health::{ComponentHealth, HealthChecker};
 use crate::store::Store;
@@ -25,6 +27,10 @@ pub struct AppState {
     pub health: ComponentHealth,
     /// Background work spawned by handlers; drained on shutdown.
     pub tasks: TaskTracker,
+    /// Queues and runs investigations.
+    pub dispatcher: Dispatcher,
+    /// Webhook alert intake: storage, grouping, dedupe, budgets.
+    pub intake: Intake,
     /// Weekly reports: generation, storage, delivery.
     pub reports: crate::report::Reporter,
 }
@@ -41,6 +47,13 @@ impl App {
         let config = Arc::new(config);
         let store = Store::open(&config.server.data_dir)?;
         let metrics = Arc::new(Metrics::new(&config.llm.model));
+        let dispatcher = Dispatcher::new(&config, &store, metrics.clone())?;
+        let intake = Intake::new(
+            &config.alerts,
+            crate::store::alerts::AlertStore::open(&store)?,
+            Arc::new(dispatcher.clone()),
+            metrics.clone(),
+        )?;
         let listener = TcpListener::bind(config.listen_addr())
             .await
             .with_context(|| {
@@ -54,6 +67,8 @@ impl App {
             reports,
             health: Arc::new(RwLock::new(BTreeMap::new())),
             tasks: TaskTracker::new(),
+            dispatcher,
+            intake,
         };
         log_startup(&state.config, listener.local_addr()?);
         Ok(Self { listener, state })
@@ -78,6 +93,15 @@ impl App {
         let checker =
             HealthChecker::new(&state.config, state.metrics.clone(), state.health.clone())?;
         background.spawn(checker.run(token.clone()));
+        state
+            .dispatcher
+            .start(token.clone(), &background)
+            .context("resuming queued investigations")?;
+        state
+            .intake
+            .recover()
+            .await
+            .context("re-submitting alert investigations decided before a restart")?;
         background.spawn(crate::schedule::run_reports(
             state.reports.clone(),
             state.config.report.schedule.0.clone(),

@@ -8,7 +8,7 @@ mod report_cmd;
 
 use clap::{Parser, Subcommand};
 use sre_agent::config::{Config, ConfigSource};
-use sre_agent::{App, telemetry};
+use sre_agent::{App, agent, telemetry};
 use tokio_util::sync::CancellationToken;
 
 /// Exit code for an unusable configuration.
@@ -43,6 +43,19 @@ enum Command {
         #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
         timeout: Duration,
     },
+    /// Ask a question: runs an investigation (via the daemon when it runs, else
+    /// in-process), prints progress to stderr and the finding as markdown to stdout.
+    Ask {
+        question: String,
+        /// Print the investigation with its timeline as JSON instead of markdown.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List or show stored investigations.
+    Investigations {
+        #[command(subcommand)]
+        command: InvestigationsCommand,
+    },
     /// Generate a weekly report now and print it (works without a running daemon; when a
     /// daemon holds the store, asks its API instead).
     Report {
@@ -55,6 +68,24 @@ enum Command {
         /// "last" (the lookback ending now) or an ISO week such as 2026-W47.
         #[arg(long, default_value = "last")]
         period: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum InvestigationsCommand {
+    /// Newest first.
+    List {
+        /// queued, running, finished, failed, limit_reached or cancelled.
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// One investigation with its finding and timeline.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -73,6 +104,13 @@ fn main() -> ExitCode {
         Command::CheckConfig => check_config(&config, &source),
         Command::Serve => run(serve(config)),
         Command::Healthcheck { url, timeout } => run(healthcheck(&config, url, timeout)),
+        Command::Ask { question, json } => ask(&config, &question, json),
+        Command::Investigations { command } => match command {
+            InvestigationsCommand::List { status, limit } => {
+                run(agent::cli::list(&config, status.as_deref(), limit))
+            }
+            InvestigationsCommand::Show { id, json } => run(agent::cli::show(&config, &id, json)),
+        },
         Command::Report {
             send,
             format,
@@ -99,6 +137,18 @@ fn run(fut: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+fn ask(config: &Config, question: &str, json: bool) -> ExitCode {
+    let mut succeeded = false;
+    let code = run(async {
+        succeeded = agent::cli::ask(config, question, json).await?;
+        Ok(())
+    });
+    if code == ExitCode::SUCCESS && !succeeded {
+        return ExitCode::FAILURE;
+    }
+    code
 }
 
 fn check_config(config: &Config, source: &ConfigSource) -> ExitCode {

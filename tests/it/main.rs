@@ -3,5 +3,8 @@
 
 mod support;
 
+mod agent;
 mod foundation;
+mod notify;
+mod webhooks;
 mod report;

@@ -3,7 +3,10 @@
 
 #![allow(dead_code)]
 
+pub mod alerts;
 pub mod external;
+pub mod fake_llm;
+pub mod mail;
 pub mod report_external;
 pub mod report_fakes;
 
