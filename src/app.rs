@@ -59,7 +59,8 @@ impl App {
             .with_context(|| {
                 format!("cannot listen on {} (server.listen)", config.server.listen)
             })?;
-        let reports = crate::report::Reporter::new(config.clone(), &store, metrics.clone())?;
+        let reports = crate::report::Reporter::new(config.clone(), &store, metrics.clone())?
+            .with_dispatcher(dispatcher.clone());
         let state = AppState {
             config,
             store,
@@ -107,6 +108,7 @@ impl App {
             state.config.report.schedule.0.clone(),
             token.clone(),
         ));
+        crate::schedule::spawn_investigations(&state, &background, &token);
 
         let router = crate::http::router(state.clone());
         let serve_token = token.clone();

@@ -16,7 +16,9 @@ pub async fn run(config: Config, send: bool, format: String, period: String) -> 
     let report = match Store::open(&config.server.data_dir) {
         Ok(store) => {
             let metrics = Arc::new(Metrics::new(&config.llm.model));
-            let reporter = Reporter::new(Arc::new(config), &store, metrics)?;
+            let dispatcher = sre_agent::agent::Dispatcher::new(&config, &store, metrics.clone())?;
+            let reporter =
+                Reporter::new(Arc::new(config), &store, metrics)?.with_dispatcher(dispatcher);
             let req = ReportRequest {
                 trigger: ReportTrigger::Cli,
                 period: spec,

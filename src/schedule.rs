@@ -150,6 +150,50 @@ pub async fn run_reports(reporter: Reporter, expr: String, token: CancellationTo
     .await;
 }
 
+/// One investigation per fire of a `[[schedules]]` entry.
+pub async fn submit_scheduled(
+    dispatcher: &crate::agent::Dispatcher,
+    entry: &crate::config::ScheduleConfig,
+) -> Result<crate::agent::Investigation, crate::store::StoreError> {
+    dispatcher
+        .submit(crate::agent::InvestigationRequest {
+            trigger: crate::agent::Trigger::Schedule,
+            title: entry.name.clone(),
+            prompt: entry.prompt.clone(),
+            context: None,
+            group_key: None,
+        })
+        .await
+}
+
+/// Spawns a cron job per `[[schedules]]` entry on `tracker`.
+pub fn spawn_investigations(
+    state: &crate::app::AppState,
+    tracker: &tokio_util::task::TaskTracker,
+    token: &CancellationToken,
+) {
+    for entry in state.config.schedules.clone() {
+        let job = match CronJob::parse(&entry.name, &entry.cron.0, entry.timezone.0) {
+            Ok(j) => j,
+            Err(e) => {
+                tracing::error!(error = %e, "scheduled investigation disabled");
+                continue;
+            }
+        };
+        let dispatcher = state.dispatcher.clone();
+        tracker.spawn(job.run(token.clone(), move |_| {
+            let dispatcher = dispatcher.clone();
+            let entry = entry.clone();
+            async move {
+                match submit_scheduled(&dispatcher, &entry).await {
+                    Ok(i) => tracing::info!(schedule = %entry.name, id = %i.id, "scheduled investigation queued"),
+                    Err(e) => tracing::error!(schedule = %entry.name, error = %e, "cannot queue scheduled investigation"),
+                }
+            }
+        }));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

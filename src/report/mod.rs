@@ -22,6 +22,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
+use crate::agent::Dispatcher;
 use crate::config::Config;
 use crate::store::reports::ReportStore;
 use crate::store::{Store, StoreError};
@@ -55,6 +56,7 @@ pub struct Reporter {
     config: Arc<Config>,
     store: ReportStore,
     metrics: Arc<Metrics>,
+    dispatcher: Option<Dispatcher>,
     running: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -72,8 +74,28 @@ impl Reporter {
             config,
             store,
             metrics,
+            dispatcher: None,
             running: Arc::new(tokio::sync::Mutex::new(())),
         })
+    }
+
+    /// Reads the week's investigations and the daily LLM budget from `dispatcher`.
+    pub fn with_dispatcher(mut self, dispatcher: Dispatcher) -> Self {
+        self.dispatcher = Some(dispatcher);
+        self
+    }
+
+    /// What is left of `alerts.daily_cost_limit_usd` today (UTC), when known.
+    fn budget_left(&self) -> Option<f64> {
+        let d = self.dispatcher.as_ref()?;
+        let today = Utc::now().date_naive().and_hms_opt(0, 0, 0)?.and_utc();
+        match d.usage_since(today) {
+            Ok((_, spent)) => Some(self.config.alerts.daily_cost_limit_usd - spent),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read today's LLM spend");
+                None
+            }
+        }
     }
 
     pub fn store(&self) -> &ReportStore {
@@ -111,9 +133,11 @@ impl Reporter {
             window,
             tz: self.timezone(),
             previous: self.store.previous(window.period)?,
+            dispatcher: self.dispatcher.clone(),
         };
         let data = collect::collect_all(&sources, &self.metrics).await;
-        let summary = summary::summarise(&self.config.llm, &self.metrics, None, &data).await;
+        let summary =
+            summary::summarise(&self.config.llm, &self.metrics, self.budget_left(), &data).await;
         let mut report = Report {
             id: uuid::Uuid::now_v7().to_string(),
             trigger: req.trigger,
@@ -158,11 +182,8 @@ impl Reporter {
             .map(|r| r.0.clone())
             .collect();
         let rendered = render::for_email(report);
-        let result = match email::build_message(&self.config.smtp, &to, &report.title(), &rendered)
-        {
-            Ok(msg) => email::send(&self.config.smtp, &self.metrics, &msg).await,
-            Err(e) => Err(e),
-        };
+        let msg = email::message(to, &report.title(), &rendered);
+        let result = email::send(&self.config.smtp, self.metrics.clone(), &msg).await;
         match result {
             Ok(()) => {
                 report.status = ReportStatus::Sent;

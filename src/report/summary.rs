@@ -3,10 +3,13 @@
 
 use std::fmt::Write as _;
 
-use serde_json::{Value, json};
+use std::sync::Arc;
+
+use serde_json::json;
 
 use super::model::{ReportData, Summary};
 use crate::config::LlmConfig;
+use crate::llm::{ChatMessage, LlmClient};
 use crate::telemetry::Metrics;
 
 /// Upper bound for the data sent to the LLM.
@@ -51,18 +54,20 @@ pub fn compact(data: &ReportData) -> String {
 /// Writes the summary with the LLM, or the automatic one with the reason.
 pub async fn summarise(
     llm: &LlmConfig,
-    metrics: &Metrics,
+    metrics: &Arc<Metrics>,
     budget_left_usd: Option<f64>,
     data: &ReportData,
 ) -> Summary {
     let reason = match (&llm.base_url, budget_left_usd) {
         (None, _) => "LLM not configured (set llm.base_url)".to_string(),
-        (_, Some(left)) if left <= 0.0 => "daily LLM cost budget used up".to_string(),
+        (_, Some(left)) if left <= 0.0 => {
+            "daily LLM cost budget used up (alerts.daily_cost_limit_usd)".to_string()
+        }
         (Some(_), _) => match call(llm, metrics, &compact(data)).await {
-            Ok(text) => {
+            Ok((text, model)) => {
                 return Summary {
                     text,
-                    model: Some(llm.model.clone()),
+                    model: Some(model),
                     fallback_reason: None,
                 };
             }
@@ -76,68 +81,28 @@ pub async fn summarise(
     }
 }
 
-async fn call(llm: &LlmConfig, metrics: &Metrics, data: &str) -> Result<String, String> {
-    let base = llm.base_url.as_ref().expect("checked").0.as_str();
-    let url = format!("{}/chat/completions", base.trim_end_matches('/'));
-    let body = json!({
-        "model": llm.model,
-        "messages": [
-            {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": format!("<report-data>\n{data}\n</report-data>")},
-        ],
-    });
-    let client = reqwest::Client::builder()
-        .timeout(llm.timeout.get())
-        .build()
+async fn call(
+    llm: &LlmConfig,
+    metrics: &Arc<Metrics>,
+    data: &str,
+) -> Result<(String, String), String> {
+    let client = LlmClient::new(llm, metrics.clone())
+        .map_err(|e| e.to_string())?
+        .ok_or("LLM not configured (set llm.base_url)")?;
+    let messages = [
+        ChatMessage::System(SYSTEM.to_string()),
+        ChatMessage::User(format!("<report-data>\n{data}\n</report-data>")),
+    ];
+    let resp = client
+        .chat(&messages, &[])
+        .await
         .map_err(|e| e.to_string())?;
-    let mut req = client.post(&url).json(&body);
-    if let Some(key) = &llm.api_key {
-        req = req.bearer_auth(key.expose());
-    }
-    let started = std::time::Instant::now();
-    let result = async {
-        let resp = req
-            .send()
-            .await
-            .map_err(|e| format!("LLM at {url} is unreachable: {e}"))?;
-        let status = resp.status();
-        let text = resp
-            .text()
-            .await
-            .map_err(|e| format!("LLM at {url}: {e}"))?;
-        if !status.is_success() {
-            let excerpt: String = text.chars().take(200).collect();
-            return Err(format!(
-                "LLM at {url} returned {}: {excerpt}",
-                status.as_u16()
-            ));
-        }
-        let v: Value = serde_json::from_str(&text)
-            .map_err(|e| format!("LLM at {url} sent an unexpected response: {e}"))?;
-        for (kind, ptr) in [
-            ("prompt", "/usage/prompt_tokens"),
-            ("completion", "/usage/completion_tokens"),
-        ] {
-            if let Some(n) = v.pointer(ptr).and_then(Value::as_u64) {
-                metrics.llm_tokens.with_label_values(&[kind]).inc_by(n);
-            }
-        }
-        v.pointer("/choices/0/message/content")
-            .and_then(Value::as_str)
-            .map(str::trim)
-            .filter(|s| !s.is_empty())
-            .map(str::to_string)
-            .ok_or_else(|| format!("LLM at {url} returned no text"))
-    }
-    .await;
-    metrics
-        .llm_call_duration
-        .observe(started.elapsed().as_secs_f64());
-    metrics
-        .llm_calls
-        .with_label_values(&[if result.is_ok() { "ok" } else { "error" }])
-        .inc();
-    result
+    let text = resp
+        .content
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| format!("LLM at {} returned no text", client.url()))?;
+    Ok((text, resp.model))
 }
 
 /// A summary built from the numbers alone.

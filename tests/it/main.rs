@@ -6,5 +6,5 @@ mod support;
 mod agent;
 mod foundation;
 mod notify;
-mod webhooks;
 mod report;
+mod webhooks;

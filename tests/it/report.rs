@@ -295,6 +295,7 @@ async fn with_loki_and_the_llm_down_the_report_still_goes_out_with_a_logs_note_a
 url = "http://127.0.0.1:{loki_port}"
 [llm]
 base_url = "http://127.0.0.1:{llm_port}/v1"
+max_retries = 0
 [report]
 recipients = ["ops@example.org"]
 collector_timeout = "5s"
@@ -508,4 +509,23 @@ fn every_cron_string_shipped_in_the_repository_parses() {
         }
     }
     assert!(checked >= 2, "found only {checked} cron strings");
+}
+
+#[tokio::test]
+async fn a_schedules_entry_queues_an_investigation_with_the_schedule_trigger() {
+    let app = spawn_app(
+        "[[schedules]]\nname = \"disk-check\"\ncron = \"0 0 6 * * *\"\ntimezone = \"Europe/Berlin\"\nprompt = \"Are disks filling?\"\n",
+    )
+    .await;
+    let entry = app.state.config.schedules[0].clone();
+    let inv = schedule::submit_scheduled(&app.state.dispatcher, &entry)
+        .await
+        .unwrap();
+    assert_eq!(inv.trigger, sre_agent::agent::Trigger::Schedule);
+    assert_eq!(
+        (inv.title.as_str(), inv.prompt.as_str()),
+        (entry.name.as_str(), entry.prompt.as_str())
+    );
+    assert!(inv.context.is_none() && inv.group_key.is_none());
+    app.stop().await;
 }

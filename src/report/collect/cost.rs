@@ -7,7 +7,7 @@ use crate::report::sources;
 
 pub async fn collect(ctx: &CollectContext) -> Section<CostData> {
     let Some(prom) = &ctx.sources.prometheus else {
-        return Section::failed(not_configured("Prometheus", "prometheus.url"));
+        return from_store(ctx);
     };
     let r = ctx.range();
     let tokens = format!("sum by (type) (increase(sre_agent_llm_tokens_total[{r}]))");
@@ -43,4 +43,33 @@ pub async fn collect(ctx: &CollectContext) -> Section<CostData> {
         Err(e) => notes.push(e.to_string()),
     }
     Section { data, notes }
+}
+
+/// Tokens and cost of the week's stored investigations (without Prometheus).
+fn from_store(ctx: &CollectContext) -> Section<CostData> {
+    match super::agent::stored(ctx) {
+        Ok(Some(list)) => {
+            let mut data = CostData {
+                source: "store".into(),
+                ..CostData::default()
+            };
+            for i in &list {
+                for (kind, n) in [
+                    ("prompt", i.tokens.prompt),
+                    ("completion", i.tokens.completion),
+                    ("cached", i.tokens.cached),
+                ] {
+                    *data.tokens.entry(kind.into()).or_default() += n as f64;
+                }
+                *data.dollars_by_model.entry(i.model.clone()).or_default() += i.cost_usd;
+            }
+            data.dollars_total = data.dollars_by_model.values().sum();
+            Section {
+                data,
+                notes: vec![],
+            }
+        }
+        Ok(None) => Section::failed(not_configured("Prometheus", "prometheus.url")),
+        Err(e) => Section::failed(e),
+    }
 }

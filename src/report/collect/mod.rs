@@ -31,6 +31,8 @@ pub struct CollectContext {
     pub tz: Tz,
     /// The most recent stored report of an earlier period, for "changes".
     pub previous: Option<Report>,
+    /// The investigations store, when the report runs inside the daemon.
+    pub dispatcher: Option<crate::agent::Dispatcher>,
 }
 
 impl CollectContext {
