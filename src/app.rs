@@ -31,6 +31,8 @@ pub struct AppState {
     pub dispatcher: Dispatcher,
     /// Webhook alert intake: storage, grouping, dedupe, budgets.
     pub intake: Intake,
+    /// Weekly reports: generation, storage, delivery.
+    pub reports: crate::report::Reporter,
 }
 
 /// A built application, listening but not yet serving.
@@ -57,10 +59,13 @@ impl App {
             .with_context(|| {
                 format!("cannot listen on {} (server.listen)", config.server.listen)
             })?;
+        let reports = crate::report::Reporter::new(config.clone(), &store, metrics.clone())?
+            .with_dispatcher(dispatcher.clone());
         let state = AppState {
             config,
             store,
             metrics,
+            reports,
             health: Arc::new(RwLock::new(BTreeMap::new())),
             tasks: TaskTracker::new(),
             dispatcher,
@@ -104,6 +109,12 @@ impl App {
             .recover()
             .await
             .context("re-submitting alert investigations decided before a restart")?;
+        background.spawn(crate::schedule::run_reports(
+            state.reports.clone(),
+            state.config.report.schedule.0.clone(),
+            token.clone(),
+        ));
+        crate::schedule::spawn_investigations(&state, &background, &token);
 
         let router = crate::http::router(state.clone());
         let serve_token = token.clone();

@@ -14,6 +14,8 @@
 //! - [`notify`]: email (`Mailer`) and webhook notifications from a durable outbox.
 //! - [`llm`]: the OpenAI-compatible chat client (retries, lenient parsing, cost metrics).
 //! - [`agent`]: investigations: dispatcher (durable queue + workers), the loop, findings, CLI.
+//! - [`report`]: the weekly reliability report (collectors, summary, rendering, email).
+//! - [`schedule`]: cron jobs: the weekly report with catch-up, and scheduled investigations.
 
 pub mod agent;
 pub mod alerts;
@@ -23,6 +25,8 @@ pub mod http;
 pub mod integrations;
 pub mod llm;
 pub mod notify;
+pub mod report;
+pub mod schedule;
 pub mod store;
 pub mod telemetry;
 pub mod tools;

@@ -6,6 +6,7 @@ pub mod auth;
 mod error;
 mod health;
 pub mod investigations;
+mod reports;
 mod request_metrics;
 mod webhooks;
 
@@ -23,6 +24,7 @@ pub fn router(state: AppState) -> Router {
         .merge(investigations::router())
         .merge(webhooks::router())
         .merge(alerts_api::router())
+        .merge(reports::router())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -4,6 +4,7 @@
 
 pub mod alerts;
 pub mod investigations;
+pub mod reports;
 mod tree;
 
 use std::path::{Path, PathBuf};

@@ -8,4 +8,5 @@ mod dashboard;
 mod foundation;
 mod tools;
 mod notify;
+mod report;
 mod webhooks;

@@ -9,6 +9,8 @@ pub mod fake_llm;
 pub mod fake_upstreams;
 pub mod mail;
 pub mod receiver;
+pub mod report_external;
+pub mod report_fakes;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
