@@ -3,6 +3,10 @@
 //! credentials) and what happened. Clients know nothing about the LLM.
 
 pub mod health;
+pub mod kubernetes;
+pub mod pbs;
+pub mod proxmox;
+pub mod truenas;
 mod upstream;
 
 pub use upstream::{Auth, Upstream, UpstreamError, UpstreamOptions, redact_url};

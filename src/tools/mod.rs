@@ -3,13 +3,21 @@
 //! returned to the model as text. Tools never write upstream.
 
 mod builtin;
+pub mod homelab;
+pub mod http_declared;
+mod k8s_format;
+pub mod kubernetes;
+pub mod pbs;
+pub mod proxmox;
 mod registry;
 mod schema;
+pub mod truenas;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 pub use builtin::CurrentTime;
+pub use homelab::register_homelab_tools;
 pub use registry::{ToolDefinition, ToolOutcome, ToolRegistry};
 pub use schema::validate_arguments;
 

@@ -4,6 +4,8 @@
 #![allow(dead_code)]
 
 pub mod external;
+pub mod fake_homelab;
+pub mod fake_kube;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
