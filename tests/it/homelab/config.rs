@@ -179,3 +179,24 @@ fn a_bad_kubeconfig_fails_at_registration_naming_the_file() {
     let err = format!("{:#}", register_homelab_tools(&mut r, &config).unwrap_err());
     assert!(err.contains("kubernetes.kubeconfig"), "{err}");
 }
+
+#[test]
+fn build_registry_adds_the_configured_homelab_tools_next_to_the_core_ones() {
+    sre_agent::install_crypto_provider();
+    let dir = tempfile::tempdir().unwrap();
+    let toml = "[truenas]\nurl = \"https://nas.lan\"\napi_key = \"k\"\n";
+    let config = test_config(dir.path(), toml);
+    let r = sre_agent::tools::build_registry(&config, Arc::new(Metrics::new("m"))).unwrap();
+    let names = r.names();
+    assert!(names.contains(&"current_time"), "{names:?}");
+    assert!(names.contains(&"truenas_pools"), "{names:?}");
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.starts_with("k8s_") || n.starts_with("proxmox_"))
+    );
+    let err = load_err(
+        "[[tools.http]]\nname = \"prometheus_query\"\ndescription = \"d\"\nurl = \"http://h/x\"\n",
+    );
+    assert!(err.contains("clashes with a built-in tool"), "{err}");
+}

@@ -6,6 +6,7 @@
 pub mod external;
 pub mod fake_homelab;
 pub mod fake_kube;
+pub mod fake_upstreams;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
