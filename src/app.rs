@@ -25,6 +25,8 @@ pub struct AppState {
     pub health: ComponentHealth,
     /// Background work spawned by handlers; drained on shutdown.
     pub tasks: TaskTracker,
+    /// Weekly reports: generation, storage, delivery.
+    pub reports: crate::report::Reporter,
 }
 
 /// A built application, listening but not yet serving.
@@ -44,10 +46,12 @@ impl App {
             .with_context(|| {
                 format!("cannot listen on {} (server.listen)", config.server.listen)
             })?;
+        let reports = crate::report::Reporter::new(config.clone(), &store, metrics.clone())?;
         let state = AppState {
             config,
             store,
             metrics,
+            reports,
             health: Arc::new(RwLock::new(BTreeMap::new())),
             tasks: TaskTracker::new(),
         };
@@ -74,6 +78,11 @@ impl App {
         let checker =
             HealthChecker::new(&state.config, state.metrics.clone(), state.health.clone())?;
         background.spawn(checker.run(token.clone()));
+        background.spawn(crate::schedule::run_reports(
+            state.reports.clone(),
+            state.config.report.schedule.0.clone(),
+            token.clone(),
+        ));
 
         let router = crate::http::router(state.clone());
         let serve_token = token.clone();

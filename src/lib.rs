@@ -11,12 +11,16 @@
 //! - [`integrations`]: typed clients for the user's upstreams and the health checker.
 //! - [`alerts`]: the alert model, grouping, dedupe and budgets.
 //! - [`tools`]: the read-only tools the LLM may call and their registry.
+//! - [`report`]: the weekly reliability report (collectors, summary, rendering, email).
+//! - [`schedule`]: cron jobs: the weekly report with catch-up, and scheduled investigations.
 
 pub mod alerts;
 pub mod app;
 pub mod config;
 pub mod http;
 pub mod integrations;
+pub mod report;
+pub mod schedule;
 pub mod store;
 pub mod telemetry;
 pub mod tools;

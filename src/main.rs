@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod report_cmd;
+
 use clap::{Parser, Subcommand};
 use sre_agent::config::{Config, ConfigSource};
 use sre_agent::{App, telemetry};
@@ -41,6 +43,19 @@ enum Command {
         #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
         timeout: Duration,
     },
+    /// Generate a weekly report now and print it (works without a running daemon; when a
+    /// daemon holds the store, asks its API instead).
+    Report {
+        /// Also email it to report.recipients.
+        #[arg(long)]
+        send: bool,
+        /// Output format.
+        #[arg(long, default_value = "markdown", value_parser = ["markdown", "html", "json"])]
+        format: String,
+        /// "last" (the lookback ending now) or an ISO week such as 2026-W47.
+        #[arg(long, default_value = "last")]
+        period: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -58,6 +73,11 @@ fn main() -> ExitCode {
         Command::CheckConfig => check_config(&config, &source),
         Command::Serve => run(serve(config)),
         Command::Healthcheck { url, timeout } => run(healthcheck(&config, url, timeout)),
+        Command::Report {
+            send,
+            format,
+            period,
+        } => run(report_cmd::run(config, send, format, period)),
     }
 }
 

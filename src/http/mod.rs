@@ -4,6 +4,7 @@
 pub mod auth;
 mod error;
 mod health;
+mod reports;
 mod request_metrics;
 
 use axum::Router;
@@ -17,6 +18,7 @@ use crate::app::AppState;
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(health::router())
+        .merge(reports::router())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -5,4 +5,5 @@ mod support;
 
 mod foundation;
 mod homelab;
+mod report;
 mod tools;

@@ -7,6 +7,8 @@ pub mod external;
 pub mod fake_homelab;
 pub mod fake_kube;
 pub mod fake_upstreams;
+pub mod report_external;
+pub mod report_fakes;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
