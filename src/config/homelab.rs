@@ -87,6 +87,59 @@ impl Default for ProxmoxApiConfig {
     }
 }
 
+/// `[pbs]`: Proxmox Backup Server, plus how often each backup group is expected to get a
+/// snapshot (for the weekly report's backup health).
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PbsConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<HttpUrl>,
+    /// `USER@REALM!TOKENID`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_secret: Option<Secret>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_secret_file: Option<PathBuf>,
+    #[serde(default = "yes")]
+    pub verify_tls: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+    pub timeout: HumanDuration,
+    /// A group whose newest snapshot is older than this is reported as overdue.
+    pub backup_interval: HumanDuration,
+}
+
+impl Default for PbsConfig {
+    fn default() -> Self {
+        Self {
+            url: None,
+            token_id: None,
+            token_secret: None,
+            token_secret_file: None,
+            verify_tls: true,
+            ca_file: None,
+            timeout: default_timeout(),
+            backup_interval: HumanDuration::secs(26 * 3600),
+        }
+    }
+}
+
+impl PbsConfig {
+    /// The API connection part.
+    pub fn api(&self) -> ProxmoxApiConfig {
+        ProxmoxApiConfig {
+            url: self.url.clone(),
+            token_id: self.token_id.clone(),
+            token_secret: self.token_secret.clone(),
+            token_secret_file: self.token_secret_file.clone(),
+            verify_tls: self.verify_tls,
+            ca_file: self.ca_file.clone(),
+            timeout: self.timeout.clone(),
+        }
+    }
+}
+
 /// `[truenas]`: the TrueNAS REST API v2.0 with an API key.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -274,7 +327,8 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
             "set either in_cluster = true or kubeconfig, not both".into(),
         );
     }
-    for (section, api) in [("proxmox", &config.proxmox), ("pbs", &config.pbs)] {
+    let pbs = config.pbs.api();
+    for (section, api) in [("proxmox", &config.proxmox), ("pbs", &pbs)] {
         if api.url.is_none() {
             continue;
         }
@@ -309,6 +363,9 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
             );
         }
         check_ca("truenas.ca_file", &config.truenas.ca_file)?;
+    }
+    if config.pbs.backup_interval.get().is_zero() {
+        return bad("pbs.backup_interval", "must be more than 0s".into());
     }
     validate_http_tools(&config.tools.http)
 }

@@ -14,8 +14,8 @@ use figment::providers::{Env, Format, Toml};
 use serde::{Deserialize, Serialize};
 
 pub use homelab::{
-    HttpToolConfig, KubernetesConfig, ProxmoxApiConfig, RESERVED_TOOL_NAMES, ToolsConfig,
-    TruenasConfig, placeholders, validate_http_tools,
+    HttpToolConfig, KubernetesConfig, PbsConfig, ProxmoxApiConfig, RESERVED_TOOL_NAMES,
+    ToolsConfig, TruenasConfig, placeholders, validate_http_tools,
 };
 pub use sections::*;
 pub use values::{
@@ -44,7 +44,7 @@ pub struct Config {
     pub schedules: Vec<ScheduleConfig>,
     pub kubernetes: KubernetesConfig,
     pub proxmox: ProxmoxApiConfig,
-    pub pbs: ProxmoxApiConfig,
+    pub pbs: PbsConfig,
     pub truenas: TruenasConfig,
     pub tools: ToolsConfig,
 }

@@ -4,7 +4,7 @@ use serde::Deserialize;
 
 use super::UpstreamError;
 use super::proxmox::ProxmoxApi;
-use crate::config::ProxmoxApiConfig;
+use crate::config::PbsConfig;
 
 /// `GET /status/datastore-usage` item.
 #[derive(Clone, Debug, Deserialize)]
@@ -84,9 +84,9 @@ pub struct PbsClient {
 }
 
 impl PbsClient {
-    pub fn new(config: &ProxmoxApiConfig) -> Result<Self, UpstreamError> {
+    pub fn new(config: &PbsConfig) -> Result<Self, UpstreamError> {
         Ok(Self {
-            api: ProxmoxApi::new("Proxmox Backup Server", config, "PBSAPIToken", ':')?,
+            api: ProxmoxApi::new("Proxmox Backup Server", &config.api(), "PBSAPIToken", ':')?,
         })
     }
 

@@ -4,6 +4,7 @@
 mod appliances;
 mod config;
 mod kubernetes;
+mod report;
 
 use std::sync::Arc;
 
