@@ -200,3 +200,43 @@ fn build_registry_adds_the_configured_homelab_tools_next_to_the_core_ones() {
     );
     assert!(err.contains("clashes with a built-in tool"), "{err}");
 }
+
+#[test]
+fn the_commented_homelab_examples_in_config_toml_are_valid_when_uncommented() {
+    let example =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
+    let homelab = example
+        .split("# ---- Homelab integrations")
+        .nth(1)
+        .expect("config.toml documents the homelab integrations");
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    let mut toml = String::new();
+    for line in homelab.lines().skip(1) {
+        let line = line.strip_prefix("# ").unwrap_or(line);
+        let key = line.split(" = ").next().unwrap_or("").trim();
+        let is_toml = line.starts_with('[')
+            || (line.contains(" = ") && key.chars().all(|c| c.is_ascii_lowercase() || c == '_'));
+        if !is_toml || key == "ca_file" || key == "kubeconfig" || key == "context" {
+            continue;
+        }
+        if key.ends_with("_file") {
+            toml.push_str(&format!("{key} = {:?}\n", secret.display().to_string()));
+        } else {
+            toml.push_str(line);
+            toml.push('\n');
+        }
+    }
+    let config = test_config(dir.path(), &toml);
+    assert_eq!(
+        config.proxmox.token_secret.as_ref().unwrap().expose(),
+        "s3cret"
+    );
+    assert_eq!(config.tools.http[0].name, "ups_status");
+    assert_eq!(
+        config.enabled_integrations(),
+        ["proxmox", "pbs", "truenas"],
+        "kubernetes stays off in the example"
+    );
+}
