@@ -177,6 +177,51 @@ pub struct ReportData {
     pub cost: Section<CostData>,
     pub logs: Section<LogsData>,
     pub changes: Section<ChangesData>,
+    /// Backup health and Proxmox guests; present only when `[pbs]` or `[proxmox]` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub homelab: Option<Section<HomelabData>>,
+}
+
+/// A backup group whose newest snapshot is older than `pbs.backup_interval`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct OverdueBackup {
+    pub store: String,
+    /// `vm/100`, `ct/200`, `host/nas`.
+    pub group: String,
+    pub comment: Option<String>,
+    pub last_backup: DateTime<Utc>,
+    pub age_hours: f64,
+}
+
+/// A failed Proxmox VE or Backup Server task in the period.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct FailedTask {
+    /// "pbs" or the Proxmox VE node.
+    pub source: String,
+    pub kind: String,
+    pub id: String,
+    pub status: String,
+    pub started_at: DateTime<Utc>,
+}
+
+/// A Proxmox VE guest not running at report time.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct GuestDown {
+    pub node: String,
+    /// "qemu" or "lxc".
+    pub kind: String,
+    pub vmid: String,
+    pub name: String,
+    pub status: String,
+}
+
+/// Backup health (PBS) and Proxmox VE guests.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct HomelabData {
+    pub backup_groups: usize,
+    pub overdue_backups: Vec<OverdueBackup>,
+    pub failed_tasks: Vec<FailedTask>,
+    pub guests_down: Vec<GuestDown>,
 }
 
 /// The executive summary and where it came from.

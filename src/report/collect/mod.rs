@@ -6,6 +6,7 @@ mod agent;
 mod alerts;
 mod changes;
 mod cost;
+mod homelab;
 mod logs;
 mod slos;
 
@@ -81,7 +82,11 @@ pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData 
         cost,
         logs,
         changes: Section::default(),
+        homelab: None,
     };
+    if homelab::configured(&ctx.config) {
+        data.homelab = Some(timed("homelab", timeout, metrics, homelab::collect(ctx)).await);
+    }
     // Changes compares the sections just collected with the previous report: no I/O.
     data.changes = timed("changes", timeout, metrics, async {
         changes::collect(ctx.previous.as_ref(), &data)

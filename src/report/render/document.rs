@@ -229,6 +229,10 @@ pub fn build(r: &Report) -> Document {
         ));
     }
 
+    if let Some(h) = &d.homelab {
+        super::backups::blocks(&mut b, h);
+    }
+
     b.push(Block::Heading("Changes since last week".into()));
     notes(&mut b, &d.changes);
     let ch = &d.changes.data;

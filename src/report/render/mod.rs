@@ -1,5 +1,6 @@
 //! Rendering: the report as markdown (and email text) or email-safe HTML with PNG charts.
 
+pub mod backups;
 pub mod chart;
 pub mod document;
 pub mod html;

@@ -5,6 +5,8 @@
 
 pub mod alerts;
 pub mod external;
+pub mod fake_homelab;
+pub mod fake_kube;
 pub mod fake_llm;
 pub mod fake_upstreams;
 pub mod mail;
