@@ -189,15 +189,46 @@ async fn truenas_tools_show_pool_health_active_alerts_and_disk_smart_results() {
 }
 
 #[tokio::test]
-async fn tls_options_reach_the_client_and_verify_tls_false_is_accepted() {
-    let fake = proxmox_fake(proxmox_routes(), "PVEAPIToken=sre@pve!agent=s").await;
-    let dir = tempfile::tempdir().unwrap();
-    let toml = format!(
-        "[proxmox]\nurl = \"{}\"\ntoken_id = \"sre@pve!agent\"\ntoken_secret = \"s\"\nverify_tls = false\n",
+async fn a_self_signed_proxmox_is_trusted_through_ca_file_or_verify_tls_false_and_refused_otherwise()
+ {
+    sre_agent::install_crypto_provider();
+    let certs = tempfile::tempdir().unwrap();
+    if !crate::support::report_external::gen_certs(certs.path()) {
+        return;
+    }
+    let fake = FakeHomelab::start_tls(
+        proxmox_routes(),
+        "PVEAPIToken=sre@pve!agent=s",
+        certs.path(),
+    )
+    .await;
+    let base = format!(
+        "[proxmox]\nurl = \"{}\"\ntoken_id = \"sre@pve!agent\"\ntoken_secret = \"s\"\n",
         fake.url
     );
-    let config = test_config(dir.path(), &toml);
-    assert!(config.enabled_integrations().contains(&"proxmox"));
-    let r = registry(&config);
-    call(&r, "proxmox_nodes", json!({})).await;
+    let ca = certs.path().join("ca.pem");
+    for (extra, works) in [
+        (format!("ca_file = {:?}\n", ca.display().to_string()), true),
+        ("verify_tls = false\n".to_string(), true),
+        (String::new(), false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let r = registry(&test_config(dir.path(), &format!("{base}{extra}")));
+        let out = r.call("proxmox_nodes", json!({})).await;
+        assert_eq!(out.ok, works, "{extra}: {}", out.text);
+        if works {
+            assert!(out.text.contains("pve1 status=online"), "{}", out.text);
+        } else {
+            assert!(
+                out.text.contains("Proxmox VE at https://127.0.0.1:"),
+                "{}",
+                out.text
+            );
+            assert!(
+                out.text.to_lowercase().contains("certificate"),
+                "{}",
+                out.text
+            );
+        }
+    }
 }

@@ -244,3 +244,75 @@ pub fn truenas_routes() -> Vec<(String, Value)> {
         ),
     ]
 }
+
+/// Accepts TCP connections and completes a TLS handshake with the test certificate.
+struct TlsListener {
+    inner: tokio::net::TcpListener,
+    acceptor: tokio_rustls::TlsAcceptor,
+}
+
+impl axum::serve::Listener for TlsListener {
+    type Io = tokio_rustls::server::TlsStream<tokio::net::TcpStream>;
+    type Addr = SocketAddr;
+
+    async fn accept(&mut self) -> (Self::Io, Self::Addr) {
+        loop {
+            let Ok((tcp, addr)) = self.inner.accept().await else {
+                continue;
+            };
+            // A client that rejects the certificate fails the handshake: keep listening.
+            if let Ok(tls) = self.acceptor.accept(tcp).await {
+                return (tls, addr);
+            }
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<Self::Addr> {
+        self.inner.local_addr()
+    }
+}
+
+impl FakeHomelab {
+    /// Like [`FakeHomelab::start`] over HTTPS with `certs/leaf-fullchain.pem` and
+    /// `certs/leaf.key` (from tests/support/gen_test_certs.sh).
+    pub async fn start_tls(
+        routes: Vec<(String, Value)>,
+        auth: &str,
+        certs: &std::path::Path,
+    ) -> Self {
+        let chain: Vec<_> = rustls_pemfile::certs(&mut std::io::BufReader::new(
+            std::fs::File::open(certs.join("leaf-fullchain.pem")).unwrap(),
+        ))
+        .collect::<Result<_, _>>()
+        .unwrap();
+        let key = rustls_pemfile::private_key(&mut std::io::BufReader::new(
+            std::fs::File::open(certs.join("leaf.key")).unwrap(),
+        ))
+        .unwrap()
+        .unwrap();
+        let tls = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(chain, key)
+            .unwrap();
+        let state = Arc::new(FakeState {
+            routes: routes.into_iter().collect(),
+            auth: auth.to_string(),
+            forbidden_body: json!({"data": null}),
+            requests: Mutex::new(Vec::new()),
+            forbidden: AtomicBool::new(false),
+        });
+        let app = Router::new().fallback(handle).with_state(state.clone());
+        let inner = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = inner.local_addr().unwrap();
+        let listener = TlsListener {
+            inner,
+            acceptor: tokio_rustls::TlsAcceptor::from(Arc::new(tls)),
+        };
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        Self {
+            url: format!("https://127.0.0.1:{}", addr.port()),
+            addr,
+            state,
+        }
+    }
+}
