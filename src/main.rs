@@ -152,34 +152,37 @@ fn ask(config: &Config, question: &str, json: bool) -> ExitCode {
 }
 
 fn check_config(config: &Config, source: &ConfigSource) -> ExitCode {
-    match &source.file {
-        Some(f) => println!(
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = match &source.file {
+        Some(f) => writeln!(
+            out,
             "# configuration from {} (plus SRE_AGENT_* environment)",
             f.display()
         ),
-        None => println!("# built-in defaults (plus SRE_AGENT_* environment); no config file"),
-    }
+        None => writeln!(
+            out,
+            "# built-in defaults (plus SRE_AGENT_* environment); no config file"
+        ),
+    };
     let enabled = config.enabled_integrations();
-    let disabled: Vec<_> = Config::INTEGRATIONS
+    let disabled: Vec<&str> = Config::INTEGRATIONS
         .iter()
+        .copied()
         .filter(|i| !enabled.contains(i))
         .collect();
-    println!(
-        "# enabled integrations: {}",
-        if enabled.is_empty() {
-            "none".into()
-        } else {
-            enabled.join(", ")
-        }
-    );
-    println!(
-        "# disabled integrations: {}",
-        disabled.iter().map(|s| **s).collect::<Vec<_>>().join(", ")
-    );
-    println!();
-    print!("{}", config.redacted_toml());
-    println!();
-    println!("# configuration is valid");
+    let on = if enabled.is_empty() {
+        "none".to_string()
+    } else {
+        enabled.join(", ")
+    };
+    let _ = writeln!(out, "# enabled integrations: {on}");
+    let _ = writeln!(out, "# disabled integrations: {}\n", disabled.join(", "));
+    out.push_str(&config.redacted_toml());
+    out.push_str("\n# configuration is valid\n");
+    // A closed pipe (`check-config | head`) is not an error worth a panic.
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
     ExitCode::SUCCESS
 }
 
