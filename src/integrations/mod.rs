@@ -2,7 +2,15 @@
 //! credentials in its constructor; every failure names the service, the URL (without
 //! credentials) and what happened. Clients know nothing about the LLM.
 
+pub mod alertmanager;
+pub mod grafana;
 pub mod health;
+pub mod loki;
+pub mod prometheus;
 mod upstream;
 
+pub use alertmanager::AlertmanagerClient;
+pub use grafana::GrafanaClient;
+pub use loki::LokiClient;
+pub use prometheus::PrometheusClient;
 pub use upstream::{Auth, Upstream, UpstreamError, UpstreamOptions, redact_url};

@@ -3,13 +3,20 @@
 //! returned to the model as text. Tools never write upstream.
 
 mod builtin;
+pub mod catalog;
+pub mod compact;
+pub mod grafana;
+pub mod loki;
+pub mod prometheus;
 mod registry;
+pub mod runbooks;
 mod schema;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 pub use builtin::CurrentTime;
+pub use catalog::build_registry;
 pub use registry::{ToolDefinition, ToolOutcome, ToolRegistry};
 pub use schema::validate_arguments;
 

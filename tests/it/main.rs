@@ -7,4 +7,5 @@ mod agent;
 mod foundation;
 mod notify;
 mod report;
+mod tools;
 mod webhooks;

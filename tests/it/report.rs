@@ -379,14 +379,13 @@ security = "none"
         (sent(&sink) == 1).then_some(())
     })
     .await;
-    let m = app.metrics().await;
-    assert_eq!(
-        metric_value(
-            &m,
-            r#"sre_agent_reports_total{status="sent",trigger="catchup"}"#
-        ),
-        Some(1.0)
-    );
+    // The metric is counted just after the report is stored as sent: poll for it.
+    eventually(Duration::from_secs(10), "the catch-up metric", || async {
+        let m = app.metrics().await;
+        let series = r#"sre_agent_reports_total{status="sent",trigger="catchup"}"#;
+        (metric_value(&m, series) == Some(1.0)).then_some(())
+    })
+    .await;
 
     // Restart on the same data: nothing is missed, and the week's fire sends nothing more.
     let dir = app.stop().await;

@@ -6,6 +6,7 @@
 pub mod alerts;
 pub mod external;
 pub mod fake_llm;
+pub mod fake_upstreams;
 pub mod mail;
 pub mod report_external;
 pub mod report_fakes;

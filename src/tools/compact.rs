@@ -1,0 +1,462 @@
+//! Compaction of upstream answers into text that fits the tool output budget
+//! (`llm.max_tool_output_chars`): range queries become one summary line per series, instant
+//! vectors the top series by value, log lines patterns with counts. Output never exceeds the
+//! budget; what is dropped is counted so the model knows to narrow its query.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+
+use crate::integrations::loki::LogStream;
+use crate::integrations::prometheus::{Labels, Sample, Series};
+
+/// How values of a query are best shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Plain,
+    Seconds,
+    Bytes,
+}
+
+impl Unit {
+    /// Guesses the unit from metric names in a query (`_seconds`, `_bytes`); counters
+    /// (`_total`, `_count`) and rates of them stay plain.
+    pub fn guess(query: &str) -> Self {
+        let q = query.to_ascii_lowercase();
+        if q.contains("_total") || q.contains("_count") || q.contains("count(") {
+            Self::Plain
+        } else if q.contains("_bytes") {
+            Self::Bytes
+        } else if q.contains("_seconds") && !q.contains("_timestamp_seconds") {
+            Self::Seconds
+        } else {
+            Self::Plain
+        }
+    }
+}
+
+/// `v` with 3 significant digits, trailing zeros removed.
+fn sig3(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let mag = v.abs().log10().floor() as i32;
+    if !(-3..15).contains(&mag) {
+        return format!("{v:.2e}");
+    }
+    let decimals = (2 - mag).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A compact number: 3 significant digits, SI or binary prefixes, `s`/`ms` for seconds.
+pub fn format_number(v: f64, unit: Unit) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    let a = v.abs();
+    match unit {
+        Unit::Seconds if a != 0.0 && a < 1e-3 => format!("{}µs", sig3(v * 1e6)),
+        Unit::Seconds if a != 0.0 && a < 1.0 => format!("{}ms", sig3(v * 1e3)),
+        Unit::Seconds if a >= 86_400.0 => format!("{}d", sig3(v / 86_400.0)),
+        Unit::Seconds if a >= 3_600.0 => format!("{}h", sig3(v / 3_600.0)),
+        Unit::Seconds => format!("{}s", sig3(v)),
+        Unit::Bytes => {
+            let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+            let mut x = v;
+            let mut i = 0;
+            while x.abs() >= 1024.0 && i < units.len() - 1 {
+                x /= 1024.0;
+                i += 1;
+            }
+            format!("{}{}", sig3(x), units[i])
+        }
+        Unit::Plain => {
+            let prefixes = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+            match prefixes.iter().find(|(p, _)| a >= *p) {
+                Some((p, s)) if a < 1e15 => format!("{}{s}", sig3(v / p)),
+                _ => sig3(v),
+            }
+        }
+    }
+}
+
+/// `name{a="1",b="2"}` without the labels in `skip`.
+pub fn format_labels(metric: &Labels, skip: &Labels) -> String {
+    let name = metric
+        .get("__name__")
+        .filter(|_| !skip.contains_key("__name__"));
+    let pairs: Vec<String> = metric
+        .iter()
+        .filter(|(k, v)| k.as_str() != "__name__" && skip.get(*k) != Some(*v))
+        .map(|(k, v)| format!("{k}={v:?}"))
+        .collect();
+    let mut out = name.cloned().unwrap_or_default();
+    if !pairs.is_empty() || out.is_empty() {
+        out.push('{');
+        out.push_str(&pairs.join(","));
+        out.push('}');
+    }
+    truncate(&out, 300)
+}
+
+/// Labels every one of `sets` has with the same value (only when there are ≥ 2 sets).
+fn common_labels<'a>(mut sets: impl Iterator<Item = &'a Labels>) -> Labels {
+    let Some(first) = sets.next() else {
+        return Labels::new();
+    };
+    let mut common = first.clone();
+    let mut n = 1;
+    for s in sets {
+        common.retain(|k, v| s.get(k) == Some(v));
+        n += 1;
+    }
+    if n < 2 { Labels::new() } else { common }
+}
+
+/// Cuts `s` to `max` characters, marking the cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}
+
+/// Appends `lines` under `header` while they fit `budget`, then says how many were dropped.
+pub fn fit_lines(header: &str, lines: &[String], what: &str, budget: usize) -> String {
+    fit_lines_with(header, lines.len(), |i| lines[i].clone(), what, budget)
+}
+
+/// Like [`fit_lines`], formatting line `i` only when it is reached (the first that does
+/// not fit ends the output), so large inputs cost only what is shown.
+pub fn fit_lines_with(
+    header: &str,
+    total: usize,
+    mut line: impl FnMut(usize) -> String,
+    what: &str,
+    budget: usize,
+) -> String {
+    let footer = |n: usize| format!("\n… and {n} more {what} dropped");
+    let mut out = truncate(header, budget);
+    let mut used = out.chars().count();
+    for i in 0..total {
+        let line = line(i);
+        let left_after = total - i - 1;
+        // Room is kept for the footer a later line may need, so it always fits.
+        let reserve = if left_after > 0 {
+            footer(left_after).chars().count()
+        } else {
+            0
+        };
+        let len = line.chars().count() + 1;
+        if used + len + reserve > budget {
+            let f = footer(total - i);
+            if used + f.chars().count() <= budget {
+                out.push_str(&f);
+            }
+            return out;
+        }
+        out.push('\n');
+        out.push_str(&line);
+        used += len;
+    }
+    out
+}
+
+/// Min, avg, max and last of the non-NaN points, and their trend.
+struct Stats {
+    min: f64,
+    avg: f64,
+    max: f64,
+    last: f64,
+    trend: &'static str,
+    n: usize,
+}
+
+fn stats(values: &[(f64, f64)]) -> Stats {
+    let vs: Vec<f64> = values.iter().map(|p| p.1).filter(|v| !v.is_nan()).collect();
+    if vs.is_empty() {
+        return Stats {
+            min: f64::NAN,
+            avg: f64::NAN,
+            max: f64::NAN,
+            last: f64::NAN,
+            trend: "flat",
+            n: values.len(),
+        };
+    }
+    let min = vs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = vs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let avg = vs.iter().sum::<f64>() / vs.len() as f64;
+    let third = (vs.len() / 3).max(1);
+    let mean = |s: &[f64]| s.iter().sum::<f64>() / s.len() as f64;
+    let first = mean(&vs[..third]);
+    let last_part = mean(&vs[vs.len() - third..]);
+    let delta = last_part - first;
+    let spread = max - min;
+    let trend = if vs.len() < 3
+        || !delta.is_finite()
+        || delta.abs() < 0.25 * spread
+        || delta.abs() < 0.01 * first.abs().max(last_part.abs())
+    {
+        "flat"
+    } else if delta > 0.0 {
+        "rising"
+    } else {
+        "falling"
+    };
+    Stats {
+        min,
+        avg,
+        max,
+        last: *vs.last().expect("not empty"),
+        trend,
+        n: values.len(),
+    }
+}
+
+/// Sort key that puts NaN last.
+fn desc(v: f64) -> f64 {
+    if v.is_nan() { f64::NEG_INFINITY } else { v }
+}
+
+/// A range query as one line per series, most relevant (highest max, then last) first.
+pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
+    if series.is_empty() {
+        return "no data: the query returned no series in this range".into();
+    }
+    let common = common_labels(series.iter().map(|s| &s.metric));
+    let mut rows: Vec<(Stats, &Series)> = series.iter().map(|s| (stats(&s.values), s)).collect();
+    rows.sort_by(|a, b| {
+        desc(b.0.max)
+            .total_cmp(&desc(a.0.max))
+            .then(desc(b.0.last).total_cmp(&desc(a.0.last)))
+    });
+    let f = |v| format_number(v, unit);
+    let line = |i: usize| {
+        let (st, s) = &rows[i];
+        format!(
+            "{} min={} avg={} max={} last={} trend={} ({} point{})",
+            format_labels(&s.metric, &common),
+            f(st.min),
+            f(st.avg),
+            f(st.max),
+            f(st.last),
+            st.trend,
+            st.n,
+            if st.n == 1 { "" } else { "s" }
+        )
+    };
+    let mut header = format!("{} series", series.len());
+    if !common.is_empty() {
+        let _ = write!(
+            header,
+            "; common labels {}",
+            format_labels(&common, &Labels::new())
+        );
+    }
+    fit_lines_with(&header, rows.len(), line, "series", budget)
+}
+
+/// An instant vector, highest values first.
+pub fn compact_vector(samples: &[Sample], unit: Unit, budget: usize) -> String {
+    if samples.is_empty() {
+        return "no data: the query returned an empty vector".into();
+    }
+    let common = common_labels(samples.iter().map(|s| &s.metric));
+    let mut sorted: Vec<&Sample> = samples.iter().collect();
+    sorted.sort_by(|a, b| desc(b.value).total_cmp(&desc(a.value)));
+    let lines: Vec<String> = sorted
+        .iter()
+        .map(|s| {
+            format!(
+                "{} {}",
+                format_labels(&s.metric, &common),
+                format_number(s.value, unit)
+            )
+        })
+        .collect();
+    let mut header = format!("{} series", samples.len());
+    if !common.is_empty() {
+        let _ = write!(
+            header,
+            "; common labels {}",
+            format_labels(&common, &Labels::new())
+        );
+    }
+    fit_lines(&header, &lines, "series", budget)
+}
+
+/// The placeholder for a token (a run of letters, digits and `.:-_`) holding a digit.
+fn placeholder(tok: &str) -> Option<&'static str> {
+    let b = tok.as_bytes();
+    let is_hex = |s: &str| s.bytes().all(|c| c.is_ascii_hexdigit());
+    if b.len() == 36
+        && [8, 13, 18, 23].iter().all(|&i| b[i] == b'-')
+        && is_hex(&tok.replace('-', ""))
+    {
+        return Some("<uuid>");
+    }
+    if b.len() >= 19
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[..4].iter().all(u8::is_ascii_digit)
+    {
+        return Some("<ts>");
+    }
+    let host = tok.split_once(':').map_or(tok, |(h, p)| {
+        if p.bytes().all(|c| c.is_ascii_digit()) {
+            h
+        } else {
+            ""
+        }
+    });
+    let parts: Vec<&str> = host.split('.').collect();
+    if parts.len() == 4
+        && parts
+            .iter()
+            .all(|p| (1..=3).contains(&p.len()) && p.bytes().all(|c| c.is_ascii_digit()))
+    {
+        return Some("<ip>");
+    }
+    let hex = tok.strip_prefix("0x").unwrap_or(tok);
+    if hex.len() >= 6 && is_hex(hex) && hex.bytes().any(|c| c.is_ascii_alphabetic()) {
+        return Some("<hex>");
+    }
+    None
+}
+
+/// `tok` with each number (digits, optionally `.digits`) replaced by `<n>`.
+fn replace_numbers(tok: &str, out: &mut String) {
+    let b = tok.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit() {
+            while i < b.len()
+                && (b[i].is_ascii_digit()
+                    || (b[i] == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)))
+            {
+                i += 1;
+            }
+            out.push_str("<n>");
+        } else {
+            let start = i;
+            while i < b.len() && !b[i].is_ascii_digit() {
+                i += 1;
+            }
+            out.push_str(&tok[start..i]);
+        }
+    }
+}
+
+/// The pattern of a log line: timestamps, uuids, IPs, hex ids and numbers replaced by
+/// placeholders, so lines differing only in those group together. One pass, no regex:
+/// this runs on every line Loki returns.
+pub fn line_pattern(line: &str) -> String {
+    let line = truncate(line.trim(), 400);
+    let mut out = String::with_capacity(line.len());
+    let is_tok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '-' | '_');
+    let mut rest = line.as_str();
+    while !rest.is_empty() {
+        let end = rest.find(|c| !is_tok(c)).unwrap_or(rest.len());
+        if end == 0 {
+            let c = rest.chars().next().expect("not empty");
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        let tok = &rest[..end];
+        if !tok.bytes().any(|c| c.is_ascii_digit()) {
+            out.push_str(tok);
+        } else if let Some(p) = placeholder(tok) {
+            out.push_str(p);
+        } else {
+            replace_numbers(tok, &mut out);
+        }
+        rest = &rest[end..];
+    }
+    out
+}
+
+/// One group of log lines with the same pattern.
+struct LogGroup<'a> {
+    count: usize,
+    example: &'a str,
+    newest: i64,
+    streams: BTreeMap<String, usize>,
+}
+
+/// Log lines grouped by pattern, most frequent first, with one example each.
+pub fn compact_logs(streams: &[LogStream], budget: usize) -> String {
+    let total: usize = streams.iter().map(|s| s.entries.len()).sum();
+    if total == 0 {
+        return "no log lines matched in this range".into();
+    }
+    let mut groups: HashMap<String, LogGroup> = HashMap::new();
+    for s in streams {
+        let who = stream_name(&s.labels);
+        for (ts, line) in &s.entries {
+            let g = groups.entry(line_pattern(line)).or_insert(LogGroup {
+                count: 0,
+                example: line,
+                newest: *ts,
+                streams: BTreeMap::new(),
+            });
+            g.count += 1;
+            if *ts > g.newest {
+                g.newest = *ts;
+                g.example = line;
+            }
+            *g.streams.entry(who.clone()).or_default() += 1;
+        }
+    }
+    let mut sorted: Vec<LogGroup> = groups.into_values().collect();
+    sorted.sort_by(|a, b| b.count.cmp(&a.count).then(b.newest.cmp(&a.newest)));
+    let lines: Vec<String> = sorted
+        .iter()
+        .map(|g| {
+            let newest = chrono::DateTime::from_timestamp_nanos(g.newest).format("%m-%d %H:%M:%S");
+            let mut who: Vec<&String> = g.streams.keys().collect();
+            let more = who.len().saturating_sub(2);
+            who.truncate(2);
+            let who = who.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(" ");
+            let who = if more > 0 {
+                format!("{who} +{more}")
+            } else {
+                who
+            };
+            format!(
+                "{}× [{who}] last {newest}: {}",
+                g.count,
+                truncate(g.example.trim(), 240)
+            )
+        })
+        .collect();
+    let header = format!(
+        "{total} lines in {} streams, {} patterns (count, stream, newest example):",
+        streams.len(),
+        sorted.len()
+    );
+    fit_lines(&header, &lines, "patterns", budget)
+}
+
+/// A short name for a stream: its job/app/service/container label, else all labels.
+pub fn stream_name(labels: &Labels) -> String {
+    ["job", "app", "service_name", "service", "container", "unit"]
+        .iter()
+        .find_map(|k| labels.get(*k).map(|v| format!("{k}={v}")))
+        .unwrap_or_else(|| format_labels(labels, &Labels::new()))
+}

@@ -1,0 +1,176 @@
+//! Loki tools: `loki_query` (LogQL, lines grouped by pattern or metric series summarised)
+//! and `loki_error_summary` (error counts per job plus the most frequent error patterns).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use serde_json::{Value, json};
+
+use super::Tool;
+use super::compact::{Unit, compact_logs, compact_matrix, compact_vector, format_number};
+use super::prometheus::{arg, auto_step, parse_duration};
+use crate::integrations::LokiClient;
+use crate::integrations::loki::LokiResult;
+use crate::integrations::prometheus::QueryResult;
+
+/// Most log lines fetched per call (Loki's own cap is 5000).
+const MAX_LINES: u64 = 1000;
+/// The line filter that marks an error.
+const ERROR_FILTER: &str = r#"|~ "(?i)(error|fail|panic|fatal)""#;
+
+fn since_arg(args: &Value, default: &str) -> Result<(String, Duration), String> {
+    let s = arg(args, "since").unwrap_or(default);
+    let d = parse_duration(s)?;
+    if d.is_zero() || d > Duration::from_secs(30 * 86400) {
+        return Err(format!("\"since\" must be between 1s and 30d, got {s:?}"));
+    }
+    Ok((s.to_string(), d))
+}
+
+/// `loki_query`: a LogQL log or metric query over the last `since`.
+pub struct LokiQuery {
+    pub client: Arc<LokiClient>,
+    pub budget: usize,
+}
+
+#[async_trait]
+impl Tool for LokiQuery {
+    fn name(&self) -> &'static str {
+        "loki_query"
+    }
+    fn description(&self) -> &'static str {
+        "LogQL query over the last 'since' (default 1h); log lines come back grouped by pattern."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "query": {"type": "string"},
+            "since": {"type": "string", "description": "e.g. 15m, 6h"},
+            "limit": {"type": "integer", "description": "max lines, default 200"}
+        }, "required": ["query"]})
+    }
+    async fn call(&self, args: Value) -> Result<String, String> {
+        let query = arg(&args, "query").ok_or("\"query\" must not be empty")?;
+        let (_, since) = since_arg(&args, "1h")?;
+        let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(200);
+        if limit == 0 || limit > MAX_LINES {
+            return Err(format!("\"limit\" must be between 1 and {MAX_LINES}"));
+        }
+        let end = Utc::now();
+        let start = end - chrono::Duration::from_std(since).map_err(|e| e.to_string())?;
+        let result = self
+            .client
+            .query_range(
+                query,
+                start,
+                end,
+                Some(limit as u32),
+                Some(auto_step(since)),
+            )
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(match result {
+            LokiResult::Streams(streams) => {
+                let mut out = compact_logs(&streams, self.budget.saturating_sub(80));
+                let total: usize = streams.iter().map(|s| s.entries.len()).sum();
+                if total as u64 >= limit {
+                    out.push_str(&format!(
+                        "\n(limit {limit} reached: more lines exist; narrow the query or since)"
+                    ));
+                }
+                out
+            }
+            LokiResult::Matrix(series) => compact_matrix(&series, Unit::Plain, self.budget),
+        })
+    }
+}
+
+/// `loki_error_summary`: error line counts per job and the top error patterns.
+pub struct LokiErrorSummary {
+    pub client: Arc<LokiClient>,
+    pub budget: usize,
+}
+
+/// `selector` as a stream selector: braces added when missing.
+fn selector_arg(args: &Value) -> Result<String, String> {
+    let s = arg(args, "selector").unwrap_or(r#"job=~".+""#).trim();
+    let s = if s.starts_with('{') {
+        s.to_string()
+    } else {
+        format!("{{{s}}}")
+    };
+    if !s.ends_with('}') || s.len() < 3 {
+        return Err(format!(
+            "\"selector\" must be a stream selector such as {{job=\"api\"}}, got {s:?}"
+        ));
+    }
+    Ok(s)
+}
+
+#[async_trait]
+impl Tool for LokiErrorSummary {
+    fn name(&self) -> &'static str {
+        "loki_error_summary"
+    }
+    fn description(&self) -> &'static str {
+        "Error/fail/panic log counts per job and top error patterns (default last 1h, all jobs)."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "since": {"type": "string"},
+            "selector": {"type": "string", "description": "e.g. {job=\"api\"}"}
+        }})
+    }
+    async fn call(&self, args: Value) -> Result<String, String> {
+        let (since_text, since) = since_arg(&args, "1h")?;
+        let selector = selector_arg(&args)?;
+        let counts_query = format!(
+            "sum by (job) (count_over_time({selector} {ERROR_FILTER} [{}s]))",
+            since.as_secs().max(1)
+        );
+        let end = Utc::now();
+        let start = end - chrono::Duration::from_std(since).map_err(|e| e.to_string())?;
+        let lines_query = format!("{selector} {ERROR_FILTER}");
+        let (counts, lines) = tokio::join!(
+            self.client.query(&counts_query, Some(end)),
+            self.client
+                .query_range(&lines_query, start, end, Some(500), None)
+        );
+        let counts = counts.map_err(|e| e.to_string())?;
+        let half = self.budget / 2;
+        let mut out = format!("error lines per job, last {since_text} ({counts_query}):\n");
+        let counts_text = match counts {
+            QueryResult::Vector(v) if v.is_empty() => "no error lines".to_string(),
+            QueryResult::Vector(v) => compact_vector(&v, Unit::Plain, half),
+            QueryResult::Scalar { value, .. } => format_number(value, Unit::Plain),
+            other => format!("unexpected result {other:?}"),
+        };
+        out.push_str(&counts_text);
+        out.push('\n');
+        let rest = self.budget.saturating_sub(out.chars().count() + 1);
+        match lines.map_err(|e| e.to_string())? {
+            LokiResult::Streams(s) => out.push_str(&compact_logs(&s, rest)),
+            LokiResult::Matrix(_) => {}
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn selectors_get_braces_and_bad_ones_are_explained() {
+        let sel = |v: Value| selector_arg(&json!({"selector": v}));
+        assert_eq!(sel(json!("job=\"api\"")).unwrap(), "{job=\"api\"}");
+        assert_eq!(sel(json!("{app=\"x\"}")).unwrap(), "{app=\"x\"}");
+        assert_eq!(selector_arg(&json!({})).unwrap(), "{job=~\".+\"}");
+        assert!(
+            sel(json!("{job=\"api\""))
+                .unwrap_err()
+                .contains("stream selector")
+        );
+    }
+}

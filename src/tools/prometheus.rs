@@ -1,0 +1,399 @@
+//! Prometheus tools: `prometheus_query`, `prometheus_query_range`, `prometheus_alerts`,
+//! `prometheus_targets`, `prometheus_metric_names`; plus the time-argument parsing every
+//! tool shares ("2h" = two hours ago, "now-30m", RFC 3339 or Unix seconds).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use super::Tool;
+use super::compact::{Unit, compact_matrix, compact_vector, fit_lines, format_labels, truncate};
+use crate::integrations::PrometheusClient;
+use crate::integrations::prometheus::{Labels, QueryResult};
+
+/// Most points per series a range query asks for.
+pub const MAX_POINTS: f64 = 250.0;
+
+/// A duration such as "2h", "30m", "1d", "90s" (spaces and a trailing " ago" allowed).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let t = s.trim().trim_end_matches("ago").trim();
+    humantime::parse_duration(t)
+        .map_err(|_| format!("invalid duration {s:?} (use e.g. \"30m\", \"2h\", \"1d\")"))
+}
+
+/// A time argument: "now", "2h" / "now-2h" (two hours ago), RFC 3339, or Unix seconds.
+pub fn parse_time(s: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    let t = s.trim();
+    if t.eq_ignore_ascii_case("now") {
+        return Ok(now);
+    }
+    if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
+        return Ok(dt.with_timezone(&Utc));
+    }
+    if let Ok(secs) = t.parse::<f64>() {
+        return DateTime::from_timestamp_millis((secs * 1000.0) as i64)
+            .ok_or_else(|| format!("invalid Unix time {s:?}"));
+    }
+    let rel = t.strip_prefix("now-").unwrap_or(t);
+    let d = parse_duration(rel).map_err(|_| {
+        format!("invalid time {s:?} (use \"now\", a relative \"2h\", RFC 3339 or Unix seconds)")
+    })?;
+    chrono::Duration::from_std(d)
+        .map(|d| now - d)
+        .map_err(|_| format!("time {s:?} is too far back"))
+}
+
+/// The string argument `key`, if present and not null.
+pub fn arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
+    args.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// A step that keeps a range at ≤ [`MAX_POINTS`] points, rounded up to a familiar value.
+pub fn auto_step(range: Duration) -> Duration {
+    const NICE: &[u64] = &[
+        1, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400,
+    ];
+    let min = (range.as_secs_f64() / MAX_POINTS).ceil() as u64;
+    let secs = NICE
+        .iter()
+        .copied()
+        .find(|n| *n >= min)
+        .unwrap_or(min.div_ceil(86400) * 86400);
+    Duration::from_secs(secs.max(1))
+}
+
+fn humanize(d: Duration) -> String {
+    humantime::format_duration(d).to_string().replace(' ', "")
+}
+
+/// `prometheus_query`: an instant PromQL query.
+pub struct PrometheusQuery {
+    pub client: Arc<PrometheusClient>,
+    pub budget: usize,
+}
+
+#[async_trait]
+impl Tool for PrometheusQuery {
+    fn name(&self) -> &'static str {
+        "prometheus_query"
+    }
+    fn description(&self) -> &'static str {
+        "Instant PromQL query (default now). Returns top series by value."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "query": {"type": "string"},
+            "time": {"type": "string", "description": "RFC3339, unix, or relative like 2h"}
+        }, "required": ["query"]})
+    }
+    async fn call(&self, args: Value) -> Result<String, String> {
+        let query = arg(&args, "query").ok_or("\"query\" must not be empty")?;
+        let time = arg(&args, "time")
+            .map(|t| parse_time(t, Utc::now()))
+            .transpose()?;
+        let unit = Unit::guess(query);
+        let result = self
+            .client
+            .query(query, time)
+            .await
+            .map_err(|e| e.to_string())?;
+        Ok(match result {
+            QueryResult::Vector(v) => compact_vector(&v, unit, self.budget),
+            QueryResult::Matrix(m) => compact_matrix(&m, unit, self.budget),
+            QueryResult::Scalar { value, .. } => {
+                format!("scalar {}", super::compact::format_number(value, unit))
+            }
+            QueryResult::String { value, .. } => truncate(&value, self.budget),
+        })
+    }
+}
+
+/// `prometheus_query_range`: a PromQL range query, summarised per series.
+pub struct PrometheusQueryRange {
+    pub client: Arc<PrometheusClient>,
+    pub budget: usize,
+}
+
+#[async_trait]
+impl Tool for PrometheusQueryRange {
+    fn name(&self) -> &'static str {
+        "prometheus_query_range"
+    }
+    fn description(&self) -> &'static str {
+        "PromQL over a range (default last 1h); per series min/avg/max/last/trend."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "query": {"type": "string"},
+            "start": {"type": "string", "description": "e.g. 6h (ago) or RFC3339"},
+            "end": {"type": "string"},
+            "step": {"type": "string", "description": "e.g. 1m; auto if omitted"}
+        }, "required": ["query"]})
+    }
+    async fn call(&self, args: Value) -> Result<String, String> {
+        let query = arg(&args, "query").ok_or("\"query\" must not be empty")?;
+        let now = Utc::now();
+        let end = arg(&args, "end")
+            .map(|t| parse_time(t, now))
+            .transpose()?
+            .unwrap_or(now);
+        let start = arg(&args, "start")
+            .map(|t| parse_time(t, now))
+            .transpose()?
+            .unwrap_or(end - chrono::Duration::hours(1));
+        if end <= start {
+            return Err(format!("end ({end}) must be after start ({start})"));
+        }
+        let range = (end - start).to_std().unwrap_or_default();
+        let min_step = auto_step(range);
+        let step = match arg(&args, "step") {
+            Some(s) => parse_duration(s)?.max(min_step),
+            None => min_step,
+        };
+        let series = self
+            .client
+            .query_range(query, start, end, step)
+            .await
+            .map_err(|e| e.to_string())?;
+        let header = format!(
+            "{} to {} step {}\n",
+            start.format("%Y-%m-%d %H:%M"),
+            end.format("%Y-%m-%d %H:%M UTC"),
+            humanize(step)
+        );
+        let budget = self.budget.saturating_sub(header.chars().count());
+        Ok(header + &compact_matrix(&series, Unit::guess(query), budget))
+    }
+}
+
+/// `prometheus_alerts`: pending and firing alerts.
+pub struct PrometheusAlerts {
+    pub client: Arc<PrometheusClient>,
+    pub budget: usize,
+}
+
+/// `5m` / `3h` since `t`.
+pub fn age(t: Option<DateTime<Utc>>) -> String {
+    t.map(|t| {
+        let secs = (Utc::now() - t).num_seconds().max(0) as u64;
+        let rounded = if secs >= 3600 { secs / 60 * 60 } else { secs };
+        humanize(Duration::from_secs(rounded))
+    })
+    .unwrap_or_else(|| "?".into())
+}
+
+/// The annotation worth showing: summary, else description.
+pub fn summary(annotations: &Labels) -> String {
+    let text = annotations
+        .get("summary")
+        .or_else(|| annotations.get("description"))
+        .map(String::as_str)
+        .unwrap_or("");
+    truncate(text, 160)
+}
+
+#[async_trait]
+impl Tool for PrometheusAlerts {
+    fn name(&self) -> &'static str {
+        "prometheus_alerts"
+    }
+    fn description(&self) -> &'static str {
+        "Pending and firing Prometheus alerts."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {}})
+    }
+    async fn call(&self, _args: Value) -> Result<String, String> {
+        let mut alerts = self.client.alerts().await.map_err(|e| e.to_string())?;
+        if alerts.is_empty() {
+            return Ok("no pending or firing alerts".into());
+        }
+        alerts.sort_by(|a, b| a.state.cmp(&b.state).then(a.active_at.cmp(&b.active_at)));
+        let lines: Vec<String> = alerts
+            .iter()
+            .map(|a| {
+                format!(
+                    "{} for {} {} value={} {}",
+                    a.state,
+                    age(a.active_at),
+                    format_labels(&a.labels, &Labels::new()),
+                    a.value.as_deref().unwrap_or("?"),
+                    summary(&a.annotations)
+                )
+            })
+            .collect();
+        let firing = alerts.iter().filter(|a| a.state == "firing").count();
+        let header = format!("{} alerts ({firing} firing):", alerts.len());
+        Ok(fit_lines(&header, &lines, "alerts", self.budget))
+    }
+}
+
+/// `prometheus_targets`: scrape targets, down ones first with their last error.
+pub struct PrometheusTargets {
+    pub client: Arc<PrometheusClient>,
+    pub budget: usize,
+}
+
+#[async_trait]
+impl Tool for PrometheusTargets {
+    fn name(&self) -> &'static str {
+        "prometheus_targets"
+    }
+    fn description(&self) -> &'static str {
+        "Scrape targets and health; down targets first with last error."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {
+            "state": {"type": "string", "enum": ["active", "dropped", "any"]}
+        }})
+    }
+    async fn call(&self, args: Value) -> Result<String, String> {
+        let state = arg(&args, "state").unwrap_or("active");
+        let mut t = self
+            .client
+            .targets(Some(state))
+            .await
+            .map_err(|e| e.to_string())?;
+        t.active_targets.sort_by_key(|t| {
+            (
+                t.health == "up",
+                t.scrape_pool.clone(),
+                t.scrape_url.clone(),
+            )
+        });
+        let mut lines: Vec<String> = t
+            .active_targets
+            .iter()
+            .map(|t| {
+                let mut l = format!(
+                    "{} {} {}",
+                    t.health,
+                    format_labels(&t.labels, &Labels::new()),
+                    t.scrape_url
+                );
+                if !t.last_error.is_empty() {
+                    l.push_str(&format!(" error: {}", truncate(&t.last_error, 200)));
+                }
+                l
+            })
+            .collect();
+        lines.extend(t.dropped_targets.iter().map(|d| {
+            let addr = d
+                .discovered_labels
+                .get("__address__")
+                .cloned()
+                .unwrap_or_default();
+            let job = d.discovered_labels.get("job").cloned().unwrap_or_default();
+            format!("dropped job={job} address={addr}")
+        }));
+        let down = t.active_targets.iter().filter(|t| t.health != "up").count();
+        let header = format!(
+            "{} active targets ({down} not up), {} dropped:",
+            t.active_targets.len(),
+            t.dropped_targets.len()
+        );
+        Ok(fit_lines(&header, &lines, "targets", self.budget))
+    }
+}
+
+/// `prometheus_metric_names`: metric names, filtered by substring or regex.
+pub struct PrometheusMetricNames {
+    pub client: Arc<PrometheusClient>,
+    pub budget: usize,
+}
+
+/// Most metric names listed.
+const MAX_NAMES: usize = 200;
+
+#[async_trait]
+impl Tool for PrometheusMetricNames {
+    fn name(&self) -> &'static str {
+        "prometheus_metric_names"
+    }
+    fn description(&self) -> &'static str {
+        "List metric names; 'match' filters by substring or regex."
+    }
+    fn parameters(&self) -> Value {
+        json!({"type": "object", "properties": {"match": {"type": "string"}}})
+    }
+    async fn call(&self, args: Value) -> Result<String, String> {
+        let filter = arg(&args, "match");
+        let re = filter
+            .map(|f| {
+                regex_lite::Regex::new(&format!("(?i){f}"))
+                    .map_err(|e| format!("invalid regex {f:?}: {e}"))
+            })
+            .transpose()?;
+        let names = self
+            .client
+            .label_values("__name__", &[])
+            .await
+            .map_err(|e| e.to_string())?;
+        let matched: Vec<String> = match re {
+            None => names,
+            Some(re) => names.into_iter().filter(|n| re.is_match(n)).collect(),
+        };
+        let shown: Vec<String> = matched.iter().take(MAX_NAMES).cloned().collect();
+        let mut header = format!("{} metric names", matched.len());
+        if let Some(f) = filter {
+            header.push_str(&format!(" matching {f:?}"));
+        }
+        if matched.len() > MAX_NAMES {
+            header.push_str(&format!(" (first {MAX_NAMES}; narrow with match)"));
+        }
+        // Names are short: pack them comma-separated in lines of ~100 characters.
+        let mut lines = Vec::new();
+        let mut current = String::new();
+        for n in shown {
+            if !current.is_empty() && current.len() + n.len() > 100 {
+                lines.push(std::mem::take(&mut current));
+            }
+            if !current.is_empty() {
+                current.push_str(", ");
+            }
+            current.push_str(&n);
+        }
+        if !current.is_empty() {
+            lines.push(current);
+        }
+        Ok(fit_lines(&header, &lines, "lines of names", self.budget))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_arguments_accept_relative_absolute_and_unix_forms() {
+        let now = DateTime::parse_from_rfc3339("2026-11-23T07:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let at = |s| parse_time(s, now).unwrap().to_rfc3339();
+        assert_eq!(at("2h"), "2026-11-23T05:00:00+00:00");
+        assert_eq!(at("now-30m"), "2026-11-23T06:30:00+00:00");
+        assert_eq!(at("1d ago"), "2026-11-22T07:00:00+00:00");
+        assert_eq!(at("now"), now.to_rfc3339());
+        assert_eq!(at("2026-11-23T01:00:00Z"), "2026-11-23T01:00:00+00:00");
+        assert_eq!(at("1795380332"), "2026-11-22T20:45:32+00:00");
+        assert!(
+            parse_time("yesterday", now)
+                .unwrap_err()
+                .contains("invalid time")
+        );
+    }
+
+    #[test]
+    fn auto_step_keeps_ranges_at_most_250_points() {
+        for (range, want) in [(3600, 15), (86400, 600), (7 * 86400, 3600), (60, 1)] {
+            let step = auto_step(Duration::from_secs(range));
+            assert_eq!(step.as_secs(), want, "range {range}");
+            assert!(range as f64 / step.as_secs_f64() <= MAX_POINTS);
+        }
+    }
+}
