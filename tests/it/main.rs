@@ -7,5 +7,6 @@ mod agent;
 mod foundation;
 mod notify;
 mod report;
+mod report_api;
 mod tools;
 mod webhooks;
