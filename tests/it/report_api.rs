@@ -126,3 +126,23 @@ async fn a_schedules_entry_queues_an_investigation_with_the_schedule_trigger() {
     assert!(inv.context.is_none() && inv.group_key.is_none());
     app.stop().await;
 }
+
+#[test]
+fn the_report_command_prints_a_report_without_a_running_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("config.toml");
+    std::fs::write(&file, "[server]\ndata_dir = \"data\"\n").unwrap();
+    let config = file.display().to_string();
+    let args = [
+        "--config", &config, "report", "--format", "json", "--period", "2026-W46",
+    ];
+    let (code, stdout, stderr) = crate::support::run_cli(dir.path(), &args, &[]);
+    assert_eq!(code, 0, "{stderr}");
+    let report: Report = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report.window.period.to_string(), "2026-W46");
+    assert_eq!(report.trigger, ReportTrigger::Cli);
+    let args = ["--config", &config, "report", "--period", "2026-W60"];
+    let (code, _, stderr) = crate::support::run_cli(dir.path(), &args, &[]);
+    assert_ne!(code, 0);
+    assert!(stderr.contains("invalid report period"), "{stderr}");
+}
