@@ -5,9 +5,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
-use std::sync::LazyLock;
-
-use regex_lite::Regex;
 
 use crate::integrations::loki::LogStream;
 use crate::integrations::prometheus::{Labels, Sample, Series};
@@ -138,11 +135,24 @@ pub fn truncate(s: &str, max: usize) -> String {
 
 /// Appends `lines` under `header` while they fit `budget`, then says how many were dropped.
 pub fn fit_lines(header: &str, lines: &[String], what: &str, budget: usize) -> String {
+    fit_lines_with(header, lines.len(), |i| lines[i].clone(), what, budget)
+}
+
+/// Like [`fit_lines`], formatting line `i` only when it is reached (the first that does
+/// not fit ends the output), so large inputs cost only what is shown.
+pub fn fit_lines_with(
+    header: &str,
+    total: usize,
+    mut line: impl FnMut(usize) -> String,
+    what: &str,
+    budget: usize,
+) -> String {
     let footer = |n: usize| format!("\n… and {n} more {what} dropped");
     let mut out = truncate(header, budget);
     let mut used = out.chars().count();
-    for (i, line) in lines.iter().enumerate() {
-        let left_after = lines.len() - i - 1;
+    for i in 0..total {
+        let line = line(i);
+        let left_after = total - i - 1;
         // Room is kept for the footer a later line may need, so it always fits.
         let reserve = if left_after > 0 {
             footer(left_after).chars().count()
@@ -151,14 +161,14 @@ pub fn fit_lines(header: &str, lines: &[String], what: &str, budget: usize) -> S
         };
         let len = line.chars().count() + 1;
         if used + len + reserve > budget {
-            let f = footer(lines.len() - i);
+            let f = footer(total - i);
             if used + f.chars().count() <= budget {
                 out.push_str(&f);
             }
             return out;
         }
         out.push('\n');
-        out.push_str(line);
+        out.push_str(&line);
         used += len;
     }
     out
@@ -234,22 +244,20 @@ pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
             .then(desc(b.0.last).total_cmp(&desc(a.0.last)))
     });
     let f = |v| format_number(v, unit);
-    let lines: Vec<String> = rows
-        .iter()
-        .map(|(st, s)| {
-            format!(
-                "{} min={} avg={} max={} last={} trend={} ({} point{})",
-                format_labels(&s.metric, &common),
-                f(st.min),
-                f(st.avg),
-                f(st.max),
-                f(st.last),
-                st.trend,
-                st.n,
-                if st.n == 1 { "" } else { "s" }
-            )
-        })
-        .collect();
+    let line = |i: usize| {
+        let (st, s) = &rows[i];
+        format!(
+            "{} min={} avg={} max={} last={} trend={} ({} point{})",
+            format_labels(&s.metric, &common),
+            f(st.min),
+            f(st.avg),
+            f(st.max),
+            f(st.last),
+            st.trend,
+            st.n,
+            if st.n == 1 { "" } else { "s" }
+        )
+    };
     let mut header = format!("{} series", series.len());
     if !common.is_empty() {
         let _ = write!(
@@ -258,7 +266,7 @@ pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
             format_labels(&common, &Labels::new())
         );
     }
-    fit_lines(&header, &lines, "series", budget)
+    fit_lines_with(&header, rows.len(), line, "series", budget)
 }
 
 /// An instant vector, highest values first.
@@ -290,48 +298,97 @@ pub fn compact_vector(samples: &[Sample], unit: Unit, budget: usize) -> String {
     fit_lines(&header, &lines, "series", budget)
 }
 
-static PLACEHOLDERS: LazyLock<Vec<(Regex, &'static str)>> = LazyLock::new(|| {
-    [
-        (
-            r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?(?:Z|[+-]\d{2}:?\d{2})?",
-            "<ts>",
-        ),
-        (
-            r"(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b",
-            "<uuid>",
-        ),
-        (r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b", "<ip>"),
-        (r"\b(?:0x)?[0-9a-fA-F]{6,}\b", "<hex>"),
-        (r"\d+(?:\.\d+)?", "<n>"),
-    ]
-    .into_iter()
-    .map(|(re, p)| (Regex::new(re).expect("valid placeholder regex"), p))
-    .collect()
-});
+/// The placeholder for a token (a run of letters, digits and `.:-_`) holding a digit.
+fn placeholder(tok: &str) -> Option<&'static str> {
+    let b = tok.as_bytes();
+    let is_hex = |s: &str| s.bytes().all(|c| c.is_ascii_hexdigit());
+    if b.len() == 36
+        && [8, 13, 18, 23].iter().all(|&i| b[i] == b'-')
+        && is_hex(&tok.replace('-', ""))
+    {
+        return Some("<uuid>");
+    }
+    if b.len() >= 19
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b[10] == b'T'
+        && b[13] == b':'
+        && b[..4].iter().all(u8::is_ascii_digit)
+    {
+        return Some("<ts>");
+    }
+    let host = tok.split_once(':').map_or(tok, |(h, p)| {
+        if p.bytes().all(|c| c.is_ascii_digit()) {
+            h
+        } else {
+            ""
+        }
+    });
+    let parts: Vec<&str> = host.split('.').collect();
+    if parts.len() == 4
+        && parts
+            .iter()
+            .all(|p| (1..=3).contains(&p.len()) && p.bytes().all(|c| c.is_ascii_digit()))
+    {
+        return Some("<ip>");
+    }
+    let hex = tok.strip_prefix("0x").unwrap_or(tok);
+    if hex.len() >= 6 && is_hex(hex) && hex.bytes().any(|c| c.is_ascii_alphabetic()) {
+        return Some("<hex>");
+    }
+    None
+}
+
+/// `tok` with each number (digits, optionally `.digits`) replaced by `<n>`.
+fn replace_numbers(tok: &str, out: &mut String) {
+    let b = tok.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i].is_ascii_digit() {
+            while i < b.len()
+                && (b[i].is_ascii_digit()
+                    || (b[i] == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)))
+            {
+                i += 1;
+            }
+            out.push_str("<n>");
+        } else {
+            let start = i;
+            while i < b.len() && !b[i].is_ascii_digit() {
+                i += 1;
+            }
+            out.push_str(&tok[start..i]);
+        }
+    }
+}
 
 /// The pattern of a log line: timestamps, uuids, IPs, hex ids and numbers replaced by
-/// placeholders, so lines differing only in those group together.
+/// placeholders, so lines differing only in those group together. One pass, no regex:
+/// this runs on every line Loki returns.
 pub fn line_pattern(line: &str) -> String {
-    let mut s = truncate(line.trim(), 400);
-    for (re, placeholder) in PLACEHOLDERS.iter() {
-        s = re
-            .replace_all(&s, |c: &regex_lite::Captures| {
-                let m = &c[0];
-                // A hex id has letters and digits; all-digit runs become <n> below, and
-                // words such as "facade" stay.
-                let is_id = m.bytes().any(|b| b.is_ascii_digit())
-                    && m.trim_start_matches("0x")
-                        .bytes()
-                        .any(|b| b.is_ascii_alphabetic());
-                if *placeholder != "<hex>" || is_id {
-                    placeholder.to_string()
-                } else {
-                    m.to_string()
-                }
-            })
-            .into_owned();
+    let line = truncate(line.trim(), 400);
+    let mut out = String::with_capacity(line.len());
+    let is_tok = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | ':' | '-' | '_');
+    let mut rest = line.as_str();
+    while !rest.is_empty() {
+        let end = rest.find(|c| !is_tok(c)).unwrap_or(rest.len());
+        if end == 0 {
+            let c = rest.chars().next().expect("not empty");
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+            continue;
+        }
+        let tok = &rest[..end];
+        if !tok.bytes().any(|c| c.is_ascii_digit()) {
+            out.push_str(tok);
+        } else if let Some(p) = placeholder(tok) {
+            out.push_str(p);
+        } else {
+            replace_numbers(tok, &mut out);
+        }
+        rest = &rest[end..];
     }
-    s
+    out
 }
 
 /// One group of log lines with the same pattern.

@@ -9,5 +9,6 @@ mod foundation;
 mod homelab;
 mod notify;
 mod report;
+mod report_api;
 mod tools;
 mod webhooks;

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use sre_agent::report::model::{Report, ReportStatus, ReportTrigger};
 use sre_agent::report::period::PeriodSpec;
-use sre_agent::report::{ReportRequest, Reporter, render};
+use sre_agent::report::{ReportRequest, Reporter};
 use sre_agent::schedule;
 use sre_agent::store::Store;
 use sre_agent::telemetry::Metrics;
@@ -379,14 +379,13 @@ security = "none"
         (sent(&sink) == 1).then_some(())
     })
     .await;
-    let m = app.metrics().await;
-    assert_eq!(
-        metric_value(
-            &m,
-            r#"sre_agent_reports_total{status="sent",trigger="catchup"}"#
-        ),
-        Some(1.0)
-    );
+    // The metric is counted just after the report is stored as sent: poll for it.
+    eventually(Duration::from_secs(10), "the catch-up metric", || async {
+        let m = app.metrics().await;
+        let series = r#"sre_agent_reports_total{status="sent",trigger="catchup"}"#;
+        (metric_value(&m, series) == Some(1.0)).then_some(())
+    })
+    .await;
 
     // Restart on the same data: nothing is missed, and the week's fire sends nothing more.
     let dir = app.stop().await;
@@ -408,124 +407,5 @@ security = "none"
     assert!(metric_value(&m, "sre_agent_last_report_timestamp_seconds").unwrap() > 0.0);
     assert_eq!(sent(&sink), 1);
     assert_eq!(app.state.reports.store().list(10).unwrap().len(), 1);
-    app.stop().await;
-}
-
-#[tokio::test]
-async fn the_api_generates_lists_and_renders_reports_behind_the_bearer_token() {
-    let app = spawn_app("[server]\napi_token = \"t0ken\"\n").await;
-    let post = |auth: Option<&str>, body: Value| {
-        let mut r = app.http.post(app.url("/api/v1/reports")).json(&body);
-        if let Some(a) = auth {
-            r = r.bearer_auth(a);
-        }
-        r.send()
-    };
-    assert_eq!(
-        post(None, serde_json::json!({})).await.unwrap().status(),
-        401
-    );
-    let bad = post(Some("t0ken"), serde_json::json!({"period": "2026-W99"}))
-        .await
-        .unwrap();
-    assert_eq!(bad.status(), 400);
-    let created: Report = post(Some("t0ken"), serde_json::json!({"period": "2026-W46"}))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(created.window.period.to_string(), "2026-W46");
-    assert_eq!(created.trigger, ReportTrigger::Api);
-    assert!(created.data.alerts.notes[0].contains("prometheus.url"));
-
-    let get = |path: String| app.http.get(app.url(&path)).bearer_auth("t0ken").send();
-    let list: Value = get("/api/v1/reports".into())
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(list[0]["id"], created.id.as_str());
-    let html = get(format!("/api/v1/reports/{}?format=html", created.id))
-        .await
-        .unwrap();
-    assert!(
-        html.headers()["content-type"]
-            .to_str()
-            .unwrap()
-            .starts_with("text/html")
-    );
-    let html = html.text().await.unwrap();
-    assert!(html.contains("<h2 style=") && html.contains("Prometheus is not configured"));
-    assert!(
-        !html.contains("http://") && !html.contains("https://"),
-        "no external resources"
-    );
-    let md = get(format!("/api/v1/reports/{}?format=markdown", created.id))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert_eq!(md, render::to_markdown(&created));
-    assert_eq!(
-        get("/api/v1/reports/nope".into()).await.unwrap().status(),
-        404
-    );
-    app.stop().await;
-}
-
-#[test]
-fn every_cron_string_shipped_in_the_repository_parses() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files = vec![root.join("config.toml")];
-    for sub in ["deploy", "examples"] {
-        let mut stack = vec![root.join(sub)];
-        while let Some(d) = stack.pop() {
-            for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    stack.push(p);
-                } else if p
-                    .extension()
-                    .is_some_and(|x| x == "toml" || x == "j2" || x == "yml" || x == "yaml")
-                {
-                    files.push(p);
-                }
-            }
-        }
-    }
-    let re = regex_lite::Regex::new(r#"(?m)^\s*#?\s*(?:schedule|cron|report_schedule|sre_agent_report_schedule)\s*[=:]\s*["']([^"'{}]+)["']"#).unwrap();
-    let mut checked = 0;
-    for f in files {
-        let text = std::fs::read_to_string(&f).unwrap_or_default();
-        for c in re.captures_iter(&text) {
-            let expr = &c[1];
-            sre_agent::config::parse_cron(expr)
-                .unwrap_or_else(|e| panic!("{}: {expr:?}{e}", f.display()));
-            schedule::CronJob::parse("shipped", expr, chrono_tz::UTC).unwrap();
-            checked += 1;
-        }
-    }
-    assert!(checked >= 2, "found only {checked} cron strings");
-}
-
-#[tokio::test]
-async fn a_schedules_entry_queues_an_investigation_with_the_schedule_trigger() {
-    let app = spawn_app(
-        "[[schedules]]\nname = \"disk-check\"\ncron = \"0 0 6 * * *\"\ntimezone = \"Europe/Berlin\"\nprompt = \"Are disks filling?\"\n",
-    )
-    .await;
-    let entry = app.state.config.schedules[0].clone();
-    let inv = schedule::submit_scheduled(&app.state.dispatcher, &entry)
-        .await
-        .unwrap();
-    assert_eq!(inv.trigger, sre_agent::agent::Trigger::Schedule);
-    assert_eq!(
-        (inv.title.as_str(), inv.prompt.as_str()),
-        (entry.name.as_str(), entry.prompt.as_str())
-    );
-    assert!(inv.context.is_none() && inv.group_key.is_none());
     app.stop().await;
 }
