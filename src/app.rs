@@ -11,6 +11,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agent::Dispatcher;
+use crate::alerts::Intake;
 use crate::config::Config;
 use crate::integrations::health::{ComponentHealth, HealthChecker};
 use crate::store::Store;
@@ -25,6 +27,12 @@ pub struct AppState {
     pub health: ComponentHealth,
     /// Background work spawned by handlers; drained on shutdown.
     pub tasks: TaskTracker,
+    /// Queues and runs investigations.
+    pub dispatcher: Dispatcher,
+    /// Webhook alert intake: storage, grouping, dedupe, budgets.
+    pub intake: Intake,
+    /// Weekly reports: generation, storage, delivery.
+    pub reports: crate::report::Reporter,
 }
 
 /// A built application, listening but not yet serving.
@@ -39,17 +47,29 @@ impl App {
         let config = Arc::new(config);
         let store = Store::open(&config.server.data_dir)?;
         let metrics = Arc::new(Metrics::new(&config.llm.model));
+        let dispatcher = Dispatcher::new(&config, &store, metrics.clone())?;
+        let intake = Intake::new(
+            &config.alerts,
+            crate::store::alerts::AlertStore::open(&store)?,
+            Arc::new(dispatcher.clone()),
+            metrics.clone(),
+        )?;
         let listener = TcpListener::bind(config.listen_addr())
             .await
             .with_context(|| {
                 format!("cannot listen on {} (server.listen)", config.server.listen)
             })?;
+        let reports = crate::report::Reporter::new(config.clone(), &store, metrics.clone())?
+            .with_dispatcher(dispatcher.clone());
         let state = AppState {
             config,
             store,
             metrics,
+            reports,
             health: Arc::new(RwLock::new(BTreeMap::new())),
             tasks: TaskTracker::new(),
+            dispatcher,
+            intake,
         };
         log_startup(&state.config, listener.local_addr()?);
         Ok(Self { listener, state })
@@ -74,6 +94,27 @@ impl App {
         let checker =
             HealthChecker::new(&state.config, state.metrics.clone(), state.health.clone())?;
         background.spawn(checker.run(token.clone()));
+        if let Some(notifier) =
+            crate::notify::Notifier::new(state.config.clone(), &state.store, state.metrics.clone())?
+        {
+            let events = state.dispatcher.subscribe();
+            background.spawn(notifier.run(state.dispatcher.clone(), events, token.clone()));
+        }
+        state
+            .dispatcher
+            .start(token.clone(), &background)
+            .context("resuming queued investigations")?;
+        state
+            .intake
+            .recover()
+            .await
+            .context("re-submitting alert investigations decided before a restart")?;
+        background.spawn(crate::schedule::run_reports(
+            state.reports.clone(),
+            state.config.report.schedule.0.clone(),
+            token.clone(),
+        ));
+        crate::schedule::spawn_investigations(&state, &background, &token);
 
         let router = crate::http::router(state.clone());
         let serve_token = token.clone();

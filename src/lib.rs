@@ -11,12 +11,22 @@
 //! - [`integrations`]: typed clients for the user's upstreams and the health checker.
 //! - [`alerts`]: the alert model, grouping, dedupe and budgets.
 //! - [`tools`]: the read-only tools the LLM may call and their registry.
+//! - [`notify`]: email (`Mailer`) and webhook notifications from a durable outbox.
+//! - [`llm`]: the OpenAI-compatible chat client (retries, lenient parsing, cost metrics).
+//! - [`agent`]: investigations: dispatcher (durable queue + workers), the loop, findings, CLI.
+//! - [`report`]: the weekly reliability report (collectors, summary, rendering, email).
+//! - [`schedule`]: cron jobs: the weekly report with catch-up, and scheduled investigations.
 
+pub mod agent;
 pub mod alerts;
 pub mod app;
 pub mod config;
 pub mod http;
 pub mod integrations;
+pub mod llm;
+pub mod notify;
+pub mod report;
+pub mod schedule;
 pub mod store;
 pub mod telemetry;
 pub mod tools;

@@ -4,9 +4,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+mod report_cmd;
+
 use clap::{Parser, Subcommand};
 use sre_agent::config::{Config, ConfigSource};
-use sre_agent::{App, telemetry};
+use sre_agent::{App, agent, telemetry};
 use tokio_util::sync::CancellationToken;
 
 /// Exit code for an unusable configuration.
@@ -41,6 +43,50 @@ enum Command {
         #[arg(long, default_value = "3s", value_parser = humantime::parse_duration)]
         timeout: Duration,
     },
+    /// Ask a question: runs an investigation (via the daemon when it runs, else
+    /// in-process), prints progress to stderr and the finding as markdown to stdout.
+    Ask {
+        question: String,
+        /// Print the investigation with its timeline as JSON instead of markdown.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List or show stored investigations.
+    Investigations {
+        #[command(subcommand)]
+        command: InvestigationsCommand,
+    },
+    /// Generate a weekly report now and print it (works without a running daemon; when a
+    /// daemon holds the store, asks its API instead).
+    Report {
+        /// Also email it to report.recipients.
+        #[arg(long)]
+        send: bool,
+        /// Output format.
+        #[arg(long, default_value = "markdown", value_parser = ["markdown", "html", "json"])]
+        format: String,
+        /// "last" (the lookback ending now) or an ISO week such as 2026-W47.
+        #[arg(long, default_value = "last")]
+        period: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum InvestigationsCommand {
+    /// Newest first.
+    List {
+        /// queued, running, finished, failed, limit_reached or cancelled.
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+    },
+    /// One investigation with its finding and timeline.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -58,6 +104,18 @@ fn main() -> ExitCode {
         Command::CheckConfig => check_config(&config, &source),
         Command::Serve => run(serve(config)),
         Command::Healthcheck { url, timeout } => run(healthcheck(&config, url, timeout)),
+        Command::Ask { question, json } => ask(&config, &question, json),
+        Command::Investigations { command } => match command {
+            InvestigationsCommand::List { status, limit } => {
+                run(agent::cli::list(&config, status.as_deref(), limit))
+            }
+            InvestigationsCommand::Show { id, json } => run(agent::cli::show(&config, &id, json)),
+        },
+        Command::Report {
+            send,
+            format,
+            period,
+        } => run(report_cmd::run(config, send, format, period)),
     }
 }
 
@@ -81,35 +139,50 @@ fn run(fut: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
     }
 }
 
+fn ask(config: &Config, question: &str, json: bool) -> ExitCode {
+    let mut succeeded = false;
+    let code = run(async {
+        succeeded = agent::cli::ask(config, question, json).await?;
+        Ok(())
+    });
+    if code == ExitCode::SUCCESS && !succeeded {
+        return ExitCode::FAILURE;
+    }
+    code
+}
+
 fn check_config(config: &Config, source: &ConfigSource) -> ExitCode {
-    match &source.file {
-        Some(f) => println!(
+    use std::fmt::Write as _;
+    let mut out = String::new();
+    let _ = match &source.file {
+        Some(f) => writeln!(
+            out,
             "# configuration from {} (plus SRE_AGENT_* environment)",
             f.display()
         ),
-        None => println!("# built-in defaults (plus SRE_AGENT_* environment); no config file"),
-    }
+        None => writeln!(
+            out,
+            "# built-in defaults (plus SRE_AGENT_* environment); no config file"
+        ),
+    };
     let enabled = config.enabled_integrations();
-    let disabled: Vec<_> = Config::INTEGRATIONS
+    let disabled: Vec<&str> = Config::INTEGRATIONS
         .iter()
+        .copied()
         .filter(|i| !enabled.contains(i))
         .collect();
-    println!(
-        "# enabled integrations: {}",
-        if enabled.is_empty() {
-            "none".into()
-        } else {
-            enabled.join(", ")
-        }
-    );
-    println!(
-        "# disabled integrations: {}",
-        disabled.iter().map(|s| **s).collect::<Vec<_>>().join(", ")
-    );
-    println!();
-    print!("{}", config.redacted_toml());
-    println!();
-    println!("# configuration is valid");
+    let on = if enabled.is_empty() {
+        "none".to_string()
+    } else {
+        enabled.join(", ")
+    };
+    let _ = writeln!(out, "# enabled integrations: {on}");
+    let _ = writeln!(out, "# disabled integrations: {}\n", disabled.join(", "));
+    out.push_str(&config.redacted_toml());
+    out.push_str("\n# configuration is valid\n");
+    // A closed pipe (`check-config | head`) is not an error worth a panic.
+    use std::io::Write as _;
+    let _ = std::io::stdout().lock().write_all(out.as_bytes());
     ExitCode::SUCCESS
 }
 

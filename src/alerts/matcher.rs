@@ -22,7 +22,7 @@ enum MatchOp {
 impl LabelMatcher {
     /// Parses `name="value"` (also `!=`, `=~`, `!~`).
     pub fn parse(s: &str) -> Result<Self, String> {
-        let bad = || format!("invalid label matcher {s:?} (expected e.g. severity=\"info\")");
+        let bad = || format!("invalid label matcher `{s}` (expected e.g. severity=\"info\")");
         let s = s.trim();
         let name_end = s
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -44,7 +44,7 @@ impl LabelMatcher {
             .to_string();
         let re = |v: &str| {
             regex_lite::Regex::new(&format!("^(?:{v})$"))
-                .map_err(|e| format!("invalid regex in matcher {s:?}: {e}"))
+                .map_err(|e| format!("invalid regex in matcher `{s}`: {e}"))
         };
         let op = match op {
             "=" => MatchOp::Eq,

@@ -1,6 +1,12 @@
 //! Alerts: one `Alert` model parsed from Grafana and Alertmanager payloads; grouping,
 //! dedupe, cooldown, storm protection and the daily budget. Never calls the LLM.
 
+mod dispatch;
+pub mod grouping;
+pub mod intake;
 mod matcher;
+pub mod model;
 
+pub use intake::{Intake, IntakeSummary, Investigator, NewInvestigation};
 pub use matcher::LabelMatcher;
+pub use model::{Alert, AlertSource, AlertStatus, WebhookBatch, label_fingerprint, parse_webhook};

@@ -2,6 +2,7 @@
 //! secrets) with figment, validated at load with errors that name the key and the bad
 //! value, and displayed with every secret as `***`. Nothing else reads the environment.
 
+mod homelab;
 mod sections;
 mod values;
 
@@ -12,6 +13,10 @@ use figment::Figment;
 use figment::providers::{Env, Format, Toml};
 use serde::{Deserialize, Serialize};
 
+pub use homelab::{
+    HttpToolConfig, KubernetesConfig, PbsConfig, ProxmoxApiConfig, RESERVED_TOOL_NAMES,
+    ToolsConfig, TruenasConfig, placeholders, validate_http_tools,
+};
 pub use sections::*;
 pub use values::{
     CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, TimeZone, parse_cron,
@@ -37,6 +42,11 @@ pub struct Config {
     pub notify: NotifyConfig,
     pub slos: Vec<SloConfig>,
     pub schedules: Vec<ScheduleConfig>,
+    pub kubernetes: KubernetesConfig,
+    pub proxmox: ProxmoxApiConfig,
+    pub pbs: PbsConfig,
+    pub truenas: TruenasConfig,
+    pub tools: ToolsConfig,
 }
 
 /// A configuration that cannot be used; the message names the key and the bad value.
@@ -71,7 +81,9 @@ impl Config {
             .extract()
             .map_err(|e| ConfigError::Invalid(describe(e)))?;
         config.resolve_secret_files()?;
+        homelab::resolve_secret_files(&mut config)?;
         config.validate()?;
+        homelab::validate(&config)?;
         Ok(config)
     }
 
@@ -257,17 +269,33 @@ impl Config {
         if self.smtp.host.is_some() {
             on.push("smtp");
         }
+        if self.kubernetes.enabled {
+            on.push("kubernetes");
+        }
+        if self.proxmox.url.is_some() {
+            on.push("proxmox");
+        }
+        if self.pbs.url.is_some() {
+            on.push("pbs");
+        }
+        if self.truenas.url.is_some() {
+            on.push("truenas");
+        }
         on
     }
 
     /// Every integration name, enabled or not.
-    pub const INTEGRATIONS: [&'static str; 6] = [
+    pub const INTEGRATIONS: [&'static str; 10] = [
         "llm",
         "prometheus",
         "loki",
         "grafana",
         "alertmanager",
         "smtp",
+        "kubernetes",
+        "proxmox",
+        "pbs",
+        "truenas",
     ];
 
     /// The effective configuration as TOML, every secret shown as `***`.

@@ -348,11 +348,28 @@ pub struct NotifyWebhook {
     pub format: WebhookFormat,
 }
 
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NotifyConfig {
     pub email_to: Vec<EmailAddress>,
     pub webhooks: Vec<NotifyWebhook>,
+    /// First wait before retrying a failed notification; doubles up to `retry_max_backoff`.
+    pub retry_backoff: HumanDuration,
+    pub retry_max_backoff: HumanDuration,
+    /// Attempts per notification before it is dropped as failed.
+    pub max_attempts: u32,
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        Self {
+            email_to: Vec::new(),
+            webhooks: Vec::new(),
+            retry_backoff: secs(10),
+            retry_max_backoff: secs(600),
+            max_attempts: 30,
+        }
+    }
 }
 
 /// A service level objective for the weekly report.

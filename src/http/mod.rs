@@ -1,10 +1,14 @@
 //! The axum router: one `router()` per resource, merged here, with the request-metrics
 //! middleware around all of them. Handlers parse, authorize and delegate; no business logic.
 
+mod alerts_api;
 pub mod auth;
 mod error;
 mod health;
+pub mod investigations;
+mod reports;
 mod request_metrics;
+mod webhooks;
 
 use axum::Router;
 use axum::middleware;
@@ -17,6 +21,10 @@ use crate::app::AppState;
 pub fn router(state: AppState) -> Router {
     Router::new()
         .merge(health::router())
+        .merge(investigations::router())
+        .merge(webhooks::router())
+        .merge(alerts_api::router())
+        .merge(reports::router())
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

@@ -5,8 +5,12 @@
 pub mod alertmanager;
 pub mod grafana;
 pub mod health;
+pub mod kubernetes;
 pub mod loki;
+pub mod pbs;
 pub mod prometheus;
+pub mod proxmox;
+pub mod truenas;
 mod upstream;
 
 pub use alertmanager::AlertmanagerClient;

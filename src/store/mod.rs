@@ -2,6 +2,9 @@
 //! errors for a data directory that is unwritable or locked by another sre-agent.
 //! sled types do not leave this module; other parts use the typed functions here.
 
+pub mod alerts;
+pub mod investigations;
+pub mod reports;
 mod tree;
 
 use std::path::{Path, PathBuf};

@@ -77,5 +77,6 @@ pub fn build_registry(config: &Config, metrics: Arc<Metrics>) -> anyhow::Result<
         );
         registry.register(Arc::new(AlertmanagerAlerts { client, budget }));
     }
+    super::homelab::register_homelab_tools(&mut registry, config)?;
     Ok(registry)
 }

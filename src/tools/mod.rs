@@ -6,17 +6,25 @@ mod builtin;
 pub mod catalog;
 pub mod compact;
 pub mod grafana;
+pub mod homelab;
+pub mod http_declared;
+mod k8s_format;
+pub mod kubernetes;
 pub mod loki;
+pub mod pbs;
 pub mod prometheus;
+pub mod proxmox;
 mod registry;
 pub mod runbooks;
 mod schema;
+pub mod truenas;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 pub use builtin::CurrentTime;
 pub use catalog::build_registry;
+pub use homelab::register_homelab_tools;
 pub use registry::{ToolDefinition, ToolOutcome, ToolRegistry};
 pub use schema::validate_arguments;
 

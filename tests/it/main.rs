@@ -3,5 +3,11 @@
 
 mod support;
 
+mod agent;
+mod dashboard;
 mod foundation;
+mod homelab;
+mod notify;
+mod report;
 mod tools;
+mod webhooks;

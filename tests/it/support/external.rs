@@ -1,6 +1,6 @@
 //! Real external services for tests (Prometheus, Alertmanager, SMTP, webhook receiver),
 //! started with the project's scripts in tests/support/. When a tool is missing, the test
-//! is skipped with a printed reason, unless SRE_AGENT_REQUIRE_EXTERNAL=1 (set by
+//! is skipped with a printed reason, unless SRE_TEST_REQUIRE_EXTERNAL=1 (set by
 //! tests/run.sh and CI), where a missing tool fails the test.
 
 use std::path::{Path, PathBuf};
@@ -22,9 +22,9 @@ pub fn require_tool(tool: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !found {
-        if std::env::var("SRE_AGENT_REQUIRE_EXTERNAL").as_deref() == Ok("1") {
+        if std::env::var("SRE_TEST_REQUIRE_EXTERNAL").as_deref() == Ok("1") {
             panic!(
-                "{tool} is required (SRE_AGENT_REQUIRE_EXTERNAL=1); run tests/support/install_deps.sh"
+                "{tool} is required (SRE_TEST_REQUIRE_EXTERNAL=1); run tests/support/install_deps.sh"
             );
         }
         eprintln!("SKIPPED: {tool} not installed (run tests/support/install_deps.sh)");
@@ -112,4 +112,49 @@ pub fn wait_for_port(port: u16, timeout: Duration) {
         );
         std::thread::sleep(Duration::from_millis(25));
     }
+}
+
+/// A real Alertmanager POSTing every group to `webhook` (with `Authorization: Bearer`
+/// when `bearer` is set), group_wait/group_interval 1s.
+pub fn start_alertmanager(webhook: &str, bearer: Option<&str>) -> Option<Service> {
+    if !require_tool("prometheus-alertmanager") {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "--port".into(),
+        super::free_port().to_string(),
+        "--data".into(),
+        dir.path().display().to_string(),
+        "--webhook".into(),
+        webhook.to_string(),
+    ];
+    if let Some(token) = bearer {
+        args.push("--bearer".into());
+        args.push(token.into());
+    }
+    Some(run_start_script("start_alertmanager.sh", &args, dir))
+}
+
+/// A real Prometheus evaluating `rules` every second and sending alerts to `alertmanager`
+/// ("127.0.0.1:PORT"); scrapes nothing.
+pub fn start_prometheus_alerting(rules: &[PathBuf], alertmanager: &str) -> Option<Service> {
+    if !require_tool("prometheus") {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec![
+        "--port".into(),
+        super::free_port().to_string(),
+        "--data".into(),
+        dir.path().display().to_string(),
+        "--no-scrape".into(),
+        "--alertmanager".into(),
+        alertmanager.into(),
+    ];
+    for r in rules {
+        args.push("--rules".into());
+        args.push(r.display().to_string());
+    }
+    Some(run_start_script("start_prometheus.sh", &args, dir))
 }

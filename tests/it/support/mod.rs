@@ -3,8 +3,16 @@
 
 #![allow(dead_code)]
 
+pub mod alerts;
 pub mod external;
+pub mod fake_homelab;
+pub mod fake_kube;
+pub mod fake_llm;
 pub mod fake_upstreams;
+pub mod mail;
+pub mod receiver;
+pub mod report_external;
+pub mod report_fakes;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,320 @@
+//! The dispatcher: a durable queue in sled and a pool of `alerts.concurrency` workers.
+//! `submit` stores the investigation `queued` and flushes before returning; at start,
+//! queued and interrupted (running) ones are picked up again, deduplicated by id, so a
+//! crash neither loses nor doubles work. Final investigations are broadcast to subscribers.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::{broadcast, mpsc};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::runner::Runner;
+use super::{Event, Investigation, InvestigationRequest, InvestigationStatus};
+use crate::config::Config;
+use crate::llm::LlmClient;
+use crate::store::investigations::{InvestigationStore, Page};
+use crate::store::{Store, StoreError};
+use crate::telemetry::Metrics;
+use crate::tools::ToolRegistry;
+
+/// How often old investigations are swept (`store.retention_days`).
+const SWEEP_EVERY: Duration = Duration::from_secs(3600);
+
+/// Queues and runs investigations. Cheap to clone.
+#[derive(Clone)]
+pub struct Dispatcher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: InvestigationStore,
+    runner: Runner,
+    metrics: Arc<Metrics>,
+    model: String,
+    concurrency: usize,
+    retention_days: u32,
+    tx: mpsc::UnboundedSender<String>,
+    rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
+    /// Ids sent to the workers and not done yet: the in-memory dedupe.
+    pending: Mutex<HashSet<String>>,
+    running: AtomicI64,
+    finished: broadcast::Sender<Investigation>,
+}
+
+/// The tools the agent may call, as configured (see `tools::catalog`).
+pub fn build_tools(config: &Config, metrics: Arc<Metrics>) -> anyhow::Result<ToolRegistry> {
+    crate::tools::catalog::build_registry(config, metrics)
+}
+
+impl Dispatcher {
+    /// A dispatcher over `store` with the LLM and tools of `config`; workers start with
+    /// [`Dispatcher::start`].
+    pub fn new(config: &Config, store: &Store, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
+        let llm = LlmClient::new(&config.llm, metrics.clone())?;
+        let tools = build_tools(config, metrics.clone())?;
+        Self::with_parts(config, store, metrics, llm, tools)
+    }
+
+    /// A dispatcher with an explicit LLM client and tool registry.
+    pub fn with_parts(
+        config: &Config,
+        store: &Store,
+        metrics: Arc<Metrics>,
+        llm: Option<LlmClient>,
+        tools: ToolRegistry,
+    ) -> anyhow::Result<Self> {
+        let store = InvestigationStore::open(store)?;
+        let runner = Runner::new(&config.llm, llm, tools, store.clone());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (finished, _) = broadcast::channel(256);
+        let d = Self {
+            inner: Arc::new(Inner {
+                store,
+                runner,
+                metrics,
+                model: config.llm.model.clone(),
+                concurrency: config.alerts.concurrency.max(1),
+                retention_days: config.store.retention_days,
+                tx,
+                rx: tokio::sync::Mutex::new(rx),
+                pending: Mutex::new(HashSet::new()),
+                running: AtomicI64::new(0),
+                finished,
+            }),
+        };
+        d.update_queue_depth();
+        Ok(d)
+    }
+
+    /// Requeues stored work, then runs the workers and the retention sweep until `token`.
+    pub fn start(&self, token: CancellationToken, tracker: &TaskTracker) -> Result<(), StoreError> {
+        let ids = self.inner.store.queued_ids()?;
+        if !ids.is_empty() {
+            tracing::info!(
+                count = ids.len(),
+                "resuming queued and interrupted investigations"
+            );
+        }
+        for id in ids {
+            self.send(id);
+        }
+        for _ in 0..self.inner.concurrency {
+            tracker.spawn(self.clone().worker(token.clone()));
+        }
+        tracker.spawn(self.clone().sweeper(token));
+        Ok(())
+    }
+
+    /// Stores `req` as a `queued` investigation (flushed) and hands it to the workers.
+    pub async fn submit(&self, req: InvestigationRequest) -> Result<Investigation, StoreError> {
+        let inv = Investigation::new(req, &self.inner.model);
+        self.inner.store.put(&inv)?;
+        self.inner.store.enqueue(&inv.id)?;
+        self.inner.store.flush().await?;
+        self.update_queue_depth();
+        self.send(inv.id.clone());
+        Ok(inv)
+    }
+
+    /// Cancels `id` if it is still queued; true when it was.
+    pub async fn cancel_queued(&self, id: &str, note: &str) -> Result<bool, StoreError> {
+        let mut cancelled = false;
+        let inv = self.inner.store.update(id, |inv| {
+            cancelled = inv.status == InvestigationStatus::Queued;
+            if cancelled {
+                inv.status = InvestigationStatus::Cancelled;
+                inv.finished_at = Some(Utc::now());
+                inv.notes.push(note.to_string());
+            }
+        })?;
+        if let (true, Some(inv)) = (cancelled, inv) {
+            self.inner.store.dequeue(id)?;
+            self.inner.store.flush().await?;
+            self.update_queue_depth();
+            self.count_final(&inv);
+            let _ = self.inner.finished.send(inv);
+        }
+        Ok(cancelled)
+    }
+
+    pub fn add_note(&self, id: &str, note: &str) -> Result<(), StoreError> {
+        self.inner
+            .store
+            .update(id, |inv| inv.notes.push(note.to_string()))
+            .map(|_| ())
+    }
+
+    pub fn get(&self, id: &str) -> Result<Option<Investigation>, StoreError> {
+        self.inner.store.get(id)
+    }
+
+    /// The timeline of `id`.
+    pub fn events(&self, id: &str) -> Result<Vec<Event>, StoreError> {
+        self.inner.store.events(id)
+    }
+
+    /// Newest first, paginated by id cursor.
+    pub fn list(
+        &self,
+        status: Option<InvestigationStatus>,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<Page, StoreError> {
+        self.inner.store.list(status, limit, cursor)
+    }
+
+    /// Deletes `id` with its events (a queued one will not run); false when absent.
+    pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let existed = self.inner.store.delete(id)?;
+        self.inner.store.flush().await?;
+        self.update_queue_depth();
+        Ok(existed)
+    }
+
+    /// Every investigation that reached a final status from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Investigation> {
+        self.inner.finished.subscribe()
+    }
+
+    /// How many investigations were created since `since` (cancelled ones excluded) and
+    /// their total cost, for the daily budget.
+    pub fn usage_since(&self, since: DateTime<Utc>) -> Result<(u32, f64), StoreError> {
+        let all = self.inner.store.between(since, DateTime::<Utc>::MAX_UTC)?;
+        Ok(all
+            .iter()
+            .filter(|i| i.status != InvestigationStatus::Cancelled)
+            .fold((0, 0.0), |(n, c), i| (n + 1, c + i.cost_usd)))
+    }
+
+    /// Investigations created in `[from, to)`, oldest first.
+    pub fn between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<Investigation>, StoreError> {
+        self.inner.store.between(from, to)
+    }
+
+    fn send(&self, id: String) {
+        let fresh = self
+            .inner
+            .pending
+            .lock()
+            .map(|mut p| p.insert(id.clone()))
+            .unwrap_or(false);
+        if fresh {
+            let _ = self.inner.tx.send(id);
+        }
+    }
+
+    fn update_queue_depth(&self) {
+        let queued =
+            self.inner.store.queue_len() as i64 - self.inner.running.load(Ordering::Relaxed);
+        self.inner.metrics.queue_depth.set(queued.max(0));
+    }
+
+    async fn worker(self, token: CancellationToken) {
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = token.cancelled() => return,
+                id = async { self.inner.rx.lock().await.recv().await } => id,
+            };
+            let Some(id) = next else { return };
+            if let Err(e) = self.process(&id).await {
+                tracing::error!(%id, error = %e, "investigation could not be stored; it stays queued");
+            }
+            if let Ok(mut p) = self.inner.pending.lock() {
+                p.remove(&id);
+            }
+        }
+    }
+
+    /// Runs one queued (or interrupted) investigation to a final status.
+    async fn process(&self, id: &str) -> Result<(), StoreError> {
+        let store = &self.inner.store;
+        let mut claimed = false;
+        let inv = store.update(id, |inv| {
+            claimed = !inv.status.is_final();
+            if claimed {
+                inv.status = InvestigationStatus::Running;
+                inv.started_at = Some(Utc::now());
+                inv.attempts += 1;
+            }
+        })?;
+        let Some(inv) = inv.filter(|_| claimed) else {
+            store.dequeue(id)?;
+            self.update_queue_depth();
+            return Ok(());
+        };
+        self.inner.running.fetch_add(1, Ordering::Relaxed);
+        self.update_queue_depth();
+        tracing::info!(%id, trigger = inv.trigger.as_str(), title = %inv.title, "investigation started");
+        let done = self.inner.runner.run(inv).await;
+        self.inner.running.fetch_sub(1, Ordering::Relaxed);
+        let mut done = done;
+        done.finished_at = Some(Utc::now());
+        // Metrics first, so whoever sees the final record also sees it counted.
+        self.count_final(&done);
+        if let Some(d) = done.duration() {
+            self.inner
+                .metrics
+                .investigation_duration
+                .observe(d.as_secs_f64());
+        }
+        // Merge: notes may have been added while it ran.
+        let stored = store.update(id, |cur| {
+            let notes = std::mem::take(&mut cur.notes);
+            *cur = done.clone();
+            for n in notes {
+                if !cur.notes.contains(&n) {
+                    cur.notes.push(n);
+                }
+            }
+        })?;
+        store.dequeue(id)?;
+        store.flush().await?;
+        self.update_queue_depth();
+        if let Some(inv) = stored {
+            tracing::info!(%id, status = inv.status.as_str(), steps = inv.steps,
+                tokens = inv.tokens.total(), cost_usd = inv.cost_usd, error = ?inv.error,
+                "investigation ended");
+            let _ = self.inner.finished.send(inv);
+        }
+        Ok(())
+    }
+
+    fn count_final(&self, inv: &Investigation) {
+        self.inner
+            .metrics
+            .investigations
+            .with_label_values(&[inv.trigger.as_str(), inv.status.as_str()])
+            .inc();
+    }
+
+    async fn sweeper(self, token: CancellationToken) {
+        if self.inner.retention_days == 0 {
+            return;
+        }
+        loop {
+            let cutoff = Utc::now() - chrono::Duration::days(i64::from(self.inner.retention_days));
+            match self.inner.store.sweep(cutoff) {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(
+                    deleted = n,
+                    "old investigations removed (store.retention_days)"
+                ),
+                Err(e) => tracing::warn!(error = %e, "retention sweep failed"),
+            }
+            tokio::select! {
+                _ = token.cancelled() => return,
+                _ = tokio::time::sleep(SWEEP_EVERY) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! Investigations: the types shared with alerts, schedules and reports, the
+//! [`Dispatcher`] (durable queue + workers), the investigation loop (`runner`), its prompt
+//! with fenced untrusted data (`prompt`), the structured [`Finding`], and the CLI client.
+
+pub mod cli;
+mod dispatcher;
+mod finding;
+mod prompt;
+mod runner;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use dispatcher::{Dispatcher, build_tools};
+pub use finding::{Evidence, Finding};
+pub use prompt::{fence, system_prompt, user_message};
+pub use runner::{Runner, first_request_body};
+
+use crate::llm::Usage;
+
+/// What started an investigation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trigger {
+    Ask,
+    Alert,
+    Schedule,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::Alert => "alert",
+            Self::Schedule => "schedule",
+        }
+    }
+}
+
+/// Where an investigation is in its life.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InvestigationStatus {
+    Queued,
+    Running,
+    Finished,
+    Failed,
+    LimitReached,
+    Cancelled,
+}
+
+impl InvestigationStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Finished => "finished",
+            Self::Failed => "failed",
+            Self::LimitReached => "limit_reached",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether this status is final (the investigation will not run again).
+    pub fn is_final(self) -> bool {
+        !matches!(self, Self::Queued | Self::Running)
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        serde_json::from_value(Value::String(s.to_string())).ok()
+    }
+}
+
+/// A request to investigate something.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct InvestigationRequest {
+    pub trigger: Trigger,
+    pub title: String,
+    /// The question or instruction (trusted: from the config or the user).
+    pub prompt: String,
+    /// Untrusted data (alert JSON, labels, annotations), fenced by the agent.
+    pub context: Option<String>,
+    /// The alert group, when `trigger` is `Alert`.
+    pub group_key: Option<String>,
+}
+
+/// One investigation, as stored and served by the API.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Investigation {
+    /// A uuid v7: ids sort in creation order.
+    pub id: String,
+    pub trigger: Trigger,
+    pub title: String,
+    pub status: InvestigationStatus,
+    pub created_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub model: String,
+    pub tokens: Usage,
+    pub cost_usd: f64,
+    pub finding: Option<Finding>,
+    pub error: Option<String>,
+    pub group_key: Option<String>,
+    /// Remarks added by others, e.g. "resolved at …".
+    pub notes: Vec<String>,
+    pub prompt: String,
+    pub context: Option<String>,
+    /// LLM calls made.
+    #[serde(default)]
+    pub steps: u32,
+    /// Times a worker started it (more than 1 after a restart).
+    #[serde(default)]
+    pub attempts: u32,
+}
+
+impl Investigation {
+    /// A new `queued` investigation for `req`.
+    pub fn new(req: InvestigationRequest, model: &str) -> Self {
+        Self {
+            id: uuid::Uuid::now_v7().to_string(),
+            trigger: req.trigger,
+            title: req.title,
+            status: InvestigationStatus::Queued,
+            created_at: Utc::now(),
+            started_at: None,
+            finished_at: None,
+            model: model.to_string(),
+            tokens: Usage::default(),
+            cost_usd: 0.0,
+            finding: None,
+            error: None,
+            group_key: req.group_key,
+            notes: Vec::new(),
+            prompt: req.prompt,
+            context: req.context,
+            steps: 0,
+            attempts: 0,
+        }
+    }
+
+    /// Wall time from start to end, when both are known.
+    pub fn duration(&self) -> Option<std::time::Duration> {
+        (self.finished_at? - self.started_at?).to_std().ok()
+    }
+}
+
+/// One entry of an investigation's timeline.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Event {
+    pub at: DateTime<Utc>,
+    /// The LLM step this belongs to (1-based).
+    pub step: u32,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum EventKind {
+    LlmCall {
+        tokens: Usage,
+        cost_usd: f64,
+        latency_ms: u64,
+        /// Tool calls requested (names); empty for a final answer.
+        tool_calls: Vec<String>,
+    },
+    ToolCall {
+        id: String,
+        name: String,
+        arguments: Value,
+        duration_ms: u64,
+        ok: bool,
+        /// The first 500 characters of the output.
+        output_excerpt: String,
+    },
+    Error {
+        message: String,
+    },
+    Note {
+        message: String,
+    },
+}
+
+impl Event {
+    pub fn new(step: u32, kind: EventKind) -> Self {
+        Self {
+            at: Utc::now(),
+            step,
+            kind,
+        }
+    }
+
+    /// A one-line description for progress output.
+    pub fn describe(&self) -> String {
+        match &self.kind {
+            EventKind::LlmCall {
+                tokens,
+                latency_ms,
+                tool_calls,
+                ..
+            } => {
+                let what = if tool_calls.is_empty() {
+                    "answer".to_string()
+                } else {
+                    format!("calls {}", tool_calls.join(", "))
+                };
+                format!(
+                    "step {}: LLM {what} ({} tokens, {latency_ms} ms)",
+                    self.step,
+                    tokens.total()
+                )
+            }
+            EventKind::ToolCall {
+                name,
+                arguments,
+                duration_ms,
+                ok,
+                ..
+            } => format!(
+                "step {}: tool {name} {arguments} → {} ({duration_ms} ms)",
+                self.step,
+                if *ok { "ok" } else { "error" }
+            ),
+            EventKind::Error { message } => format!("step {}: error: {message}", self.step),
+            EventKind::Note { message } => format!("step {}: {message}", self.step),
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! The `Alert` model and lenient parsing of the Grafana (version "1") and Alertmanager
+//! (version "4") webhook payloads into it. Unknown fields are ignored; absent or null
+//! optional fields, Go zero times and offsets are all accepted.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Datelike, Utc};
+use serde::{Deserialize, Deserializer, Serialize};
+
+/// Which sender an alert came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertSource {
+    Grafana,
+    Alertmanager,
+}
+
+impl AlertSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Grafana => "grafana",
+            Self::Alertmanager => "alertmanager",
+        }
+    }
+}
+
+/// Firing or resolved (anything else reads as firing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AlertStatus {
+    Firing,
+    Resolved,
+}
+
+/// One alert instance, whichever sender it came from.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Alert {
+    pub source: AlertSource,
+    pub fingerprint: String,
+    pub status: AlertStatus,
+    /// The `alertname` label ("" when absent).
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub starts_at: Option<DateTime<Utc>>,
+    pub ends_at: Option<DateTime<Utc>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub generator_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dashboard_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub panel_url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub silence_url: Option<String>,
+    /// Grafana's `valueString`, or the `values` map rendered as `A=1, B=2`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+}
+
+/// A parsed webhook body: its alerts plus the sender's group key.
+#[derive(Clone, Debug)]
+pub struct WebhookBatch {
+    pub alerts: Vec<Alert>,
+    pub group_key: Option<String>,
+    pub truncated_alerts: u64,
+}
+
+#[derive(Deserialize)]
+struct RawPayload {
+    #[serde(default, deserialize_with = "lenient_string")]
+    version: Option<String>,
+    #[serde(default, rename = "groupKey", deserialize_with = "lenient_string")]
+    group_key: Option<String>,
+    #[serde(default, rename = "truncatedAlerts", deserialize_with = "lenient_u64")]
+    truncated_alerts: u64,
+    #[serde(default, deserialize_with = "lenient_string")]
+    status: Option<String>,
+    alerts: Option<Vec<RawAlert>>,
+}
+
+#[derive(Deserialize)]
+struct RawAlert {
+    #[serde(default, deserialize_with = "lenient_string")]
+    status: Option<String>,
+    #[serde(default, deserialize_with = "string_map")]
+    labels: BTreeMap<String, String>,
+    #[serde(default, deserialize_with = "string_map")]
+    annotations: BTreeMap<String, String>,
+    #[serde(default, rename = "startsAt", deserialize_with = "lenient_string")]
+    starts_at: Option<String>,
+    #[serde(default, rename = "endsAt", deserialize_with = "lenient_string")]
+    ends_at: Option<String>,
+    #[serde(default, rename = "generatorURL", deserialize_with = "lenient_string")]
+    generator_url: Option<String>,
+    #[serde(default, deserialize_with = "lenient_string")]
+    fingerprint: Option<String>,
+    #[serde(default, rename = "silenceURL", deserialize_with = "lenient_string")]
+    silence_url: Option<String>,
+    #[serde(default, rename = "dashboardURL", deserialize_with = "lenient_string")]
+    dashboard_url: Option<String>,
+    #[serde(default, rename = "panelURL", deserialize_with = "lenient_string")]
+    panel_url: Option<String>,
+    #[serde(default)]
+    values: Option<BTreeMap<String, serde_json::Value>>,
+    #[serde(default, rename = "valueString", deserialize_with = "lenient_string")]
+    value_string: Option<String>,
+}
+
+/// Parses a webhook body; the error names what is wrong and where (JSON path, line, column).
+pub fn parse_webhook(source: AlertSource, body: &[u8]) -> Result<WebhookBatch, String> {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    let raw: RawPayload = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if path == "." || path.is_empty() {
+            format!("invalid JSON body: {inner}")
+        } else {
+            format!("invalid JSON body at {path}: {inner}")
+        }
+    })?;
+    let alerts = raw.alerts.ok_or_else(|| {
+        let expected = match source {
+            AlertSource::Grafana => "a Grafana webhook (version \"1\")",
+            AlertSource::Alertmanager => "an Alertmanager webhook (version \"4\")",
+        };
+        format!("not {expected}: missing field `alerts`")
+    })?;
+    if let Some(v) = &raw.version
+        && !matches!(v.as_str(), "1" | "4" | "")
+    {
+        return Err(format!(
+            "unsupported webhook version {v:?} (expected \"1\" for Grafana or \"4\" for Alertmanager)"
+        ));
+    }
+    let group_status = raw.status.as_deref().map(parse_status);
+    Ok(WebhookBatch {
+        alerts: alerts
+            .into_iter()
+            .map(|a| convert(source, a, group_status))
+            .collect(),
+        group_key: raw.group_key.filter(|k| !k.is_empty()),
+        truncated_alerts: raw.truncated_alerts,
+    })
+}
+
+fn convert(source: AlertSource, a: RawAlert, group_status: Option<AlertStatus>) -> Alert {
+    let status = a
+        .status
+        .as_deref()
+        .map(parse_status)
+        .or(group_status)
+        .unwrap_or(AlertStatus::Firing);
+    let fingerprint = a
+        .fingerprint
+        .filter(|f| !f.trim().is_empty())
+        .unwrap_or_else(|| label_fingerprint(&a.labels));
+    let value = a.value_string.filter(|v| !v.is_empty()).or_else(|| {
+        a.values
+            .as_ref()
+            .filter(|v| !v.is_empty())
+            .map(render_values)
+    });
+    let nonempty = |s: Option<String>| s.filter(|s| !s.trim().is_empty());
+    Alert {
+        source,
+        fingerprint,
+        status,
+        name: a.labels.get("alertname").cloned().unwrap_or_default(),
+        starts_at: a.starts_at.as_deref().and_then(parse_time),
+        ends_at: a.ends_at.as_deref().and_then(parse_time),
+        generator_url: nonempty(a.generator_url),
+        dashboard_url: nonempty(a.dashboard_url),
+        panel_url: nonempty(a.panel_url),
+        silence_url: nonempty(a.silence_url),
+        value,
+        labels: a.labels,
+        annotations: a.annotations,
+    }
+}
+
+fn parse_status(s: &str) -> AlertStatus {
+    if s.eq_ignore_ascii_case("resolved") {
+        AlertStatus::Resolved
+    } else {
+        AlertStatus::Firing
+    }
+}
+
+/// RFC 3339 with any offset, in UTC; Go's zero time (year 1) and garbage are `None`.
+pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    let t = DateTime::parse_from_rfc3339(s.trim())
+        .ok()?
+        .with_timezone(&Utc);
+    (t.year() > 1).then_some(t)
+}
+
+fn render_values(values: &BTreeMap<String, serde_json::Value>) -> String {
+    values
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// A stable fingerprint from the sorted labels: FNV-1a 64 over name 0xFF value 0xFF …,
+/// rendered as 16 hex digits (the scheme Prometheus uses).
+pub fn label_fingerprint(labels: &BTreeMap<String, String>) -> String {
+    const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    let mut h = OFFSET;
+    for (k, v) in labels {
+        for b in k.bytes().chain([0xff]).chain(v.bytes()).chain([0xff]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(PRIME);
+        }
+    }
+    format!("{h:016x}")
+}
+
+fn lenient_string<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Null => None,
+        serde_json::Value::String(s) => Some(s),
+        other => Some(other.to_string()),
+    })
+}
+
+fn lenient_u64<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::Number(n) => n.as_u64().unwrap_or(0),
+        serde_json::Value::String(s) => s.trim().parse().unwrap_or(0),
+        _ => 0,
+    })
+}
+
+/// A label/annotation map: null is empty; non-string values become their JSON text.
+fn string_map<'de, D: Deserializer<'de>>(d: D) -> Result<BTreeMap<String, String>, D::Error> {
+    let raw: Option<BTreeMap<String, serde_json::Value>> = Option::deserialize(d)?;
+    Ok(raw
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| {
+            let v = match v {
+                serde_json::Value::String(s) => s,
+                serde_json::Value::Null => String::new(),
+                other => other.to_string(),
+            };
+            (k, v)
+        })
+        .collect())
+}
+
+#[cfg(test)]
+#[path = "model_tests.rs"]
+mod tests;

@@ -1,0 +1,141 @@
+//! The investigations API (bearer `server.api_token` when set): `POST /api/v1/ask`,
+//! `GET /api/v1/investigations` (newest first, paginated), `GET|DELETE
+//! /api/v1/investigations/{id}`.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::{ApiError, auth};
+use crate::agent::{Event, Investigation, InvestigationRequest, InvestigationStatus, Trigger};
+use crate::app::AppState;
+
+/// The longest question accepted, in characters.
+const MAX_QUESTION_CHARS: usize = 8_000;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/ask", post(ask))
+        .route("/api/v1/investigations", get(list))
+        .route("/api/v1/investigations/{id}", get(show).delete(remove))
+}
+
+/// An investigation with its timeline, as `GET /api/v1/investigations/{id}` answers.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct InvestigationDetail {
+    #[serde(flatten)]
+    pub investigation: Investigation,
+    pub events: Vec<Event>,
+}
+
+#[derive(Deserialize)]
+struct AskBody {
+    question: Option<String>,
+}
+
+fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
+    auth::require_bearer(headers, state.config.server.api_token.as_ref())
+}
+
+async fn ask(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, ApiError> {
+    authorize(&state, &headers)?;
+    let body: AskBody = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
+    let question = body.question.unwrap_or_default();
+    let question = question.trim();
+    if question.is_empty() {
+        return Err(ApiError::BadRequest(
+            "\"question\" is required and must not be empty".into(),
+        ));
+    }
+    if question.chars().count() > MAX_QUESTION_CHARS {
+        return Err(ApiError::BadRequest(format!(
+            "\"question\" is longer than {MAX_QUESTION_CHARS} characters"
+        )));
+    }
+    let title: String = question.chars().take(80).collect();
+    let inv = state
+        .dispatcher
+        .submit(InvestigationRequest {
+            trigger: Trigger::Ask,
+            title,
+            prompt: question.to_string(),
+            context: None,
+            group_key: None,
+        })
+        .await?;
+    let body = json!({"id": inv.id, "status": inv.status});
+    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+}
+
+async fn list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Result<Response, ApiError> {
+    authorize(&state, &headers)?;
+    let status = match q.get("status").filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => Some(InvestigationStatus::parse(s).ok_or_else(|| {
+            ApiError::BadRequest(format!(
+                "unknown status {s:?} (queued, running, finished, failed, limit_reached, cancelled)"
+            ))
+        })?),
+    };
+    let limit = match q.get("limit") {
+        None => 50,
+        Some(l) => l
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=500).contains(n))
+            .ok_or_else(|| ApiError::BadRequest(format!("limit {l:?} must be 1..=500")))?,
+    };
+    let cursor = q
+        .get("cursor")
+        .map(String::as_str)
+        .filter(|c| !c.is_empty());
+    let page = state.dispatcher.list(status, limit, cursor)?;
+    Ok(Json(page).into_response())
+}
+
+async fn show(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<Json<InvestigationDetail>, ApiError> {
+    authorize(&state, &headers)?;
+    let investigation = state
+        .dispatcher
+        .get(&id)?
+        .ok_or_else(|| ApiError::NotFound(format!("no investigation {id}")))?;
+    let events = state.dispatcher.events(&id)?;
+    Ok(Json(InvestigationDetail {
+        investigation,
+        events,
+    }))
+}
+
+async fn remove(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    authorize(&state, &headers)?;
+    if state.dispatcher.delete(&id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(format!("no investigation {id}")))
+    }
+}

@@ -1,0 +1,133 @@
+//! `/api/v1/reports`: generate a report now (`POST`), list stored reports, fetch one as
+//! JSON, HTML (`?format=html`, charts as data: URIs) or markdown. Bearer `server.api_token`.
+
+use axum::extract::{Path, Query, State};
+use axum::http::HeaderMap;
+use axum::http::header::CONTENT_TYPE;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+
+use super::ApiError;
+use super::auth::require_bearer;
+use crate::app::AppState;
+use crate::report::model::{Report, ReportStatus, ReportTrigger};
+use crate::report::period::PeriodSpec;
+use crate::report::{ReportRequest, render};
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/v1/reports", get(list).post(create))
+        .route("/api/v1/reports/{id}", get(show))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct CreateReport {
+    #[serde(default)]
+    pub send: bool,
+    /// "last" (default) or "YYYY-Www".
+    #[serde(default)]
+    pub period: Option<String>,
+}
+
+/// One line of the list.
+#[derive(Serialize)]
+pub struct ReportListItem {
+    pub id: String,
+    pub period: String,
+    pub title: String,
+    pub trigger: ReportTrigger,
+    pub status: ReportStatus,
+    pub created_at: chrono::DateTime<chrono::Utc>,
+}
+
+async fn create(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Option<Json<CreateReport>>,
+) -> Result<Json<Report>, ApiError> {
+    require_bearer(&headers, state.config.server.api_token.as_ref())?;
+    let body = body.map(|Json(b)| b).unwrap_or_default();
+    let period: PeriodSpec =
+        body.period.as_deref().unwrap_or("last").parse().map_err(
+            |e: crate::report::period::InvalidPeriod| ApiError::BadRequest(e.to_string()),
+        )?;
+    let req = ReportRequest {
+        trigger: ReportTrigger::Api,
+        period,
+        now: chrono::Utc::now(),
+        send: body.send,
+    };
+    let report = state
+        .reports
+        .run(req)
+        .await
+        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    Ok(Json(report))
+}
+
+#[derive(Deserialize)]
+struct ListQuery {
+    limit: Option<usize>,
+}
+
+async fn list(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Vec<ReportListItem>>, ApiError> {
+    require_bearer(&headers, state.config.server.api_token.as_ref())?;
+    let reports = state.reports.store().list(q.limit.unwrap_or(50).min(500))?;
+    Ok(Json(
+        reports
+            .into_iter()
+            .map(|r| ReportListItem {
+                title: r.title(),
+                period: r.window.period.to_string(),
+                id: r.id,
+                trigger: r.trigger,
+                status: r.status,
+                created_at: r.created_at,
+            })
+            .collect(),
+    ))
+}
+
+#[derive(Deserialize)]
+struct ShowQuery {
+    format: Option<String>,
+}
+
+async fn show(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+    Query(q): Query<ShowQuery>,
+) -> Result<Response, ApiError> {
+    require_bearer(&headers, state.config.server.api_token.as_ref())?;
+    let report = state
+        .reports
+        .store()
+        .get(&id)?
+        .ok_or_else(|| ApiError::NotFound(format!("no report {id}")))?;
+    Ok(match q.format.as_deref().unwrap_or("json") {
+        "json" => Json(report).into_response(),
+        "html" => (
+            [(CONTENT_TYPE, "text/html; charset=utf-8")],
+            render::to_html(&report),
+        )
+            .into_response(),
+        "markdown" | "md" => (
+            [(CONTENT_TYPE, "text/markdown; charset=utf-8")],
+            render::to_markdown(&report),
+        )
+            .into_response(),
+        other => {
+            return Err(ApiError::BadRequest(format!(
+                "unknown format {other:?}: use json, html or markdown"
+            )));
+        }
+    })
+}

@@ -1,0 +1,204 @@
+//! Proxmox VE client (`/api2/json`, API token auth), and the token-authenticated
+//! `{"data": …}` envelope shared with Proxmox Backup Server.
+
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+
+use super::{Auth, Upstream, UpstreamError, UpstreamOptions};
+use crate::config::{ProxmoxApiConfig, Secret};
+
+/// A Proxmox-family API (VE or Backup Server) answering `{"data": …}`.
+#[derive(Clone, Debug)]
+pub struct ProxmoxApi {
+    upstream: Upstream,
+}
+
+#[derive(Deserialize)]
+struct Envelope<T> {
+    data: T,
+}
+
+impl ProxmoxApi {
+    /// `scheme` is `PVEAPIToken` or `PBSAPIToken`; `separator` is `=` (VE) or `:` (PBS).
+    pub fn new(
+        service: &'static str,
+        config: &ProxmoxApiConfig,
+        scheme: &str,
+        separator: char,
+    ) -> Result<Self, UpstreamError> {
+        let setup = |reason: &str| UpstreamError::Setup {
+            service,
+            reason: reason.to_string(),
+        };
+        let url = config.url.as_ref().ok_or_else(|| setup("url is not set"))?;
+        let id = config
+            .token_id
+            .as_ref()
+            .ok_or_else(|| setup("token_id is not set"))?;
+        let secret = config
+            .token_secret
+            .as_ref()
+            .ok_or_else(|| setup("token_secret is not set"))?;
+        let value = Secret::new(format!("{scheme}={id}{separator}{}", secret.expose()));
+        let mut base = url.0.clone();
+        let path = base.path().trim_end_matches('/').to_string();
+        if !path.ends_with("/api2/json") {
+            base.set_path(&format!("{path}/api2/json/"));
+        }
+        let opts = UpstreamOptions {
+            timeout: config.timeout.get(),
+            auth: Some(Auth::Header("Authorization".into(), value)),
+            ca_file: config.ca_file.clone(),
+            accept_invalid_certs: !config.verify_tls,
+        };
+        Ok(Self {
+            upstream: Upstream::new(service, &base, opts)?,
+        })
+    }
+
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+
+    /// GETs `path` (under `/api2/json/`) and unwraps `data`.
+    pub async fn get<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+    ) -> Result<T, UpstreamError> {
+        let env: Envelope<T> = self.upstream.get_json(path, query).await?;
+        Ok(env.data)
+    }
+}
+
+/// `GET /nodes` item.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PveNode {
+    pub node: String,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub cpu: Option<f64>,
+    #[serde(default)]
+    pub maxcpu: Option<u64>,
+    #[serde(default)]
+    pub mem: Option<u64>,
+    #[serde(default)]
+    pub maxmem: Option<u64>,
+    #[serde(default)]
+    pub uptime: Option<u64>,
+}
+
+/// `GET /nodes/{node}/qemu` and `/lxc` item.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PveGuest {
+    pub vmid: serde_json::Value,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub uptime: Option<u64>,
+    #[serde(default)]
+    pub cpu: Option<f64>,
+    #[serde(default)]
+    pub mem: Option<u64>,
+    #[serde(default)]
+    pub maxmem: Option<u64>,
+    #[serde(default)]
+    pub template: Option<serde_json::Value>,
+}
+
+/// `GET /nodes/{node}/storage` item.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PveStorage {
+    pub storage: String,
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub active: Option<u8>,
+    #[serde(default)]
+    pub enabled: Option<u8>,
+    #[serde(default)]
+    pub used: Option<u64>,
+    #[serde(default)]
+    pub total: Option<u64>,
+    #[serde(default)]
+    pub avail: Option<u64>,
+    #[serde(default)]
+    pub shared: Option<u8>,
+}
+
+/// `GET /nodes/{node}/tasks` item (finished tasks).
+#[derive(Clone, Debug, Deserialize)]
+pub struct PveTask {
+    pub upid: String,
+    #[serde(default)]
+    pub node: String,
+    #[serde(default, rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub user: Option<String>,
+    #[serde(default)]
+    pub starttime: Option<i64>,
+    #[serde(default)]
+    pub endtime: Option<i64>,
+    /// "OK", "WARNINGS: n", or the error text; absent while running.
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// A Proxmox VE cluster.
+#[derive(Clone, Debug)]
+pub struct ProxmoxClient {
+    api: ProxmoxApi,
+}
+
+impl ProxmoxClient {
+    pub fn new(config: &ProxmoxApiConfig) -> Result<Self, UpstreamError> {
+        Ok(Self {
+            api: ProxmoxApi::new("Proxmox VE", config, "PVEAPIToken", '=')?,
+        })
+    }
+
+    pub fn api(&self) -> &ProxmoxApi {
+        &self.api
+    }
+
+    pub async fn nodes(&self) -> Result<Vec<PveNode>, UpstreamError> {
+        self.api.get("nodes", &[]).await
+    }
+
+    /// Guests on `node`: ("qemu" | "lxc", guest).
+    pub async fn guests(&self, node: &str) -> Result<Vec<(&'static str, PveGuest)>, UpstreamError> {
+        let qemu: Vec<PveGuest> = self.api.get(&format!("nodes/{node}/qemu"), &[]).await?;
+        let lxc: Vec<PveGuest> = self.api.get(&format!("nodes/{node}/lxc"), &[]).await?;
+        Ok(qemu
+            .into_iter()
+            .map(|g| ("qemu", g))
+            .chain(lxc.into_iter().map(|g| ("lxc", g)))
+            .collect())
+    }
+
+    pub async fn storage(&self, node: &str) -> Result<Vec<PveStorage>, UpstreamError> {
+        self.api.get(&format!("nodes/{node}/storage"), &[]).await
+    }
+
+    pub async fn tasks(
+        &self,
+        node: &str,
+        errors_only: bool,
+        since: Option<i64>,
+    ) -> Result<Vec<PveTask>, UpstreamError> {
+        let mut q = vec![("limit", "50".to_string())];
+        if errors_only {
+            q.push(("errors", "1".into()));
+        }
+        if let Some(s) = since {
+            q.push(("since", s.to_string()));
+        }
+        self.api.get(&format!("nodes/{node}/tasks"), &q).await
+    }
+}

@@ -1,0 +1,212 @@
+//! TrueNAS client (REST API v2.0, `Authorization: Bearer` API key): pools, alerts, disks,
+//! disk temperatures and SMART test results.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+use super::upstream::excerpt;
+use super::{Auth, Upstream, UpstreamError, UpstreamOptions, redact_url};
+use crate::config::{Secret, TruenasConfig};
+
+const SERVICE: &str = "TrueNAS";
+
+/// `GET /pool` item.
+#[derive(Clone, Debug, Deserialize)]
+pub struct TruenasPool {
+    pub name: String,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub healthy: Option<bool>,
+    #[serde(default)]
+    pub warning: Option<bool>,
+    #[serde(default)]
+    pub status_detail: Option<String>,
+    #[serde(default)]
+    pub size: Option<u64>,
+    #[serde(default)]
+    pub allocated: Option<u64>,
+    #[serde(default)]
+    pub free: Option<u64>,
+    #[serde(default)]
+    pub scan: Option<TruenasScan>,
+}
+
+/// The last scrub or resilver of a pool.
+#[derive(Clone, Debug, Deserialize)]
+pub struct TruenasScan {
+    #[serde(default)]
+    pub function: Option<String>,
+    #[serde(default)]
+    pub state: Option<String>,
+    #[serde(default)]
+    pub errors: Option<u64>,
+}
+
+/// `GET /alert/list` item.
+#[derive(Clone, Debug, Deserialize)]
+pub struct TruenasAlert {
+    #[serde(default)]
+    pub level: String,
+    #[serde(default)]
+    pub klass: String,
+    #[serde(default)]
+    pub formatted: Option<String>,
+    #[serde(default)]
+    pub text: Option<String>,
+    #[serde(default)]
+    pub dismissed: bool,
+    #[serde(default)]
+    pub datetime: Option<TruenasDate>,
+}
+
+/// `{"$date": epoch-milliseconds}`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct TruenasDate {
+    #[serde(rename = "$date")]
+    pub millis: i64,
+}
+
+/// `GET /disk` item.
+#[derive(Clone, Debug, Deserialize)]
+pub struct TruenasDisk {
+    pub name: String,
+    #[serde(default)]
+    pub serial: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default, rename = "type")]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub size: Option<u64>,
+    #[serde(default)]
+    pub pool: Option<String>,
+}
+
+/// `GET /smart/test/results` item.
+#[derive(Clone, Debug, Deserialize)]
+pub struct TruenasSmartResults {
+    pub disk: String,
+    #[serde(default)]
+    pub tests: Vec<TruenasSmartTest>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct TruenasSmartTest {
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub status: String,
+    #[serde(default)]
+    pub status_verbose: Option<String>,
+    #[serde(default)]
+    pub lifetime: Option<u64>,
+}
+
+/// A TrueNAS server.
+#[derive(Clone, Debug)]
+pub struct TruenasClient {
+    upstream: Upstream,
+    http: reqwest::Client,
+    key: Secret,
+}
+
+impl TruenasClient {
+    pub fn new(config: &TruenasConfig) -> Result<Self, UpstreamError> {
+        let setup = |reason: String| UpstreamError::Setup {
+            service: SERVICE,
+            reason,
+        };
+        let url = config
+            .url
+            .as_ref()
+            .ok_or_else(|| setup("url is not set".into()))?;
+        let key = config
+            .api_key
+            .clone()
+            .ok_or_else(|| setup("api_key is not set".into()))?;
+        let mut base = url.0.clone();
+        let path = base.path().trim_end_matches('/').to_string();
+        if !path.ends_with("/api/v2.0") {
+            base.set_path(&format!("{path}/api/v2.0/"));
+        }
+        let opts = UpstreamOptions {
+            timeout: config.timeout.get(),
+            auth: Some(Auth::Bearer(key.clone())),
+            ca_file: config.ca_file.clone(),
+            accept_invalid_certs: !config.verify_tls,
+        };
+        // disk/temperatures is a POST (a read-only query method); Upstream only GETs.
+        let mut builder = reqwest::Client::builder()
+            .timeout(config.timeout.get())
+            .tls_danger_accept_invalid_certs(!config.verify_tls);
+        if let Some(path) = &config.ca_file {
+            let pem = std::fs::read(path)
+                .map_err(|e| setup(format!("cannot read CA file {}: {e}", path.display())))?;
+            for cert in reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| setup(format!("CA file {} is not PEM: {e}", path.display())))?
+            {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        Ok(Self {
+            upstream: Upstream::new(SERVICE, &base, opts)?,
+            http: builder.build().map_err(|e| setup(e.to_string()))?,
+            key,
+        })
+    }
+
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+
+    pub async fn pools(&self) -> Result<Vec<TruenasPool>, UpstreamError> {
+        self.upstream.get_json("pool", &[]).await
+    }
+
+    pub async fn alerts(&self) -> Result<Vec<TruenasAlert>, UpstreamError> {
+        self.upstream.get_json("alert/list", &[]).await
+    }
+
+    pub async fn disks(&self) -> Result<Vec<TruenasDisk>, UpstreamError> {
+        self.upstream.get_json("disk", &[]).await
+    }
+
+    pub async fn smart_results(&self) -> Result<Vec<TruenasSmartResults>, UpstreamError> {
+        self.upstream.get_json("smart/test/results", &[]).await
+    }
+
+    /// Temperatures in °C by disk name; `None` for disks that report none.
+    pub async fn temperatures(&self) -> Result<BTreeMap<String, Option<f64>>, UpstreamError> {
+        let url = self.upstream.url("disk/temperatures");
+        let shown = redact_url(&url);
+        let resp = self
+            .http
+            .post(url)
+            .bearer_auth(self.key.expose())
+            .json(&serde_json::json!({"names": []}))
+            .send()
+            .await
+            .map_err(|e| UpstreamError::Transport {
+                service: SERVICE,
+                url: shown.clone(),
+                reason: e.to_string(),
+            })?;
+        let status = resp.status();
+        let body = resp.bytes().await.unwrap_or_default();
+        if !status.is_success() {
+            return Err(UpstreamError::Status {
+                service: SERVICE,
+                url: shown,
+                status: status.as_u16(),
+                body: excerpt(&body, 300),
+            });
+        }
+        serde_json::from_slice(&body).map_err(|e| UpstreamError::Decode {
+            service: SERVICE,
+            url: shown,
+            reason: e.to_string(),
+        })
+    }
+}

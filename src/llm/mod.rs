@@ -1,0 +1,350 @@
+//! The LLM client: any OpenAI-compatible `/chat/completions` endpoint (OpenAI, Ollama,
+//! vLLM, llama.cpp) with tool calling, lenient parsing of provider quirks, bounded retries
+//! with backoff honouring `Retry-After`, and the `sre_agent_llm_*` metrics (calls, latency,
+//! tokens, estimated cost). The API key is only ever sent in the Authorization header.
+//!
+//! Why reqwest and not `async_openai::Client::create_byot`: async-openai 0.43 turns an
+//! error response into `OpenAIError::ApiError` after dropping the response headers (so
+//! `Retry-After` is lost), and parses the error body with `code: Option<String>`, so the
+//! integer `code` of vLLM/llama.cpp errors becomes a deserialization error. Correct retry
+//! handling needs both, so the HTTP exchange is done here with reqwest; async-openai still
+//! provides the typed tool definitions of the request (`ChatCompletionTools`).
+
+mod retry;
+mod wire;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::{LlmConfig, ModelPricing, Secret};
+use crate::telemetry::Metrics;
+use crate::tools::ToolDefinition;
+
+pub use retry::{backoff_delay, parse_retry_after};
+pub use wire::request_body;
+
+/// One message of the conversation, in the roles the Chat Completions API knows.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChatMessage {
+    System(String),
+    User(String),
+    /// An assistant turn; echoed back exactly, with its tool calls.
+    Assistant {
+        content: Option<String>,
+        tool_calls: Vec<ToolCall>,
+    },
+    /// The result of one tool call.
+    Tool {
+        tool_call_id: String,
+        content: String,
+    },
+}
+
+/// A tool call requested by the model. `arguments` is the parsed JSON object, or the raw
+/// text as a JSON string when the model sent something that is not valid JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// Token counts of one call or a sum of calls. `cached` is part of `prompt`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub prompt: u64,
+    pub completion: u64,
+    pub cached: u64,
+}
+
+impl Usage {
+    pub fn total(&self) -> u64 {
+        self.prompt + self.completion
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, o: Self) {
+        self.prompt += o.prompt;
+        self.completion += o.completion;
+        self.cached += o.cached;
+    }
+}
+
+/// The model's answer to one call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatResponse {
+    pub content: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Usage,
+    pub cost_usd: f64,
+    pub model: String,
+}
+
+/// Why an LLM call failed; every message names the endpoint URL.
+#[derive(Debug, thiserror::Error)]
+pub enum LlmError {
+    #[error("LLM not configured (set llm.base_url)")]
+    NotConfigured,
+    #[error("LLM endpoint {url} answered {status}: {message}")]
+    Status {
+        url: String,
+        status: u16,
+        message: String,
+    },
+    #[error("LLM endpoint {url} did not answer within {timeout:?}")]
+    Timeout { url: String, timeout: Duration },
+    #[error("LLM endpoint {url} is unreachable: {reason}")]
+    Transport { url: String, reason: String },
+    #[error("LLM endpoint {url} sent a response that cannot be read: {reason}")]
+    BadResponse { url: String, reason: String },
+}
+
+impl LlmError {
+    /// Whether another attempt may succeed (429 except quota, 408/409, 5xx, timeouts).
+    fn is_transient(&self) -> bool {
+        match self {
+            Self::Status {
+                status, message, ..
+            } => {
+                (*status == 429 && !message.contains("insufficient_quota"))
+                    || matches!(status, 408 | 409)
+                    || *status >= 500
+            }
+            Self::Timeout { .. } | Self::Transport { .. } => true,
+            Self::NotConfigured | Self::BadResponse { .. } => false,
+        }
+    }
+}
+
+/// A client for one configured endpoint and model. Cheap to clone.
+#[derive(Clone)]
+pub struct LlmClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    url: String,
+    api_key: Option<Secret>,
+    model: String,
+    timeout: Duration,
+    max_retries: u32,
+    pricing: Option<ModelPricing>,
+    warned_unpriced: AtomicBool,
+    metrics: Arc<Metrics>,
+}
+
+impl LlmClient {
+    /// A client for `config`, or `None` when `llm.base_url` is unset.
+    pub fn new(config: &LlmConfig, metrics: Arc<Metrics>) -> Result<Option<Self>, LlmError> {
+        let Some(base) = &config.base_url else {
+            return Ok(None);
+        };
+        let url = format!("{}/chat/completions", base.0.as_str().trim_end_matches('/'));
+        let timeout = config.timeout.get();
+        let mut builder = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout.min(Duration::from_secs(10)));
+        if base.0.scheme() == "http" {
+            // Plain HTTP (a local Ollama, vLLM, llama.cpp): skip loading the system CA
+            // store, which costs startup time and memory for nothing.
+            builder = builder.tls_certs_only([]);
+        }
+        let http = builder.build().map_err(|e| LlmError::Transport {
+            url: url.clone(),
+            reason: e.to_string(),
+        })?;
+        metrics.llm_cost_dollars.with_label_values(&[&config.model]);
+        Ok(Some(Self {
+            inner: Arc::new(Inner {
+                http,
+                url,
+                api_key: config.api_key.clone(),
+                model: config.model.clone(),
+                timeout,
+                max_retries: config.max_retries,
+                pricing: config.pricing.get(&config.model).cloned(),
+                warned_unpriced: AtomicBool::new(false),
+                metrics,
+            }),
+        }))
+    }
+
+    pub fn model(&self) -> &str {
+        &self.inner.model
+    }
+
+    /// The chat completions URL.
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+
+    /// One chat completion, retried on transient failures; `tools = &[]` for a plain answer.
+    pub async fn chat(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+    ) -> Result<ChatResponse, LlmError> {
+        let inner = &self.inner;
+        let body = wire::request_body(&inner.model, messages, tools);
+        let start = Instant::now();
+        let mut attempt = 0;
+        let result = loop {
+            match self.attempt(&body).await {
+                Ok(r) => break Ok(r),
+                Err((e, retry_after)) if e.is_transient() && attempt < inner.max_retries => {
+                    let delay = retry_after.unwrap_or_else(|| backoff_delay(attempt));
+                    tracing::warn!(url = %inner.url, error = %e, ?delay, attempt = attempt + 1,
+                        "LLM call failed; retrying");
+                    tokio::time::sleep(delay).await;
+                    attempt += 1;
+                }
+                Err((e, _)) => break Err(e),
+            }
+        };
+        let m = &inner.metrics;
+        m.llm_call_duration.observe(start.elapsed().as_secs_f64());
+        let status = if result.is_ok() { "ok" } else { "error" };
+        m.llm_calls.with_label_values(&[status]).inc();
+        let (content, tool_calls, usage) = result?;
+        let cost_usd = self.cost(usage);
+        m.llm_tokens
+            .with_label_values(&["prompt"])
+            .inc_by(usage.prompt);
+        m.llm_tokens
+            .with_label_values(&["completion"])
+            .inc_by(usage.completion);
+        m.llm_tokens
+            .with_label_values(&["cached"])
+            .inc_by(usage.cached);
+        m.llm_cost_dollars
+            .with_label_values(&[&inner.model])
+            .inc_by(cost_usd);
+        Ok(ChatResponse {
+            content,
+            tool_calls,
+            usage,
+            cost_usd,
+            model: inner.model.clone(),
+        })
+    }
+
+    /// One HTTP exchange; on failure also the server's `Retry-After`, if any.
+    async fn attempt(&self, body: &Value) -> Result<wire::Parsed, (LlmError, Option<Duration>)> {
+        let inner = &self.inner;
+        let url = &inner.url;
+        let mut req = inner.http.post(url).json(body);
+        if let Some(key) = &inner.api_key {
+            req = req.bearer_auth(key.expose());
+        }
+        let resp = req.send().await.map_err(|e| (self.transport(e), None))?;
+        let status = resp.status();
+        let retry_after = resp
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let bytes = resp.bytes().await.map_err(|e| (self.transport(e), None))?;
+        if !status.is_success() {
+            let err = LlmError::Status {
+                url: url.clone(),
+                status: status.as_u16(),
+                message: wire::error_message(&bytes),
+            };
+            return Err((err, retry_after));
+        }
+        wire::parse_response(&bytes).map_err(|reason| {
+            (
+                LlmError::BadResponse {
+                    url: url.clone(),
+                    reason,
+                },
+                None,
+            )
+        })
+    }
+
+    fn transport(&self, e: reqwest::Error) -> LlmError {
+        let url = self.inner.url.clone();
+        if e.is_timeout() {
+            LlmError::Timeout {
+                url,
+                timeout: self.inner.timeout,
+            }
+        } else {
+            // The error text of reqwest names the URL without credentials; keep the chain.
+            let mut reason = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(s) = source {
+                reason = format!("{reason}: {s}");
+                source = s.source();
+            }
+            LlmError::Transport { url, reason }
+        }
+    }
+
+    /// Estimated USD cost of `usage` from `[llm.pricing."<model>"]`; 0 when unpriced.
+    fn cost(&self, usage: Usage) -> f64 {
+        let inner = &self.inner;
+        match &inner.pricing {
+            Some(p) => cost_of(p, usage),
+            None => {
+                if !inner.warned_unpriced.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(model = %inner.model,
+                        "no [llm.pricing] entry for this model; its cost is counted as 0");
+                }
+                0.0
+            }
+        }
+    }
+}
+
+/// USD cost of `usage` at `p` (per million tokens; cached prompt tokens at the cached rate).
+pub fn cost_of(p: &ModelPricing, usage: Usage) -> f64 {
+    let cached = usage.cached.min(usage.prompt);
+    let uncached = usage.prompt - cached;
+    (uncached as f64 * p.input_per_million
+        + cached as f64 * p.cached_input_per_million
+        + usage.completion as f64 * p.output_per_million)
+        / 1_000_000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_tokens_are_priced_at_the_cached_rate_and_not_twice() {
+        let p = ModelPricing {
+            input_per_million: 1.0,
+            output_per_million: 2.0,
+            cached_input_per_million: 0.5,
+        };
+        let usage = Usage {
+            prompt: 1_000_000,
+            completion: 1_000_000,
+            cached: 500_000,
+        };
+        assert!((cost_of(&p, usage) - (0.5 + 0.25 + 2.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn only_transient_statuses_are_retried() {
+        let status = |s: u16, m: &str| LlmError::Status {
+            url: "u".into(),
+            status: s,
+            message: m.into(),
+        };
+        assert!(status(429, "slow down").is_transient());
+        assert!(status(503, "").is_transient());
+        assert!(!status(429, "insufficient_quota").is_transient());
+        for s in [400, 401, 403, 404] {
+            assert!(!status(s, "").is_transient(), "{s}");
+        }
+    }
+}

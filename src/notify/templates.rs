@@ -1,0 +1,231 @@
+//! Rendering a finished investigation for humans: email (text + escaped HTML), chat
+//! markdown (Slack/Mattermost/Discord) and ntfy (plain text + Title/Priority/Tags).
+//! Alert data is untrusted: it is escaped in HTML and never interpreted.
+
+use std::fmt::Write;
+
+use crate::agent::Investigation;
+use crate::alerts::Alert;
+
+/// What a notification is about.
+pub struct Subject<'a> {
+    pub inv: &'a Investigation,
+    /// The group's latest alert, when the investigation came from one.
+    pub alert: Option<&'a Alert>,
+}
+
+impl Subject<'_> {
+    pub fn severity(&self) -> &str {
+        self.inv
+            .finding
+            .as_ref()
+            .map(|f| f.severity.as_str())
+            .filter(|s| !s.is_empty())
+            .or_else(|| {
+                self.alert
+                    .and_then(|a| a.labels.get("severity"))
+                    .map(String::as_str)
+            })
+            .unwrap_or("info")
+    }
+
+    pub fn summary(&self) -> String {
+        match (&self.inv.finding, &self.inv.error) {
+            (Some(f), _) if !f.summary.trim().is_empty() => first_line(&f.summary),
+            (_, Some(e)) => format!("investigation {}: {e}", self.inv.status.as_str()),
+            _ => format!("investigation {}", self.inv.status.as_str()),
+        }
+    }
+
+    /// "[sre-agent] HighErrorRate (job=checkout): 5xx from a bad deploy".
+    pub fn title(&self) -> String {
+        truncate(
+            &format!("[sre-agent] {}: {}", self.inv.title, self.summary()),
+            200,
+        )
+    }
+
+    fn links(&self) -> Vec<(&'static str, &str)> {
+        let Some(a) = self.alert else {
+            return Vec::new();
+        };
+        [
+            ("Alert rule", &a.generator_url),
+            ("Dashboard", &a.dashboard_url),
+            ("Panel", &a.panel_url),
+            ("Silence", &a.silence_url),
+        ]
+        .into_iter()
+        .filter_map(|(name, url)| url.as_deref().map(|u| (name, u)))
+        .collect()
+    }
+
+    /// Markdown: the finding (or the error), the alert, links, the investigation id.
+    pub fn markdown(&self) -> String {
+        let mut md = format!("# {}\n\n", self.inv.title);
+        match &self.inv.finding {
+            Some(f) => md.push_str(&f.to_markdown()),
+            None => {
+                let _ = writeln!(md, "Investigation {}.", self.inv.status.as_str());
+                if let Some(e) = &self.inv.error {
+                    let _ = writeln!(md, "\nError: {e}");
+                }
+            }
+        }
+        if let Some(a) = self.alert {
+            let _ = write!(md, "\n## Alert\n\n**{}** ({:?})", a.name, a.status);
+            if let Some(v) = &a.value {
+                let _ = write!(md, " — value {v}");
+            }
+            md.push('\n');
+            for (k, v) in &a.labels {
+                let _ = writeln!(md, "- {k} = {v}");
+            }
+            if let Some(s) = a.annotations.get("summary") {
+                let _ = writeln!(md, "\n{s}");
+            }
+        }
+        let links = self.links();
+        if !links.is_empty() {
+            md.push_str("\n## Links\n\n");
+            for (name, url) in links {
+                let _ = writeln!(md, "- [{name}]({url})");
+            }
+        }
+        if !self.inv.notes.is_empty() {
+            md.push_str("\n## Notes\n\n");
+            for n in &self.inv.notes {
+                let _ = writeln!(md, "- {n}");
+            }
+        }
+        let _ = write!(
+            md,
+            "\nInvestigation {} · {} · ${:.4}\n",
+            self.inv.id,
+            self.inv.status.as_str(),
+            self.inv.cost_usd
+        );
+        md
+    }
+
+    /// HTML for email: escaped text, lists and links back to Grafana.
+    pub fn html(&self) -> String {
+        let mut h = String::from(
+            "<!doctype html><html><body style=\"font-family:sans-serif;max-width:760px\">",
+        );
+        let _ = write!(h, "<h2>{}</h2>", esc(&self.inv.title));
+        match &self.inv.finding {
+            Some(f) => {
+                let _ = write!(h, "<p><b>{}</b></p>", esc(&f.summary));
+                if !f.probable_cause.is_empty() {
+                    let _ = write!(
+                        h,
+                        "<p><b>Probable cause:</b> {}</p>",
+                        esc(&f.probable_cause)
+                    );
+                }
+                let _ = write!(
+                    h,
+                    "<p>Severity: {} · Confidence: {}</p>",
+                    esc(&f.severity),
+                    esc(&f.confidence)
+                );
+                list(
+                    &mut h,
+                    "Evidence",
+                    f.evidence.iter().map(|e| e.claim.as_str()),
+                );
+                list(
+                    &mut h,
+                    "Next steps",
+                    f.next_steps.iter().map(String::as_str),
+                );
+            }
+            None => {
+                let _ = write!(h, "<p>{}</p>", esc(&self.summary()));
+            }
+        }
+        if let Some(a) = self.alert {
+            let _ = write!(h, "<h3>Alert: {}</h3><table>", esc(&a.name));
+            for (k, v) in &a.labels {
+                let _ = write!(h, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(v));
+            }
+            h.push_str("</table>");
+        }
+        let links = self.links();
+        if !links.is_empty() {
+            h.push_str("<p>");
+            for (name, url) in links {
+                let _ = write!(h, "<a href=\"{}\">{}</a> ", esc(url), name);
+            }
+            h.push_str("</p>");
+        }
+        let _ = write!(
+            h,
+            "<p style=\"color:#666\">Investigation {} · {}</p></body></html>",
+            esc(&self.inv.id),
+            self.inv.status.as_str()
+        );
+        h
+    }
+
+    /// ntfy priority 1–5 from the severity.
+    pub fn ntfy_priority(&self) -> &'static str {
+        match self.severity().to_ascii_lowercase().as_str() {
+            "critical" | "page" => "5",
+            "warning" | "high" => "4",
+            _ => "3",
+        }
+    }
+
+    pub fn ntfy_tags(&self) -> String {
+        let icon = match self.ntfy_priority() {
+            "5" => "rotating_light",
+            "4" => "warning",
+            _ => "mag",
+        };
+        format!("{icon},sre-agent,{}", self.inv.status.as_str())
+    }
+}
+
+fn list<'a>(h: &mut String, title: &str, items: impl Iterator<Item = &'a str>) {
+    let items: Vec<_> = items.filter(|i| !i.trim().is_empty()).collect();
+    if items.is_empty() {
+        return;
+    }
+    let _ = write!(h, "<h3>{title}</h3><ul>");
+    for i in items {
+        let _ = write!(h, "<li>{}</li>", esc(i));
+    }
+    h.push_str("</ul>");
+}
+
+/// HTML-escapes text and attribute values.
+pub fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn first_line(s: &str) -> String {
+    truncate(s.trim().lines().next().unwrap_or(""), 160)
+}
+
+/// At most `max` characters, with "…" when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
+        return s.to_string();
+    }
+    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
+    out.push('…');
+    out
+}

@@ -1,0 +1,122 @@
+//! Webhook notifications: the body and headers for each `[[notify.webhooks]]` format, and
+//! one POST attempt. `json` = the investigation with its finding; `slack` = `{"text"}`
+//! plus `content` (Mattermost, Discord); `ntfy` = plain text with Title/Priority/Tags.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::NotifyError;
+use super::templates::{Subject, truncate};
+use crate::config::WebhookFormat;
+
+/// A rendered webhook request, stored in the outbox.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WebhookRequest {
+    pub url: String,
+    pub content_type: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// Renders `subject` for `url` in `format`.
+pub fn render(url: &str, format: WebhookFormat, subject: &Subject) -> WebhookRequest {
+    let (content_type, headers, body) = match format {
+        WebhookFormat::Json => {
+            let body = serde_json::json!({
+                "event": "investigation.completed",
+                "investigation": subject.inv,
+                "finding": subject.inv.finding,
+                "alert": subject.alert,
+                "text": subject.markdown(),
+            });
+            ("application/json", Vec::new(), body.to_string())
+        }
+        WebhookFormat::Slack => {
+            let md = subject.markdown();
+            let body = serde_json::json!({
+                "text": truncate(&md, 3_500),
+                "content": truncate(&md, 2_000),
+            });
+            ("application/json", Vec::new(), body.to_string())
+        }
+        WebhookFormat::Ntfy => {
+            let headers = vec![
+                ("Title".to_string(), header_safe(&subject.title())),
+                ("Priority".to_string(), subject.ntfy_priority().to_string()),
+                ("Tags".to_string(), header_safe(&subject.ntfy_tags())),
+                ("Markdown".to_string(), "yes".to_string()),
+            ];
+            (
+                "text/plain; charset=utf-8",
+                headers,
+                truncate(&subject.markdown(), 4_000),
+            )
+        }
+    };
+    WebhookRequest {
+        url: url.to_string(),
+        content_type: content_type.to_string(),
+        headers,
+        body,
+    }
+}
+
+/// Header values must be visible ASCII: other characters become '?'.
+fn header_safe(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c == ' ' || c.is_ascii_graphic() {
+                c
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+/// Whether a failed POST is worth retrying: network errors, 408, 429 and 5xx.
+pub fn is_retryable(status: Option<u16>) -> bool {
+    match status {
+        None => true,
+        Some(s) => s == 408 || s == 429 || s >= 500,
+    }
+}
+
+/// One POST; error carries the status (if any) for `is_retryable`.
+pub async fn send(
+    client: &reqwest::Client,
+    req: &WebhookRequest,
+    timeout: Duration,
+) -> Result<(), (Option<u16>, NotifyError)> {
+    let mut builder = client
+        .post(&req.url)
+        .timeout(timeout)
+        .header(reqwest::header::CONTENT_TYPE, &req.content_type)
+        .body(req.body.clone());
+    for (k, v) in &req.headers {
+        builder = builder.header(k, v);
+    }
+    let err = |status: Option<u16>, reason: String| {
+        (
+            status,
+            NotifyError::Webhook {
+                url: req.url.clone(),
+                reason,
+            },
+        )
+    };
+    let resp = builder
+        .send()
+        .await
+        .map_err(|e| err(None, format!("request failed: {e}")))?;
+    let status = resp.status();
+    if status.is_success() {
+        return Ok(());
+    }
+    let text = resp.text().await.unwrap_or_default();
+    Err(err(
+        Some(status.as_u16()),
+        format!("status {status}: {}", truncate(&text, 300)),
+    ))
+}

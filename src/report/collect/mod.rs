@@ -1,0 +1,130 @@
+//! The collectors: each gathers one section's data within `report.collector_timeout`,
+//! concurrently with the others, and never fails the report: what it could not get
+//! becomes a note naming the service, URL and error.
+
+mod agent;
+mod alerts;
+mod changes;
+mod cost;
+mod homelab;
+mod logs;
+mod slos;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, NaiveDate, Utc};
+use chrono_tz::Tz;
+
+use super::model::{Report, ReportData, Section};
+use super::period::ReportWindow;
+use super::sources::Sources;
+use crate::config::Config;
+use crate::telemetry::Metrics;
+
+pub use logs::normalise_line;
+
+/// What every collector reads.
+pub struct CollectContext {
+    pub config: Arc<Config>,
+    pub sources: Sources,
+    pub window: ReportWindow,
+    pub tz: Tz,
+    /// The most recent stored report of an earlier period, for "changes".
+    pub previous: Option<Report>,
+    /// The investigations store, when the report runs inside the daemon.
+    pub dispatcher: Option<crate::agent::Dispatcher>,
+}
+
+impl CollectContext {
+    /// The `[..]` range of the window, e.g. `604800s`.
+    pub fn range(&self) -> String {
+        self.window.promql_range()
+    }
+
+    /// The days of the window in the report time zone, oldest first.
+    pub fn days(&self) -> Vec<NaiveDate> {
+        let first = self.window.start.with_timezone(&self.tz).date_naive();
+        let last = (self.window.end - chrono::Duration::seconds(1))
+            .with_timezone(&self.tz)
+            .date_naive();
+        first.iter_days().take_while(|d| *d <= last).collect()
+    }
+
+    /// The local day label ("Mon 16") of a unix time.
+    pub fn day_of(&self, unix: f64) -> NaiveDate {
+        DateTime::<Utc>::from_timestamp(unix as i64, 0)
+            .unwrap_or_default()
+            .with_timezone(&self.tz)
+            .date_naive()
+    }
+}
+
+/// "Mon 16".
+pub fn day_label(d: NaiveDate) -> String {
+    d.format("%a %-d").to_string()
+}
+
+/// Runs every collector concurrently, each under its own timeout.
+pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData {
+    let timeout = ctx.config.report.collector_timeout.get();
+    let (alerts, slos, agent, cost, logs) = tokio::join!(
+        timed("alerts", timeout, metrics, alerts::collect(ctx)),
+        timed("slos", timeout, metrics, slos::collect(ctx)),
+        timed("agent", timeout, metrics, agent::collect(ctx)),
+        timed("cost", timeout, metrics, cost::collect(ctx)),
+        timed("logs", timeout, metrics, logs::collect(ctx)),
+    );
+    let mut data = ReportData {
+        alerts,
+        slos,
+        agent,
+        cost,
+        logs,
+        changes: Section::default(),
+        homelab: None,
+    };
+    if homelab::configured(&ctx.config) {
+        data.homelab = Some(timed("homelab", timeout, metrics, homelab::collect(ctx)).await);
+    }
+    // Changes compares the sections just collected with the previous report: no I/O.
+    data.changes = timed("changes", timeout, metrics, async {
+        changes::collect(ctx.previous.as_ref(), &data)
+    })
+    .await;
+    data
+}
+
+async fn timed<T: Default>(
+    name: &'static str,
+    timeout: Duration,
+    metrics: &Metrics,
+    fut: impl Future<Output = Section<T>>,
+) -> Section<T> {
+    let started = Instant::now();
+    let (section, status) = match tokio::time::timeout(timeout, fut).await {
+        Ok(s) if s.notes.is_empty() => (s, "ok"),
+        Ok(s) => (s, "error"),
+        Err(_) => (
+            Section::failed(format!("{name} collector timed out after {timeout:?}")),
+            "timeout",
+        ),
+    };
+    metrics
+        .report_collector_duration
+        .with_label_values(&[name])
+        .observe(started.elapsed().as_secs_f64());
+    metrics
+        .report_collector_runs
+        .with_label_values(&[name, status])
+        .inc();
+    if status != "ok" {
+        tracing::warn!(collector = name, status, notes = ?section.notes, "report collector incomplete");
+    }
+    section
+}
+
+/// The note for an unconfigured source.
+pub(crate) fn not_configured(service: &str, key: &str) -> String {
+    format!("{service} is not configured (set {key})")
+}

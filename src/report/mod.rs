@@ -1,0 +1,206 @@
+//! The weekly reliability report: collectors gather each section concurrently (each one's
+//! failure becomes a note), one LLM call writes the executive summary (or a deterministic
+//! one), the report is rendered as markdown and HTML with PNG charts, stored, and emailed.
+//!
+//! - [`period`]: the ISO week a report is about and its time window.
+//! - [`collect`]: alerts, slos, agent, cost, logs, changes.
+//! - [`summary`]: the narrative LLM call and the automatic fallback.
+//! - [`render`]: markdown, email-safe HTML, charts.
+//! - [`email`]: delivery with retries.
+
+pub mod collect;
+pub mod email;
+pub mod model;
+pub mod period;
+pub mod render;
+pub mod sources;
+pub mod summary;
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+
+use crate::agent::Dispatcher;
+use crate::config::Config;
+use crate::store::reports::ReportStore;
+use crate::store::{Store, StoreError};
+use crate::telemetry::Metrics;
+use model::{Report, ReportStatus, ReportTrigger};
+use period::{PeriodSpec, ReportWindow};
+
+/// A report failure that prevented even storing it.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("report sources: {0}")]
+    Setup(String),
+}
+
+/// What to produce.
+#[derive(Clone, Copy, Debug)]
+pub struct ReportRequest {
+    pub trigger: ReportTrigger,
+    pub period: PeriodSpec,
+    /// "Now": the end of a `last` window (injectable for tests).
+    pub now: DateTime<Utc>,
+    /// Email it to `report.recipients`.
+    pub send: bool,
+}
+
+/// Builds, stores and delivers reports. Cheap to clone; runs one report at a time.
+#[derive(Clone)]
+pub struct Reporter {
+    config: Arc<Config>,
+    store: ReportStore,
+    metrics: Arc<Metrics>,
+    dispatcher: Option<Dispatcher>,
+    running: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Reporter {
+    pub fn new(
+        config: Arc<Config>,
+        store: &Store,
+        metrics: Arc<Metrics>,
+    ) -> Result<Self, StoreError> {
+        let store = ReportStore::open(store)?;
+        if let Some(at) = store.last_delivered_at()? {
+            metrics.last_report_timestamp.set(at.timestamp() as f64);
+        }
+        Ok(Self {
+            config,
+            store,
+            metrics,
+            dispatcher: None,
+            running: Arc::new(tokio::sync::Mutex::new(())),
+        })
+    }
+
+    /// Reads the week's investigations and the daily LLM budget from `dispatcher`.
+    pub fn with_dispatcher(mut self, dispatcher: Dispatcher) -> Self {
+        self.dispatcher = Some(dispatcher);
+        self
+    }
+
+    /// What is left of `alerts.daily_cost_limit_usd` today (UTC), when known.
+    fn budget_left(&self) -> Option<f64> {
+        let d = self.dispatcher.as_ref()?;
+        let today = Utc::now().date_naive().and_hms_opt(0, 0, 0)?.and_utc();
+        match d.usage_since(today) {
+            Ok((_, spent)) => Some(self.config.alerts.daily_cost_limit_usd - spent),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read today's LLM spend");
+                None
+            }
+        }
+    }
+
+    pub fn store(&self) -> &ReportStore {
+        &self.store
+    }
+
+    pub fn timezone(&self) -> Tz {
+        self.config.report.timezone.0
+    }
+
+    /// The window `spec` resolves to at `now`.
+    pub fn window(&self, spec: PeriodSpec, now: DateTime<Utc>) -> ReportWindow {
+        ReportWindow::resolve(
+            spec,
+            now,
+            self.config.report.lookback.get(),
+            self.timezone(),
+        )
+    }
+
+    /// Whether delivering reports is configured (recipients and an SMTP host).
+    pub fn can_send(&self) -> bool {
+        !self.config.report.recipients.is_empty() && self.config.smtp.host.is_some()
+    }
+
+    /// Generates (and with `send`, emails) a report; stores it either way.
+    pub async fn run(&self, req: ReportRequest) -> Result<Report, ReportError> {
+        let _one_at_a_time = self.running.lock().await;
+        let started = Instant::now();
+        let window = self.window(req.period, req.now);
+        let sources = collect::CollectContext {
+            config: self.config.clone(),
+            sources: sources::Sources::from_config(&self.config)
+                .map_err(|e| ReportError::Setup(e.to_string()))?,
+            window,
+            tz: self.timezone(),
+            previous: self.store.previous(window.period)?,
+            dispatcher: self.dispatcher.clone(),
+        };
+        let data = collect::collect_all(&sources, &self.metrics).await;
+        let summary =
+            summary::summarise(&self.config.llm, &self.metrics, self.budget_left(), &data).await;
+        let mut report = Report {
+            id: uuid::Uuid::now_v7().to_string(),
+            trigger: req.trigger,
+            window,
+            timezone: self.timezone().name().to_string(),
+            created_at: Utc::now(),
+            status: ReportStatus::Generated,
+            delivery_error: None,
+            summary,
+            data,
+        };
+        self.store.save(&report)?;
+        if req.send {
+            self.deliver(&mut report).await?;
+        }
+        self.metrics
+            .reports
+            .with_label_values(&[req.trigger.as_str(), report.status.as_str()])
+            .inc();
+        self.metrics
+            .report_duration
+            .observe(started.elapsed().as_secs_f64());
+        tracing::info!(
+            id = %report.id, period = %window.period, trigger = req.trigger.as_str(),
+            status = report.status.as_str(), "report done"
+        );
+        Ok(report)
+    }
+
+    async fn deliver(&self, report: &mut Report) -> Result<(), ReportError> {
+        if !self.can_send() {
+            report.delivery_error =
+                Some("not sent: set report.recipients and smtp.host to email reports".into());
+            self.store.save(report)?;
+            return Ok(());
+        }
+        let to: Vec<_> = self
+            .config
+            .report
+            .recipients
+            .iter()
+            .map(|r| r.0.clone())
+            .collect();
+        let rendered = render::for_email(report);
+        let msg = email::message(to, &report.title(), &rendered);
+        let result = email::send(&self.config.smtp, self.metrics.clone(), &msg).await;
+        match result {
+            Ok(()) => {
+                report.status = ReportStatus::Sent;
+                self.store.save(report)?;
+                self.store
+                    .mark_delivered(report.window.period, &report.id)
+                    .await?;
+                self.metrics
+                    .last_report_timestamp
+                    .set(Utc::now().timestamp() as f64);
+            }
+            Err(e) => {
+                report.status = ReportStatus::Failed;
+                report.delivery_error = Some(e);
+                self.store.save(report)?;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,280 @@
+//! The data of a report: one struct per section, each collected independently. A section
+//! whose collector failed keeps its note (service, URL, error) and whatever it did get.
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use super::period::ReportWindow;
+
+/// What started a report (the `trigger` label of `sre_agent_reports_total`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportTrigger {
+    Schedule,
+    Catchup,
+    Api,
+    Cli,
+}
+
+impl ReportTrigger {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Schedule => "schedule",
+            Self::Catchup => "catchup",
+            Self::Api => "api",
+            Self::Cli => "cli",
+        }
+    }
+}
+
+/// A section's data plus the notes of what could not be collected.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Section<T> {
+    pub data: T,
+    pub notes: Vec<String>,
+}
+
+impl<T: Default> Section<T> {
+    /// A section that could not be collected at all.
+    pub fn failed(note: impl Into<String>) -> Self {
+        Self {
+            data: T::default(),
+            notes: vec![note.into()],
+        }
+    }
+}
+
+/// One alert's firing over the period.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct AlertStat {
+    pub alertname: String,
+    pub severity: String,
+    pub episodes: u32,
+    pub firing_minutes: f64,
+    pub instances: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct AlertsData {
+    /// Noisiest first (episodes, then firing time).
+    pub alerts: Vec<AlertStat>,
+    pub total_episodes: u32,
+    pub total_firing_minutes: f64,
+    /// Episodes started per day (report time zone), oldest first: ("Mon 16", n).
+    pub per_day: Vec<(String, u32)>,
+    /// Grafana-managed alerting, when Grafana is configured.
+    pub grafana: Option<GrafanaAlerting>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct GrafanaAlerting {
+    pub rules: usize,
+    pub firing_now: Vec<String>,
+    pub state_changes: usize,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SloStatus {
+    pub name: String,
+    pub objective: f64,
+    pub achieved: Option<f64>,
+    pub met: Option<bool>,
+    /// 1 - (1 - achieved) / (1 - objective); negative when overspent.
+    pub budget_left: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct Availability {
+    pub job: String,
+    pub instance: String,
+    pub ratio: f64,
+    pub downtime_minutes: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct SlosData {
+    pub slos: Vec<SloStatus>,
+    /// `avg_over_time(up[..])` per target, worst first.
+    pub targets: Vec<Availability>,
+    /// `avg_over_time(probe_success[..])` per probe, worst first.
+    pub probes: Vec<Availability>,
+    /// Mean availability of probes (or targets) per day, oldest first.
+    pub per_day: Vec<(String, f64)>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ToolUsage {
+    pub tool: String,
+    pub calls: f64,
+    pub errors: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct AgentData {
+    pub investigations: f64,
+    /// "trigger/status" → count.
+    pub by_trigger_status: BTreeMap<String, f64>,
+    pub top_findings: Vec<String>,
+    pub tools: Vec<ToolUsage>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct CostData {
+    /// prompt, completion, cached → tokens.
+    pub tokens: BTreeMap<String, f64>,
+    /// model → dollars.
+    pub dollars_by_model: BTreeMap<String, f64>,
+    pub dollars_total: f64,
+    /// "prometheus" or "store".
+    pub source: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct JobErrors {
+    pub job: String,
+    pub this_week: f64,
+    pub last_week: f64,
+    /// None when last week had none.
+    pub change_pct: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ErrorPattern {
+    pub pattern: String,
+    pub count: usize,
+    pub example: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct LogsData {
+    pub jobs: Vec<JobErrors>,
+    pub patterns: Vec<ErrorPattern>,
+    pub sampled_lines: usize,
+}
+
+/// A number compared with the previous stored report.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Delta {
+    pub metric: String,
+    pub previous: f64,
+    pub current: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ChangesData {
+    pub previous_period: Option<String>,
+    pub deltas: Vec<Delta>,
+}
+
+/// Everything the collectors gathered.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct ReportData {
+    pub alerts: Section<AlertsData>,
+    pub slos: Section<SlosData>,
+    pub agent: Section<AgentData>,
+    pub cost: Section<CostData>,
+    pub logs: Section<LogsData>,
+    pub changes: Section<ChangesData>,
+    /// Backup health and Proxmox guests; present only when `[pbs]` or `[proxmox]` is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub homelab: Option<Section<HomelabData>>,
+}
+
+/// A backup group whose newest snapshot is older than `pbs.backup_interval`.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct OverdueBackup {
+    pub store: String,
+    /// `vm/100`, `ct/200`, `host/nas`.
+    pub group: String,
+    pub comment: Option<String>,
+    pub last_backup: DateTime<Utc>,
+    pub age_hours: f64,
+}
+
+/// A failed Proxmox VE or Backup Server task in the period.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct FailedTask {
+    /// "pbs" or the Proxmox VE node.
+    pub source: String,
+    pub kind: String,
+    pub id: String,
+    pub status: String,
+    pub started_at: DateTime<Utc>,
+}
+
+/// A Proxmox VE guest not running at report time.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct GuestDown {
+    pub node: String,
+    /// "qemu" or "lxc".
+    pub kind: String,
+    pub vmid: String,
+    pub name: String,
+    pub status: String,
+}
+
+/// Backup health (PBS) and Proxmox VE guests.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct HomelabData {
+    pub backup_groups: usize,
+    pub overdue_backups: Vec<OverdueBackup>,
+    pub failed_tasks: Vec<FailedTask>,
+    pub guests_down: Vec<GuestDown>,
+}
+
+/// The executive summary and where it came from.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Summary {
+    pub text: String,
+    /// The model that wrote it, or None for the automatic summary.
+    pub model: Option<String>,
+    /// Why the LLM was not used, when it was not.
+    pub fallback_reason: Option<String>,
+}
+
+/// Delivery state of a stored report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportStatus {
+    Generated,
+    Sent,
+    Failed,
+}
+
+impl ReportStatus {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Self::Generated => "generated",
+            Self::Sent => "sent",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// A generated report, as stored and served by the API.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    pub id: String,
+    pub trigger: ReportTrigger,
+    pub window: ReportWindow,
+    pub timezone: String,
+    pub created_at: DateTime<Utc>,
+    pub status: ReportStatus,
+    pub delivery_error: Option<String>,
+    pub summary: Summary,
+    pub data: ReportData,
+}
+
+impl Report {
+    /// "sre-agent weekly report 2026-W47 (Nov 16 – Nov 23)".
+    pub fn title(&self) -> String {
+        let tz: chrono_tz::Tz = self.timezone.parse().unwrap_or(chrono_tz::UTC);
+        format!(
+            "sre-agent weekly report {} ({})",
+            self.window.period,
+            self.window.human(tz)
+        )
+    }
+}

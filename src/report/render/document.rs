@@ -1,0 +1,280 @@
+//! The report as a list of blocks (headings, paragraphs, tables, notes, charts), built once
+//! from the data and rendered by both the markdown and the HTML writers.
+
+use super::chart::{self, Chart};
+use crate::report::model::{Report, Section};
+
+/// One block of the rendered report.
+pub enum Block {
+    Heading(String),
+    Para(String),
+    List(Vec<String>),
+    Table(Vec<&'static str>, Vec<Vec<String>>),
+    /// A collector failure note.
+    Note(String),
+    /// Index into the charts.
+    Chart(usize),
+}
+
+/// The blocks and charts of a report.
+pub struct Document {
+    pub title: String,
+    pub blocks: Vec<Block>,
+    pub charts: Vec<Chart>,
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.3}%", v * 100.0)
+}
+
+fn notes<T>(blocks: &mut Vec<Block>, s: &Section<T>) {
+    blocks.extend(s.notes.iter().map(|n| Block::Note(n.clone())));
+}
+
+pub fn build(r: &Report) -> Document {
+    let d = &r.data;
+    let mut b = Vec::new();
+    let mut charts = Vec::new();
+
+    b.push(Block::Heading("Executive summary".into()));
+    if let Some(reason) = &r.summary.fallback_reason {
+        b.push(Block::Note(format!(
+            "LLM unavailable: {reason} — automatic summary"
+        )));
+    }
+    b.push(Block::Para(r.summary.text.clone()));
+
+    b.push(Block::Heading("Alerts".into()));
+    notes(&mut b, &d.alerts);
+    let a = &d.alerts.data;
+    b.push(Block::Para(format!(
+        "{} firing episodes, {:.0} minutes firing in total.",
+        a.total_episodes, a.total_firing_minutes
+    )));
+    if !a.alerts.is_empty() {
+        b.push(Block::Table(
+            vec!["Alert", "Severity", "Episodes", "Firing (min)", "Instances"],
+            a.alerts
+                .iter()
+                .map(|x| {
+                    vec![
+                        x.alertname.clone(),
+                        x.severity.clone(),
+                        x.episodes.to_string(),
+                        format!("{:.0}", x.firing_minutes),
+                        x.instances.join(", "),
+                    ]
+                })
+                .collect(),
+        ));
+    }
+    if !a.per_day.is_empty() {
+        charts.push(chart::alerts_per_day(&a.per_day));
+        b.push(Block::Chart(charts.len() - 1));
+    }
+    if let Some(g) = &a.grafana {
+        b.push(Block::Para(format!(
+            "Grafana: {} alert rules, {} firing now{}, {} state changes this week.",
+            g.rules,
+            g.firing_now.len(),
+            if g.firing_now.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", g.firing_now.join(", "))
+            },
+            g.state_changes
+        )));
+    }
+
+    b.push(Block::Heading("SLO status".into()));
+    notes(&mut b, &d.slos);
+    let s = &d.slos.data;
+    if !s.slos.is_empty() {
+        b.push(Block::Table(
+            vec![
+                "SLO",
+                "Objective",
+                "Achieved",
+                "Status",
+                "Error budget left",
+            ],
+            s.slos
+                .iter()
+                .map(|x| {
+                    vec![
+                        x.name.clone(),
+                        pct(x.objective),
+                        x.achieved.map_or("no data".into(), pct),
+                        match x.met {
+                            Some(true) => "met".into(),
+                            Some(false) => "missed".into(),
+                            None => "unknown".into(),
+                        },
+                        x.budget_left
+                            .map_or("–".into(), |v| format!("{:.1}%", v * 100.0)),
+                    ]
+                })
+                .collect(),
+        ));
+    }
+    for (title, rows) in [("Probes", &s.probes), ("Scrape targets", &s.targets)] {
+        if rows.is_empty() {
+            continue;
+        }
+        b.push(Block::Para(format!("{title}:")));
+        b.push(Block::Table(
+            vec!["Job", "Instance", "Availability", "Down (min)"],
+            rows.iter()
+                .map(|x| {
+                    vec![
+                        x.job.clone(),
+                        x.instance.clone(),
+                        pct(x.ratio),
+                        format!("{:.0}", x.downtime_minutes),
+                    ]
+                })
+                .collect(),
+        ));
+    }
+    if !s.per_day.is_empty() {
+        charts.push(chart::availability_per_day(&s.per_day));
+        b.push(Block::Chart(charts.len() - 1));
+    }
+
+    b.push(Block::Heading("Agent activity and tool usage".into()));
+    notes(&mut b, &d.agent);
+    let ag = &d.agent.data;
+    b.push(Block::Para(format!(
+        "{:.0} investigations.",
+        ag.investigations
+    )));
+    if !ag.by_trigger_status.is_empty() {
+        b.push(Block::List(
+            ag.by_trigger_status
+                .iter()
+                .map(|(k, v)| format!("{k}: {v:.0}"))
+                .collect(),
+        ));
+    }
+    if !ag.top_findings.is_empty() {
+        b.push(Block::List(ag.top_findings.clone()));
+    }
+    if !ag.tools.is_empty() {
+        b.push(Block::Table(
+            vec!["Tool", "Calls", "Errors"],
+            ag.tools
+                .iter()
+                .map(|t| {
+                    vec![
+                        t.tool.clone(),
+                        format!("{:.0}", t.calls),
+                        format!("{:.0}", t.errors),
+                    ]
+                })
+                .collect(),
+        ));
+    }
+
+    b.push(Block::Heading("Cost and tokens".into()));
+    notes(&mut b, &d.cost);
+    let c = &d.cost.data;
+    b.push(Block::Para(format!(
+        "Estimated LLM cost: ${:.4}.",
+        c.dollars_total
+    )));
+    let mut rows: Vec<Vec<String>> = c
+        .tokens
+        .iter()
+        .map(|(k, v)| vec![format!("{k} tokens"), format!("{v:.0}")])
+        .collect();
+    rows.extend(
+        c.dollars_by_model
+            .iter()
+            .map(|(m, v)| vec![format!("{m} (USD)"), format!("{v:.4}")]),
+    );
+    if !rows.is_empty() {
+        b.push(Block::Table(vec!["Item", "Value"], rows));
+    }
+
+    b.push(Block::Heading("Log errors".into()));
+    notes(&mut b, &d.logs);
+    let l = &d.logs.data;
+    if !l.jobs.is_empty() {
+        b.push(Block::Table(
+            vec!["Job", "Error lines", "Week before", "Change"],
+            l.jobs
+                .iter()
+                .map(|j| {
+                    vec![
+                        j.job.clone(),
+                        format!("{:.0}", j.this_week),
+                        format!("{:.0}", j.last_week),
+                        j.change_pct.map_or("new".into(), |p| format!("{p:+.0}%")),
+                    ]
+                })
+                .collect(),
+        ));
+    }
+    if !l.patterns.is_empty() {
+        b.push(Block::Para(format!(
+            "Top patterns in {} sampled lines:",
+            l.sampled_lines
+        )));
+        b.push(Block::Table(
+            vec!["Count", "Pattern"],
+            l.patterns
+                .iter()
+                .map(|p| vec![p.count.to_string(), p.pattern.clone()])
+                .collect(),
+        ));
+    }
+
+    if let Some(h) = &d.homelab {
+        super::backups::blocks(&mut b, h);
+    }
+
+    b.push(Block::Heading("Changes since last week".into()));
+    notes(&mut b, &d.changes);
+    let ch = &d.changes.data;
+    match &ch.previous_period {
+        None => b.push(Block::Para("No earlier report to compare with.".into())),
+        Some(p) => {
+            b.push(Block::Para(format!("Compared with the report for {p}:")));
+            b.push(Block::Table(
+                vec!["Metric", "Previous report", "This report", "Change"],
+                ch.deltas
+                    .iter()
+                    .map(|x| {
+                        vec![
+                            x.metric.clone(),
+                            num(x.previous),
+                            num(x.current),
+                            signed(x.current - x.previous),
+                        ]
+                    })
+                    .collect(),
+            ));
+        }
+    }
+    Document {
+        title: r.title(),
+        blocks: b,
+        charts,
+    }
+}
+
+fn signed(v: f64) -> String {
+    if v >= 0.0 {
+        format!("+{}", num(v))
+    } else {
+        num(v)
+    }
+}
+
+fn num(v: f64) -> String {
+    if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.4}")
+    }
+}

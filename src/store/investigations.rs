@@ -1,0 +1,181 @@
+//! Investigations in sled: records keyed by uuid v7 id (so key order is creation order),
+//! their event timelines keyed `<id>/<seq>`, and the durable queue of ids still to run.
+
+use chrono::{DateTime, Utc};
+
+use super::{Store, StoreError, Tree};
+use crate::agent::{Event, Investigation, InvestigationStatus};
+
+/// The typed trees of investigations. Cheap to clone.
+#[derive(Clone)]
+pub struct InvestigationStore {
+    records: Tree<Investigation>,
+    events: Tree<Event>,
+    queue: Tree<DateTime<Utc>>,
+    store: Store,
+}
+
+/// One page of a listing, newest first.
+#[derive(Debug, serde::Serialize)]
+pub struct Page {
+    pub items: Vec<Investigation>,
+    /// Pass as `cursor` to get the next page; `None` on the last page.
+    pub next_cursor: Option<String>,
+}
+
+impl InvestigationStore {
+    pub fn open(store: &Store) -> Result<Self, StoreError> {
+        Ok(Self {
+            records: store.tree("investigations")?,
+            events: store.tree("investigation_events")?,
+            queue: store.tree("investigation_queue")?,
+            store: store.clone(),
+        })
+    }
+
+    pub fn get(&self, id: &str) -> Result<Option<Investigation>, StoreError> {
+        self.records.get(id)
+    }
+
+    pub fn put(&self, inv: &Investigation) -> Result<(), StoreError> {
+        self.records.insert(&inv.id, inv)
+    }
+
+    /// Changes one record atomically; `None` when absent (nothing is created).
+    pub fn update(
+        &self,
+        id: &str,
+        mut f: impl FnMut(&mut Investigation),
+    ) -> Result<Option<Investigation>, StoreError> {
+        self.records.update(id, |old| {
+            old.map(|mut inv| {
+                f(&mut inv);
+                inv
+            })
+        })
+    }
+
+    /// Removes a record, its events and its queue entry; false when it did not exist.
+    pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
+        let existed = self.records.remove(id)?.is_some();
+        self.queue.remove(id)?;
+        let keys: Vec<Vec<u8>> = self
+            .events
+            .scan_prefix(format!("{id}/"))
+            .filter_map(|r| r.ok().map(|(k, _)| k))
+            .collect();
+        for k in keys {
+            self.events.remove(k)?;
+        }
+        Ok(existed)
+    }
+
+    /// Newest first, optionally only `status`, starting after `cursor` (an id).
+    pub fn list(
+        &self,
+        status: Option<InvestigationStatus>,
+        limit: usize,
+        cursor: Option<&str>,
+    ) -> Result<Page, StoreError> {
+        let limit = limit.clamp(1, 500);
+        let end = cursor.unwrap_or("\u{10FFFF}").to_string();
+        let mut items = Vec::new();
+        let mut more = false;
+        for r in self.records.range("", end).rev() {
+            let (_, inv) = r?;
+            if status.is_some_and(|s| s != inv.status) {
+                continue;
+            }
+            if items.len() == limit {
+                more = true;
+                break;
+            }
+            items.push(inv);
+        }
+        let next_cursor = more.then(|| items.last().map(|i| i.id.clone())).flatten();
+        Ok(Page { items, next_cursor })
+    }
+
+    /// Investigations created in `[from, to)`, oldest first.
+    pub fn between(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<Vec<Investigation>, StoreError> {
+        let mut out = Vec::new();
+        for r in self.records.iter() {
+            let (_, inv) = r?;
+            if inv.created_at >= from && inv.created_at < to {
+                out.push(inv);
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn append_event(&self, id: &str, seq: u32, event: &Event) -> Result<(), StoreError> {
+        self.events.insert(format!("{id}/{seq:06}"), event)
+    }
+
+    /// The timeline of `id`, in order.
+    pub fn events(&self, id: &str) -> Result<Vec<Event>, StoreError> {
+        self.events
+            .scan_prefix(format!("{id}/"))
+            .map(|r| r.map(|(_, e)| e))
+            .collect()
+    }
+
+    /// Removes the events of `id` (before a restart from scratch).
+    pub fn clear_events(&self, id: &str) -> Result<(), StoreError> {
+        let keys: Vec<Vec<u8>> = self
+            .events
+            .scan_prefix(format!("{id}/"))
+            .filter_map(|r| r.ok().map(|(k, _)| k))
+            .collect();
+        for k in keys {
+            self.events.remove(k)?;
+        }
+        Ok(())
+    }
+
+    pub fn enqueue(&self, id: &str) -> Result<(), StoreError> {
+        self.queue.insert(id, &Utc::now())
+    }
+
+    pub fn dequeue(&self, id: &str) -> Result<(), StoreError> {
+        self.queue.remove(id).map(|_| ())
+    }
+
+    /// Ids still to run (queued, or running when the process stopped), oldest first.
+    pub fn queued_ids(&self) -> Result<Vec<String>, StoreError> {
+        self.queue
+            .iter()
+            .map(|r| r.map(|(k, _)| String::from_utf8_lossy(&k).into_owned()))
+            .collect()
+    }
+
+    pub fn queue_len(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Deletes final investigations created before `cutoff`; returns how many.
+    pub fn sweep(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        let old: Vec<String> = self
+            .records
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(_, inv)| inv)
+            .take_while(|inv| inv.created_at < cutoff)
+            .filter(|inv| inv.status.is_final())
+            .map(|inv| inv.id)
+            .collect();
+        for id in &old {
+            self.delete(id)?;
+        }
+        Ok(old.len())
+    }
+
+    /// Makes everything written so far durable.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        self.store.flush().await
+    }
+}

@@ -1,0 +1,185 @@
+//! Proxmox VE tools: nodes, guests (QEMU VMs and LXC containers), storage, tasks.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::Tool;
+use super::homelab::{arg_bool, arg_i64, arg_str, explain, human_age, human_bytes, percent};
+use crate::integrations::proxmox::ProxmoxClient;
+
+const AUDIT: &str = "the PVEAuditor role (Sys.Audit, VM.Audit, Datastore.Audit) on path \"/\"";
+
+#[derive(Clone, Copy, Debug)]
+pub enum PveKind {
+    Nodes,
+    Guests,
+    Storage,
+    Tasks,
+}
+
+impl PveKind {
+    pub const ALL: [PveKind; 4] = [Self::Nodes, Self::Guests, Self::Storage, Self::Tasks];
+}
+
+/// One Proxmox VE tool.
+pub struct PveTool {
+    pub kind: PveKind,
+    pub client: Arc<ProxmoxClient>,
+}
+
+#[async_trait]
+impl Tool for PveTool {
+    fn name(&self) -> &'static str {
+        match self.kind {
+            PveKind::Nodes => "proxmox_nodes",
+            PveKind::Guests => "proxmox_guests",
+            PveKind::Storage => "proxmox_storage",
+            PveKind::Tasks => "proxmox_tasks",
+        }
+    }
+
+    fn description(&self) -> &'static str {
+        match self.kind {
+            PveKind::Nodes => "Proxmox VE nodes: online status, CPU and memory use, uptime.",
+            PveKind::Guests => {
+                "Proxmox VE guests (QEMU VMs and LXC containers) with status and uptime; optional node."
+            }
+            PveKind::Storage => "Proxmox VE storage usage per node and storage.",
+            PveKind::Tasks => {
+                "Recent Proxmox VE tasks (backups, migrations…); errors_only=true for failed ones; since = Unix seconds."
+            }
+        }
+    }
+
+    fn parameters(&self) -> Value {
+        match self.kind {
+            PveKind::Guests => {
+                json!({"type": "object", "properties": {"node": {"type": "string"}}})
+            }
+            PveKind::Tasks => json!({"type": "object", "properties": {
+                "errors_only": {"type": "boolean"},
+                "since": {"type": "integer", "description": "Unix seconds"}}}),
+            _ => json!({"type": "object", "properties": {}}),
+        }
+    }
+
+    async fn call(&self, args: Value) -> Result<String, String> {
+        let c = &self.client;
+        let nodes = c.nodes().await.map_err(|e| explain(e, AUDIT))?;
+        let mut out = Vec::new();
+        match self.kind {
+            PveKind::Nodes => {
+                for n in &nodes {
+                    out.push(format!(
+                        "{} status={} cpu={} of {} cores memory={}/{} ({}) uptime={}",
+                        n.node,
+                        n.status,
+                        n.cpu
+                            .map(|c| format!("{:.1}%", c * 100.0))
+                            .unwrap_or("?".into()),
+                        n.maxcpu.map(|c| c.to_string()).unwrap_or("?".into()),
+                        human_bytes(n.mem.unwrap_or(0)),
+                        human_bytes(n.maxmem.unwrap_or(0)),
+                        percent(n.mem, n.maxmem),
+                        n.uptime.map(|u| human_age(u as i64)).unwrap_or("-".into()),
+                    ));
+                }
+            }
+            PveKind::Guests => {
+                let want = arg_str(&args, "node");
+                if let Some(w) = &want
+                    && !nodes.iter().any(|n| &n.node == w)
+                {
+                    let known: Vec<_> = nodes.iter().map(|n| n.node.as_str()).collect();
+                    return Err(format!("no node {w:?}; nodes: {}", known.join(", ")));
+                }
+                for n in nodes.iter().filter(|n| n.status == "online") {
+                    if want.as_ref().is_some_and(|w| w != &n.node) {
+                        continue;
+                    }
+                    let guests = c.guests(&n.node).await.map_err(|e| explain(e, AUDIT))?;
+                    for (kind, g) in guests {
+                        if g.template.as_ref().is_some_and(|t| t == 1 || t == "1") {
+                            continue;
+                        }
+                        out.push(format!(
+                            "{}/{kind}/{} {} status={} uptime={} memory={}/{}",
+                            n.node,
+                            match &g.vmid {
+                                Value::String(s) => s.clone(),
+                                other => other.to_string(),
+                            },
+                            g.name.as_deref().unwrap_or("-"),
+                            g.status,
+                            g.uptime
+                                .filter(|u| *u > 0)
+                                .map(|u| human_age(u as i64))
+                                .unwrap_or("-".into()),
+                            human_bytes(g.mem.unwrap_or(0)),
+                            human_bytes(g.maxmem.unwrap_or(0)),
+                        ));
+                    }
+                }
+                for n in nodes.iter().filter(|n| n.status != "online") {
+                    out.push(format!(
+                        "node {} is {}: its guests are unknown",
+                        n.node, n.status
+                    ));
+                }
+            }
+            PveKind::Storage => {
+                for n in nodes.iter().filter(|n| n.status == "online") {
+                    for s in c.storage(&n.node).await.map_err(|e| explain(e, AUDIT))? {
+                        out.push(format!(
+                            "{}/{} type={} active={} used={}/{} ({}){}",
+                            n.node,
+                            s.storage,
+                            s.kind.as_deref().unwrap_or("?"),
+                            s.active.unwrap_or(0) == 1,
+                            human_bytes(s.used.unwrap_or(0)),
+                            human_bytes(s.total.unwrap_or(0)),
+                            percent(s.used, s.total),
+                            if s.shared == Some(1) { " shared" } else { "" },
+                        ));
+                    }
+                }
+            }
+            PveKind::Tasks => {
+                let errors_only = arg_bool(&args, "errors_only");
+                let since = arg_i64(&args, "since");
+                let now = chrono::Utc::now().timestamp();
+                for n in nodes.iter().filter(|n| n.status == "online") {
+                    let tasks = c
+                        .tasks(&n.node, errors_only, since)
+                        .await
+                        .map_err(|e| explain(e, AUDIT))?;
+                    for t in tasks {
+                        let status = t.status.as_deref().unwrap_or("running");
+                        if errors_only && status == "OK" {
+                            continue;
+                        }
+                        out.push(format!(
+                            "{} {} {}{} by {} started {} ago, status: {}",
+                            t.node,
+                            t.kind,
+                            t.id.as_deref().unwrap_or(""),
+                            t.endtime
+                                .zip(t.starttime)
+                                .map(|(e, s)| format!(" ({})", human_age(e - s)))
+                                .unwrap_or_default(),
+                            t.user.as_deref().unwrap_or("?"),
+                            human_age(now - t.starttime.unwrap_or(now)),
+                            status,
+                        ));
+                    }
+                }
+            }
+        }
+        if out.is_empty() {
+            out.push("nothing found".into());
+        }
+        Ok(out.join("\n"))
+    }
+}

@@ -1,0 +1,205 @@
+//! A scripted OpenAI-compatible `/v1/chat/completions` server: each request gets the next
+//! scripted reply (the last one repeats when the script runs out), and every request's
+//! headers and JSON body are recorded for assertions.
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+/// One received request.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub raw: String,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn messages(&self) -> &Vec<Value> {
+        self.body["messages"].as_array().expect("messages array")
+    }
+
+    /// The tool messages' contents of this request.
+    pub fn tool_results(&self) -> Vec<String> {
+        self.messages()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| m["content"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
+    pub fn has_tools(&self) -> bool {
+        self.body
+            .get("tools")
+            .is_some_and(|t| t.as_array().is_some_and(|a| !a.is_empty()))
+    }
+}
+
+#[derive(Default)]
+struct Shared {
+    script: Vec<Reply>,
+    next: usize,
+    requests: Vec<Recorded>,
+}
+
+/// The running fake; stops when dropped.
+pub struct FakeLlm {
+    /// The base URL to configure as `llm.base_url` (ends with /v1).
+    pub url: String,
+    shared: Arc<Mutex<Shared>>,
+    handle: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for FakeLlm {
+    fn drop(&mut self) {
+        self.handle.abort();
+    }
+}
+
+impl FakeLlm {
+    pub async fn start(script: Vec<Reply>) -> FakeLlm {
+        let shared = Arc::new(Mutex::new(Shared {
+            script,
+            ..Default::default()
+        }));
+        let app = Router::new()
+            .route("/v1/chat/completions", post(handle))
+            .with_state(shared.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let handle = tokio::spawn(async move {
+            axum::serve(listener, app).await.unwrap();
+        });
+        FakeLlm {
+            url: format!("http://{addr}/v1"),
+            shared,
+            handle,
+        }
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.lock().unwrap().requests.clone()
+    }
+
+    /// `[llm]` TOML pointing at this fake.
+    pub fn config(&self, extra: &str) -> String {
+        format!(
+            "[llm]\nbase_url = \"{}\"\nmodel = \"fake-model\"\n{extra}\n\
+             [llm.pricing.\"fake-model\"]\ninput_per_million = 2.0\n\
+             output_per_million = 8.0\ncached_input_per_million = 0.5\n",
+            self.url
+        )
+    }
+}
+
+async fn handle(
+    State(shared): State<Arc<Mutex<Shared>>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let raw = String::from_utf8_lossy(&body).into_owned();
+    let mut s = shared.lock().unwrap();
+    s.requests.push(Recorded {
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string()))
+            .collect(),
+        body: serde_json::from_str(&raw).unwrap_or(Value::Null),
+        raw,
+    });
+    let idx = s.next.min(s.script.len().saturating_sub(1));
+    s.next += 1;
+    let Some(reply) = s.script.get(idx).cloned() else {
+        return (StatusCode::INTERNAL_SERVER_ERROR, "empty script").into_response();
+    };
+    let mut resp = (
+        StatusCode::from_u16(reply.status).unwrap(),
+        axum::Json(reply.body),
+    )
+        .into_response();
+    for (k, v) in reply.headers {
+        resp.headers_mut().insert(
+            axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            v.parse().unwrap(),
+        );
+    }
+    resp
+}
+
+fn usage(prompt: u64, completion: u64, cached: u64) -> Value {
+    json!({"prompt_tokens": prompt, "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached}})
+}
+
+/// A reply with tool calls `(id, name, arguments JSON text)`.
+pub fn tool_calls(calls: &[(&str, &str, &str)], tokens: (u64, u64, u64)) -> Reply {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, args)| {
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
+        })
+        .collect();
+    Reply {
+        status: 200,
+        headers: Vec::new(),
+        body: json!({"id": "chatcmpl-1", "object": "chat.completion", "model": "fake-model",
+            "choices": [{"index": 0, "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": null, "tool_calls": calls}}],
+            "usage": usage(tokens.0, tokens.1, tokens.2)}),
+    }
+}
+
+/// A final answer with `content`.
+pub fn answer(content: &str, tokens: (u64, u64, u64)) -> Reply {
+    Reply {
+        status: 200,
+        headers: Vec::new(),
+        body: json!({"id": "chatcmpl-2", "object": "chat.completion", "model": "fake-model",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                "message": {"role": "assistant", "content": content}}],
+            "usage": usage(tokens.0, tokens.1, tokens.2)}),
+    }
+}
+
+/// A JSON finding as the model would write it.
+pub fn finding_json(summary: &str, call_id: &str) -> String {
+    json!({"summary": summary, "probable_cause": "a test cause", "severity": "warning",
+        "confidence": "high", "evidence": [{"claim": "seen in a tool result",
+        "tool_call_ids": [call_id]}], "next_steps": ["check the thing"]})
+    .to_string()
+}
+
+/// An OpenAI-shaped error reply.
+pub fn error(status: u16, message: &str, headers: &[(&str, &str)]) -> Reply {
+    Reply {
+        status,
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        body: json!({"error": {"message": message, "type": "test_error", "param": null,
+            "code": null}}),
+    }
+}

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The one test command (README): installs what the tests need (Prometheus, Alertmanager,
+# an SMTP server, ansible-core, ansible-lint, hadolint; idempotent), then runs every test:
+# unit and integration tests (real Prometheus/Alertmanager/SMTP, the real binary), the
+# Prometheus rule unit tests, and the deployment tests (Ansible role, Dockerfile).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tests/support/install_deps.sh --with-ansible --with-hadolint
+hash -r
+# A missing external tool fails the tests instead of skipping them.
+export SRE_TEST_REQUIRE_EXTERNAL=1
+cargo build --locked --bins
+cargo test --locked --all-targets
+bash tests/support/check_rules.sh
+SRE_AGENT_BIN="$PWD/target/debug/sre-agent" bash tests/deploy/run.sh
