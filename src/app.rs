@@ -152,6 +152,13 @@ impl App {
 }
 
 fn log_startup(config: &Config, addr: SocketAddr) {
+    let ignored = crate::config::ignored_env_vars();
+    if !ignored.is_empty() {
+        tracing::warn!(
+            ?ignored,
+            "SRE_AGENT_* environment variables that name no config section are ignored"
+        );
+    }
     let enabled = config.enabled_integrations();
     let disabled: Vec<_> = Config::INTEGRATIONS
         .iter()

@@ -178,6 +178,14 @@ fn check_config(config: &Config, source: &ConfigSource) -> ExitCode {
     };
     let _ = writeln!(out, "# enabled integrations: {on}");
     let _ = writeln!(out, "# disabled integrations: {}\n", disabled.join(", "));
+    let ignored = sre_agent::config::ignored_env_vars();
+    if !ignored.is_empty() {
+        let _ = writeln!(
+            out,
+            "# ignored environment variables (not a config section): {}\n",
+            ignored.join(", ")
+        );
+    }
     out.push_str(&config.redacted_toml());
     out.push_str("\n# configuration is valid\n");
     // A closed pipe (`check-config | head`) is not an error worth a panic.

@@ -13,4 +13,4 @@ export SRE_TEST_REQUIRE_EXTERNAL=1
 cargo build --locked --bins
 cargo test --locked --lib --bins --tests
 bash tests/support/check_rules.sh
-SRE_AGENT_BIN="$PWD/target/debug/sre-agent" bash tests/deploy/run.sh
+SRE_DEPLOY_BIN="$PWD/target/debug/sre-agent" bash tests/deploy/run.sh

@@ -315,10 +315,61 @@ impl ConfigSource {
     }
 }
 
+/// The top-level sections. An `SRE_AGENT_*` variable naming anything else (a script's own
+/// `SRE_AGENT_BIN`, say) is not configuration: it is ignored, and `check-config` lists it.
+/// A bad key inside a section (`SRE_AGENT_LLM__BASE_ULR`) is still an error.
+const SECTIONS: &[&str] = &[
+    "server",
+    "log",
+    "store",
+    "llm",
+    "prometheus",
+    "loki",
+    "grafana",
+    "alertmanager",
+    "webhook",
+    "alerts",
+    "runbooks",
+    "report",
+    "smtp",
+    "notify",
+    "slos",
+    "schedules",
+    "kubernetes",
+    "proxmox",
+    "pbs",
+    "truenas",
+    "tools",
+];
+
+/// Whether an env key (`llm.base_url`, or `llm__base_url` before figment splits it) is config.
+fn is_config_key(key: &str) -> bool {
+    // figment hands the filter the key in the variable's own case.
+    let key = key.to_ascii_lowercase();
+    let section = key.split(['.', '_']).next().unwrap_or_default();
+    let rest = &key[section.len()..];
+    SECTIONS.contains(&section)
+        && (rest.is_empty() || rest.starts_with('.') || rest.starts_with("__"))
+}
+
 fn env_provider() -> Env {
     Env::prefixed("SRE_AGENT_")
         .split("__")
-        .filter(|k| k.as_str() != "config")
+        .filter(|k| is_config_key(k.as_str()))
+}
+
+/// `SRE_AGENT_*` variables in the environment that are not configuration (see [`SECTIONS`]).
+pub fn ignored_env_vars() -> Vec<String> {
+    std::env::vars()
+        .map(|(k, _)| k)
+        .filter_map(|k| {
+            let key = k
+                .strip_prefix("SRE_AGENT_")?
+                .to_ascii_lowercase()
+                .replace("__", ".");
+            (key != "config" && !is_config_key(&key)).then_some(k)
+        })
+        .collect()
 }
 
 fn read_secret_file(key: &str, path: &Path) -> Result<Secret, ConfigError> {

