@@ -4,6 +4,7 @@
 //! marked pending without an investigation id is re-submitted at start, after checking
 //! the dispatcher for one already created for it).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -74,6 +75,16 @@ struct Inner {
     in_flight: AtomicU32,
 }
 
+/// One group touched by a batch: its stored state, the investigation's state, and the
+/// batch's alerts with their outcomes.
+struct Touched {
+    key: String,
+    group: Option<AlertGroup>,
+    inv: InvState,
+    alerts: Vec<(Alert, Outcome)>,
+    queued: bool,
+}
+
 enum Action {
     Submit(String),
     Resolve { key: String, id: String },
@@ -114,7 +125,8 @@ impl Intake {
     }
 
     /// Stores the batch and its decisions durably; returns what to do next. Call
-    /// `follow_up` with the result (in the background) to submit and cancel.
+    /// `FollowUp::run` on each result (in the background) to submit and cancel.
+    /// Each group touched is read once and written once per batch.
     pub async fn ingest(
         &self,
         batch: WebhookBatch,
@@ -128,124 +140,175 @@ impl Intake {
         {
             let _guard = self.inner.decide.lock().await;
             let mut budget: Option<Budget> = None;
+            let mut touched: Vec<Touched> = Vec::new();
+            let mut index: HashMap<String, usize> = HashMap::new();
             for alert in batch.alerts {
-                let (key, outcome, action) = self.ingest_one(alert, now, &mut budget)?;
+                let key = grouping::group_key(
+                    &self.inner.config.group_by,
+                    &alert.labels,
+                    &alert.fingerprint,
+                );
+                let i = match index.get(&key) {
+                    Some(i) => *i,
+                    None => {
+                        touched.push(self.load(&key)?);
+                        index.insert(key.clone(), touched.len() - 1);
+                        touched.len() - 1
+                    }
+                };
+                let outcome = self.decide(&touched[i], &alert, now, &mut budget)?;
                 if outcome == Outcome::Queued {
                     summary.queued += 1;
                 }
-                if !summary.groups.contains(&key) {
-                    summary.groups.push(key);
-                }
-                actions.extend(action);
+                self.absorb(&mut touched[i], alert, outcome, now)?;
+            }
+            for t in touched {
+                summary.groups.push(t.key.clone());
+                actions.extend(self.write_group(t, now)?);
             }
         }
         self.inner.store.flush().await?;
         Ok((summary, actions.into_iter().map(FollowUp).collect()))
     }
 
-    fn ingest_one(
-        &self,
-        alert: Alert,
-        now: DateTime<Utc>,
-        budget: &mut Option<Budget>,
-    ) -> Result<(String, Outcome, Option<Action>), StoreError> {
-        let inner = &self.inner;
-        let cfg = &inner.config;
-        let key = grouping::group_key(&cfg.group_by, &alert.labels, &alert.fingerprint);
-        let existing = inner.store.group(&key)?;
-        let inv = match existing
-            .as_ref()
-            .and_then(|g| g.investigation_id.as_deref())
-        {
-            Some(id) => inner.investigator.state(id)?,
+    fn load(&self, key: &str) -> Result<Touched, StoreError> {
+        let group = self.inner.store.group(key)?;
+        let inv = match group.as_ref().and_then(|g| g.investigation_id.as_deref()) {
+            Some(id) => self.inner.investigator.state(id)?,
             None => InvState::Missing,
         };
-        let outcome = match alert.status {
-            AlertStatus::Resolved => Outcome::Resolved,
-            AlertStatus::Firing => {
-                let ignored = inner.ignore.iter().any(|m| m.matches(&alert.labels));
-                let mut budget_err = None;
-                let outcome = grouping::decide_firing(
-                    existing.as_ref(),
-                    &inv,
-                    ignored,
-                    now,
-                    cfg.cooldown.get(),
-                    || {
-                        let b = *budget.get_or_insert_with(|| {
-                            let (used, cost_usd) = inner
-                                .investigator
-                                .usage_since(start_of_day(now))
-                                .unwrap_or_else(|e| {
-                                    budget_err = Some(e);
-                                    (0, 0.0)
-                                });
-                            Budget {
-                                used,
-                                cost_usd,
-                                max_per_day: cfg.max_investigations_per_day,
-                                cost_limit_usd: cfg.daily_cost_limit_usd,
-                            }
+        Ok(Touched {
+            key: key.to_string(),
+            group,
+            inv,
+            alerts: Vec::new(),
+            queued: false,
+        })
+    }
+
+    fn decide(
+        &self,
+        t: &Touched,
+        alert: &Alert,
+        now: DateTime<Utc>,
+        budget: &mut Option<Budget>,
+    ) -> Result<Outcome, StoreError> {
+        let inner = &self.inner;
+        let cfg = &inner.config;
+        if alert.status == AlertStatus::Resolved {
+            return Ok(Outcome::Resolved);
+        }
+        let ignored = inner.ignore.iter().any(|m| m.matches(&alert.labels));
+        let inv = if t.queued { &InvState::Queued } else { &t.inv };
+        let mut budget_err = None;
+        let outcome = grouping::decide_firing(
+            t.group.as_ref(),
+            inv,
+            ignored,
+            now,
+            cfg.cooldown.get(),
+            || {
+                let b = *budget.get_or_insert_with(|| {
+                    let (used, cost_usd) = inner
+                        .investigator
+                        .usage_since(start_of_day(now))
+                        .unwrap_or_else(|e| {
+                            budget_err = Some(e);
+                            (0, 0.0)
                         });
-                        Budget {
-                            used: b.used + inner.in_flight.load(Ordering::SeqCst),
-                            ..b
-                        }
-                    },
-                );
-                if let Some(e) = budget_err {
-                    return Err(e);
+                    Budget {
+                        used,
+                        cost_usd,
+                        max_per_day: cfg.max_investigations_per_day,
+                        cost_limit_usd: cfg.daily_cost_limit_usd,
+                    }
+                });
+                Budget {
+                    used: b.used + inner.in_flight.load(Ordering::SeqCst),
+                    ..b
                 }
-                outcome
-            }
-        };
+            },
+        );
+        match budget_err {
+            Some(e) => Err(e),
+            None => Ok(outcome),
+        }
+    }
+
+    /// Logs the alert and folds it into the in-memory view of its group.
+    fn absorb(
+        &self,
+        t: &mut Touched,
+        alert: Alert,
+        outcome: Outcome,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let inner = &self.inner;
         inner.store.log_alert(&AlertRecord {
             received_at: now,
-            group_key: key.clone(),
+            group_key: t.key.clone(),
             outcome,
             alert: alert.clone(),
         })?;
-        let title = grouping::group_title(&cfg.group_by, &alert.labels);
-        let group = inner
+        inner
+            .metrics
+            .alerts_received
+            .with_label_values(&[alert.source.as_str(), outcome.as_str()])
+            .inc();
+        let title = grouping::group_title(&inner.config.group_by, &alert.labels);
+        let g = t
+            .group
+            .get_or_insert_with(|| AlertGroup::new(t.key.clone(), title, &alert, now));
+        g.absorb(&alert, now);
+        g.last_outcome = outcome;
+        if outcome == Outcome::Queued {
+            g.pending_since = Some(now);
+            g.investigation_id = None;
+            t.queued = true;
+            inner.in_flight.fetch_add(1, Ordering::SeqCst);
+        }
+        t.alerts.push((alert, outcome));
+        Ok(())
+    }
+
+    /// Writes one touched group atomically (re-applying this batch's alerts onto the
+    /// stored value, so a concurrent submission's id is kept) and returns its follow-up.
+    fn write_group(&self, t: Touched, now: DateTime<Utc>) -> Result<Option<Action>, StoreError> {
+        let group_by = &self.inner.config.group_by;
+        let group = self
+            .inner
             .store
-            .update_group(&key, |old| {
+            .update_group(&t.key, |old| {
+                let (first, _) = t.alerts.first()?;
+                let title = grouping::group_title(group_by, &first.labels);
                 let mut g =
-                    old.unwrap_or_else(|| AlertGroup::new(key.clone(), title.clone(), &alert, now));
-                g.absorb(&alert, now);
-                g.last_outcome = outcome;
-                if outcome == Outcome::Queued {
+                    old.unwrap_or_else(|| AlertGroup::new(t.key.clone(), title, first, now));
+                for (alert, outcome) in &t.alerts {
+                    g.absorb(alert, now);
+                    g.last_outcome = *outcome;
+                }
+                if t.queued {
                     g.pending_since = Some(now);
                     g.investigation_id = None;
                 }
                 Some(g)
             })?
             .expect("update returns the new group");
-        inner
-            .metrics
-            .alerts_received
-            .with_label_values(&[alert.source.as_str(), outcome.as_str()])
-            .inc();
-        let action = match outcome {
-            Outcome::Queued => {
-                inner.in_flight.fetch_add(1, Ordering::SeqCst);
-                Some(Action::Submit(key.clone()))
-            }
-            Outcome::Resolved if group.status == AlertStatus::Resolved => group
-                .investigation_id
-                .clone()
-                .filter(|_| {
-                    matches!(
-                        inv,
-                        InvState::Queued | InvState::Running | InvState::Done { .. }
-                    )
-                })
-                .map(|id| Action::Resolve {
-                    key: key.clone(),
-                    id,
-                }),
-            _ => None,
-        };
-        Ok((key, outcome, action))
+        if t.queued {
+            return Ok(Some(Action::Submit(t.key)));
+        }
+        let resolved_now = group.status == AlertStatus::Resolved
+            && t.alerts
+                .iter()
+                .any(|(a, _)| a.status == AlertStatus::Resolved);
+        let had_investigation = matches!(
+            t.inv,
+            InvState::Queued | InvState::Running | InvState::Done { .. }
+        );
+        Ok(group
+            .investigation_id
+            .filter(|_| resolved_now && had_investigation)
+            .map(|id| Action::Resolve { key: t.key, id }))
     }
 
     /// Submits the group's pending investigation unless one exists for this episode.

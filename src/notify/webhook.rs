@@ -120,3 +120,7 @@ pub async fn send(
         format!("status {status}: {}", truncate(&text, 300)),
     ))
 }
+
+#[cfg(test)]
+#[path = "webhook_tests.rs"]
+mod tests;
