@@ -49,6 +49,7 @@ impl From<sled::Error> for StoreError {
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
+    flush_turn: std::sync::Arc<tokio::sync::Mutex<()>>,
     path: PathBuf,
 }
 
@@ -80,6 +81,7 @@ impl Store {
             })?;
         let store = Self {
             db,
+            flush_turn: Default::default(),
             path: dir.to_path_buf(),
         };
         store.check_schema()?;
@@ -118,8 +120,16 @@ impl Store {
     }
 
     /// Writes everything buffered to disk; returns once it is durable.
+    ///
+    /// Flushes run one at a time on a blocking thread: sled 0.34's `flush_async` can hang
+    /// when many tasks call it at once (seen under concurrent webhooks). Callers that
+    /// queue behind a flush find little left to write, which batches concurrent commits.
     pub async fn flush(&self) -> Result<(), StoreError> {
-        self.db.flush_async().await?;
+        let _turn = self.flush_turn.lock().await;
+        let db = self.db.clone();
+        tokio::task::spawn_blocking(move || db.flush())
+            .await
+            .map_err(|e| StoreError::Io(format!("flush task failed: {e}")))??;
         Ok(())
     }
 

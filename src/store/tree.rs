@@ -144,7 +144,11 @@ impl<V: Serialize + DeserializeOwned> Tree<V> {
 
     /// Durably writes this tree's pending changes.
     pub async fn flush(&self) -> Result<(), StoreError> {
-        self.inner.flush_async().await?;
+        // On a blocking thread, not `flush_async` (see `Store::flush`).
+        let tree = self.inner.clone();
+        tokio::task::spawn_blocking(move || tree.flush())
+            .await
+            .map_err(|e| StoreError::Io(format!("flush task failed: {e}")))??;
         Ok(())
     }
 }
