@@ -278,3 +278,8 @@ impl Report {
         )
     }
 }
+
+/// Sum of `values`, 0 for none. (`Iterator::sum` of f64 starts at -0.0 and printed "-0".)
+pub fn total(values: impl IntoIterator<Item = f64>) -> f64 {
+    values.into_iter().fold(0.0, |a, b| a + b)
+}

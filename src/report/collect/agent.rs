@@ -2,6 +2,7 @@
 //! configured, as they outlive store retention; else the store), the top findings from the
 //! store, and tool usage (calls and errors per tool) from Prometheus.
 
+use crate::report::model::total;
 use std::collections::BTreeMap;
 
 use super::{CollectContext, not_configured};
@@ -88,7 +89,20 @@ pub async fn collect(ctx: &CollectContext) -> Section<AgentData> {
                 *data.by_trigger_status.entry(key).or_default() += n.round();
             }
             data.by_trigger_status.retain(|_, n| *n > 0.0);
-            data.investigations = data.by_trigger_status.values().sum();
+            data.investigations = total(data.by_trigger_status.values().copied());
+            // Investigations run in-process (`sre-agent ask` without a daemon) or before a
+            // counter reset are in the store but not in Prometheus: count the fuller source.
+            if let Some(list) = store
+                .as_ref()
+                .filter(|l| l.len() as f64 > data.investigations)
+            {
+                data.by_trigger_status.clear();
+                for i in list {
+                    let key = format!("{}/{}", i.trigger.as_str(), i.status.as_str());
+                    *data.by_trigger_status.entry(key).or_default() += 1.0;
+                }
+                data.investigations = list.len() as f64;
+            }
         }
         Err(e) => notes.push(e.to_string()),
     }

@@ -1,6 +1,7 @@
 //! Alerts: firing episodes per alert from Prometheus `ALERTS` over the window, plus
 //! Grafana-managed alerting (rules, firing now, state changes) when Grafana is configured.
 
+use crate::report::model::total;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -100,7 +101,7 @@ fn summarise(ctx: &CollectContext, series: &[Series], step: Duration) -> AlertsD
     });
     AlertsData {
         total_episodes: alerts.iter().map(|a| a.episodes).sum(),
-        total_firing_minutes: alerts.iter().map(|a| a.firing_minutes).sum(),
+        total_firing_minutes: total(alerts.iter().map(|a| a.firing_minutes)),
         alerts,
         per_day: days.into_iter().map(day_label).zip(per_day).collect(),
         grafana: None,

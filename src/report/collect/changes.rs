@@ -1,6 +1,7 @@
 //! Changes since last week: this report's headline numbers against the previous stored
 //! report's.
 
+use crate::report::model::total;
 use crate::report::model::{ChangesData, Delta, Report, ReportData, Section};
 
 /// The headline numbers of a report, by name.
@@ -30,7 +31,7 @@ pub fn headline(data: &ReportData) -> Vec<(&'static str, Option<f64>)> {
         ),
         (
             "log error lines",
-            ok(&data.logs.notes).then(|| data.logs.data.jobs.iter().map(|j| j.this_week).sum()),
+            ok(&data.logs.notes).then(|| total(data.logs.data.jobs.iter().map(|j| j.this_week))),
         ),
     ]
 }

@@ -2,6 +2,7 @@
 //! sre-agent's own counters in Prometheus.
 
 use super::{CollectContext, not_configured};
+use crate::report::model::total;
 use crate::report::model::{CostData, Section};
 use crate::report::sources;
 
@@ -38,7 +39,7 @@ pub async fn collect(ctx: &CollectContext) -> Section<CostData> {
                 let model = l.get("model").cloned().unwrap_or_default();
                 *data.dollars_by_model.entry(model).or_default() += n;
             }
-            data.dollars_total = data.dollars_by_model.values().sum();
+            data.dollars_total = total(data.dollars_by_model.values().copied());
         }
         Err(e) => notes.push(e.to_string()),
     }
@@ -63,7 +64,7 @@ fn from_store(ctx: &CollectContext) -> Section<CostData> {
                 }
                 *data.dollars_by_model.entry(i.model.clone()).or_default() += i.cost_usd;
             }
-            data.dollars_total = data.dollars_by_model.values().sum();
+            data.dollars_total = total(data.dollars_by_model.values().copied());
             Section {
                 data,
                 notes: vec![],
