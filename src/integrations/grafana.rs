@@ -145,20 +145,7 @@ impl GrafanaClient {
             .upstream
             .get_json(path, query)
             .await
-            .map_err(|e| match e {
-                UpstreamError::Status {
-                    service,
-                    url,
-                    status,
-                    body,
-                } => UpstreamError::Status {
-                    service,
-                    url,
-                    status,
-                    body: grafana_message(body),
-                },
-                other => other,
-            })?;
+            .map_err(|e| e.map_status_body(grafana_message))?;
         Ok(value.unwrap_or_default())
     }
 

@@ -286,20 +286,7 @@ impl PrometheusClient {
             .upstream
             .get_bytes(path, query)
             .await
-            .map_err(|e| match e {
-                UpstreamError::Status {
-                    service,
-                    url,
-                    status,
-                    body,
-                } => UpstreamError::Status {
-                    service,
-                    url,
-                    status,
-                    body: envelope_error(&body).unwrap_or(body),
-                },
-                other => other,
-            })?;
+            .map_err(|e| e.map_status_body(|body| envelope_error(&body).unwrap_or(body)))?;
         let decode = |reason: String| UpstreamError::Decode {
             service: "Prometheus",
             url: super::redact_url(&self.upstream.url(path)),

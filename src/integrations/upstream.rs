@@ -44,6 +44,24 @@ pub enum UpstreamError {
 }
 
 impl UpstreamError {
+    /// Rewrites the body of a `Status` error (e.g. to the upstream's own error message).
+    pub fn map_status_body(self, f: impl FnOnce(String) -> String) -> Self {
+        match self {
+            Self::Status {
+                service,
+                url,
+                status,
+                body,
+            } => Self::Status {
+                service,
+                url,
+                status,
+                body: f(body),
+            },
+            other => other,
+        }
+    }
+
     /// The HTTP status, when the upstream answered with one.
     pub fn status(&self) -> Option<u16> {
         match self {
