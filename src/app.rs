@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
+use std::time::Duration;
 
 use anyhow::Context;
 use tokio::net::TcpListener;
@@ -94,12 +95,16 @@ impl App {
         let checker =
             HealthChecker::new(&state.config, state.metrics.clone(), state.health.clone())?;
         background.spawn(checker.run(token.clone()));
-        if let Some(notifier) =
-            crate::notify::Notifier::new(state.config.clone(), &state.store, state.metrics.clone())?
-        {
+        let notifier = crate::notify::Notifier::new(
+            state.config.clone(),
+            &state.store,
+            state.metrics.clone(),
+        )?;
+        if let Some(notifier) = notifier.clone() {
             let events = state.dispatcher.subscribe();
             background.spawn(notifier.run(state.dispatcher.clone(), events, token.clone()));
         }
+        background.spawn(sweep_old_data(state.clone(), notifier, token.clone()));
         state
             .dispatcher
             .start(token.clone(), &background)
@@ -109,12 +114,14 @@ impl App {
             .recover()
             .await
             .context("re-submitting alert investigations decided before a restart")?;
-        background.spawn(crate::schedule::run_reports(
+        let mut scheduler = crate::schedule::Scheduler::start(background.clone()).await?;
+        crate::schedule::add_reports(
+            &mut scheduler,
             state.reports.clone(),
-            state.config.report.schedule.0.clone(),
-            token.clone(),
-        ));
-        crate::schedule::spawn_investigations(&state, &background, &token);
+            &state.config.report.schedule.0,
+        )
+        .await;
+        crate::schedule::add_investigations(&mut scheduler, &state).await;
 
         let router = crate::http::router(state.clone());
         let serve_token = token.clone();
@@ -126,6 +133,7 @@ impl App {
 
         token.cancelled().await;
         tracing::info!("shutting down: no new requests; draining in-flight work");
+        scheduler.shutdown().await;
         let grace = state.config.server.shutdown_timeout.get();
         background.close();
         state.tasks.close();
@@ -148,6 +156,50 @@ impl App {
             .context("flushing the store at shutdown")?;
         tracing::info!("stopped");
         Ok(())
+    }
+}
+
+/// How often data older than `store.retention_days` is removed.
+const SWEEP_EVERY: Duration = Duration::from_secs(3600);
+
+/// Removes what is older than `store.retention_days` (0 keeps everything): final
+/// investigations with their timelines, received alerts and quiet alert groups, stored
+/// reports (but the newest), and the outbox's record of what was notified.
+async fn sweep_old_data(
+    state: AppState,
+    notifier: Option<crate::notify::Notifier>,
+    token: CancellationToken,
+) {
+    let days = state.config.store.retention_days;
+    if days == 0 {
+        return;
+    }
+    loop {
+        let cutoff = chrono::Utc::now() - chrono::Duration::days(i64::from(days));
+        let swept = (|| -> Result<[usize; 5], crate::store::StoreError> {
+            let investigations = state.dispatcher.sweep(cutoff)?;
+            let (alerts, groups) = state.intake.store().sweep(cutoff)?;
+            let reports = state.reports.store().sweep(cutoff)?;
+            let notified = notifier.as_ref().map_or(Ok(0), |n| n.sweep(cutoff))?;
+            Ok([investigations, alerts, groups, reports, notified])
+        })();
+        match swept {
+            Ok([0, 0, 0, 0, 0]) => {}
+            Ok([investigations, alerts, groups, reports, notified]) => tracing::info!(
+                investigations,
+                alerts,
+                groups,
+                reports,
+                notified,
+                %cutoff,
+                "removed data older than store.retention_days"
+            ),
+            Err(e) => tracing::warn!(error = %e, "retention sweep failed"),
+        }
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tokio::time::sleep(SWEEP_EVERY) => {}
+        }
     }
 }
 

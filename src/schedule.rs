@@ -1,14 +1,20 @@
 //! Cron jobs: the weekly report (with catch-up of a report missed while the daemon was
-//! down) and, per `[[schedules]]` entry, an investigation.
+//! down) and, per `[[schedules]]` entry, an investigation. They run on tokio-cron-scheduler's
+//! `JobScheduler` as one-shot jobs, each re-armed for its next fire time when it fires.
 //!
-//! Next fire times are computed with croner (the parser tokio-cron-scheduler uses) in the
-//! job's own time zone at each step, so a job stays at its wall-clock time across DST
-//! changes (tokio-cron-scheduler 0.15's `new_async_tz` fixes the UTC offset when the job is
-//! created, which drifts by an hour after a change).
+//! Fire times are computed with croner (the parser tokio-cron-scheduler uses) in the job's
+//! own time zone at each step, so a job stays at its wall-clock time across DST changes.
+//! (tokio-cron-scheduler 0.15's own `new_async_tz` cron jobs fix the UTC offset when the
+//! job is created and drift by an hour after a change.)
 
-use chrono::{DateTime, Utc};
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+
+use chrono::{DateTime, SubsecRound, Utc};
 use chrono_tz::Tz;
-use tokio_util::sync::CancellationToken;
+use futures::future::BoxFuture;
+use tokio_cron_scheduler::{Job, JobScheduler};
+use tokio_util::task::TaskTracker;
 
 use crate::report::model::{Report, ReportTrigger};
 use crate::report::period::{PeriodSpec, ReportPeriod};
@@ -35,8 +41,9 @@ impl CronJob {
 
     /// The first fire time strictly after `t`.
     pub fn next_after(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        // Whole seconds: croner keeps the sub-second part of its input.
         self.cron
-            .find_next_occurrence(&t.with_timezone(&self.tz), false)
+            .find_next_occurrence(&t.trunc_subsecs(0).with_timezone(&self.tz), false)
             .ok()
             .map(|d| d.with_timezone(&Utc))
     }
@@ -44,30 +51,110 @@ impl CronJob {
     /// The last fire time at or before `t`.
     pub fn previous_before(&self, t: DateTime<Utc>) -> Option<DateTime<Utc>> {
         self.cron
-            .find_previous_occurrence(&t.with_timezone(&self.tz), true)
+            .find_previous_occurrence(&t.trunc_subsecs(0).with_timezone(&self.tz), true)
             .ok()
             .map(|d| d.with_timezone(&Utc))
     }
+}
 
-    /// Calls `fire` at each fire time until `token` is cancelled.
-    pub async fn run<F, Fut>(self, token: CancellationToken, mut fire: F)
-    where
-        F: FnMut(DateTime<Utc>) -> Fut,
-        Fut: Future<Output = ()>,
-    {
-        let mut after = Utc::now();
-        while let Some(next) = self.next_after(after) {
-            let wait = (next - Utc::now()).to_std().unwrap_or_default();
-            tokio::select! {
-                _ = token.cancelled() => return,
-                _ = tokio::time::sleep(wait) => {}
-            }
-            tracing::info!(job = %self.name, at = %next, "cron job fires");
-            fire(next).await;
-            after = next;
-        }
-        tracing::warn!(job = %self.name, "cron expression has no further fire time");
+/// What a job does at a fire time (the planned time, which the scheduler may hit up to a
+/// second early).
+type FireFnInner = dyn Fn(DateTime<Utc>) -> BoxFuture<'static, ()> + Send + Sync;
+type FireFn = Arc<FireFnInner>;
+
+/// The daemon's cron jobs on one `JobScheduler`. The work of each fire runs on the
+/// daemon's task tracker, so shutdown drains it like any other background work.
+///
+/// The scheduler's jobs only hold weak references to their work: tokio-cron-scheduler
+/// keeps job closures after `shutdown`, and they hold the store, which must close when the
+/// daemon stops (sled locks its directory until then).
+pub struct Scheduler {
+    jobs: JobScheduler,
+    tracker: TaskTracker,
+    fires: Vec<FireFn>,
+}
+
+impl Scheduler {
+    pub async fn start(tracker: TaskTracker) -> anyhow::Result<Self> {
+        let jobs = JobScheduler::new()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot create the job scheduler: {e}"))?;
+        jobs.start()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot start the job scheduler: {e}"))?;
+        Ok(Self {
+            jobs,
+            tracker,
+            fires: Vec::new(),
+        })
     }
+
+    /// Runs `fire` at every fire time of `job` from now on.
+    pub async fn add<F, Fut>(&mut self, job: CronJob, fire: F) -> anyhow::Result<()>
+    where
+        F: Fn(DateTime<Utc>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let fire: FireFn = Arc::new(move |t| Box::pin(fire(t)));
+        let Some(first) = job.next_after(Utc::now()) else {
+            anyhow::bail!("{}: the cron expression has no future fire time", job.name);
+        };
+        tracing::info!(job = %job.name, next = %first, "cron job scheduled");
+        let weak = Arc::downgrade(&fire);
+        self.fires.push(fire);
+        arm(&self.jobs, Arc::new(job), weak, self.tracker.clone(), first).await
+    }
+
+    /// Stops firing; work already started keeps running on the tracker.
+    pub async fn shutdown(mut self) {
+        self.fires.clear();
+        if let Err(e) = self.jobs.shutdown().await {
+            tracing::warn!(error = %e, "job scheduler did not shut down cleanly");
+        }
+    }
+}
+
+/// Adds the one-shot job for `at`; when it fires it arms the following fire time first,
+/// then runs the work.
+fn arm(
+    jobs: &JobScheduler,
+    job: Arc<CronJob>,
+    fire: Weak<FireFnInner>,
+    tracker: TaskTracker,
+    at: DateTime<Utc>,
+) -> BoxFuture<'static, anyhow::Result<()>> {
+    let jobs = jobs.clone();
+    Box::pin(async move {
+        let wait = (at - Utc::now()).to_std().unwrap_or_default();
+        let name = job.name.clone();
+        let one_shot = Job::new_one_shot_at_instant_async(Instant::now() + wait, move |_, jobs| {
+            let (job, fire, tracker) = (job.clone(), fire.clone(), tracker.clone());
+            Box::pin(async move {
+                let Some(work) = fire.upgrade() else {
+                    return; // the scheduler has shut down
+                };
+                tracing::info!(job = %job.name, %at, "cron job fires");
+                match job.next_after(at) {
+                    Some(next) => {
+                        if let Err(e) =
+                            arm(&jobs, job.clone(), fire.clone(), tracker.clone(), next).await
+                        {
+                            tracing::error!(job = %job.name, error = %e, "cannot re-arm cron job");
+                        }
+                    }
+                    None => {
+                        tracing::warn!(job = %job.name, "cron expression has no further fire time")
+                    }
+                }
+                tracker.spawn(work(at));
+            })
+        })
+        .map_err(|e| anyhow::anyhow!("{name}: cannot create the job: {e}"))?;
+        jobs.add(one_shot)
+            .await
+            .map_err(|e| anyhow::anyhow!("{name}: cannot add the job: {e}"))?;
+        Ok(())
+    })
 }
 
 /// The weekly report job from `[report]`.
@@ -127,9 +214,10 @@ pub async fn report_for_fire(
     }
 }
 
-/// Runs the weekly report schedule: catch-up first, then each fire time.
-pub async fn run_reports(reporter: Reporter, expr: String, token: CancellationToken) {
-    let job = match report_job(&reporter, &expr) {
+/// Adds the weekly report to `scheduler`, after producing a report missed while the
+/// daemon was down (catch-up, on the tracker).
+pub async fn add_reports(scheduler: &mut Scheduler, reporter: Reporter, expr: &str) {
+    let job = match report_job(&reporter, expr) {
         Ok(j) => j,
         Err(e) => {
             tracing::error!(error = %e, "report schedule disabled");
@@ -139,15 +227,25 @@ pub async fn run_reports(reporter: Reporter, expr: String, token: CancellationTo
     match missed_fire(&job, &reporter, Utc::now()) {
         Ok(Some(fire)) => {
             tracing::info!(%fire, "catching up the report missed while sre-agent was down");
-            report_for_fire(&reporter, ReportTrigger::Catchup, fire).await;
+            let reporter = reporter.clone();
+            scheduler.tracker.spawn(async move {
+                report_for_fire(&reporter, ReportTrigger::Catchup, fire).await;
+            });
         }
         Ok(None) => {}
         Err(e) => tracing::error!(error = %e, "cannot check for a missed report"),
     }
-    job.run(token, |_| async {
-        report_for_fire(&reporter, ReportTrigger::Schedule, Utc::now()).await;
-    })
-    .await;
+    let added = scheduler
+        .add(job, move |at| {
+            let reporter = reporter.clone();
+            async move {
+                report_for_fire(&reporter, ReportTrigger::Schedule, at).await;
+            }
+        })
+        .await;
+    if let Err(e) = added {
+        tracing::error!(error = %e, "report schedule disabled");
+    }
 }
 
 /// One investigation per fire of a `[[schedules]]` entry.
@@ -166,12 +264,8 @@ pub async fn submit_scheduled(
         .await
 }
 
-/// Spawns a cron job per `[[schedules]]` entry on `tracker`.
-pub fn spawn_investigations(
-    state: &crate::app::AppState,
-    tracker: &tokio_util::task::TaskTracker,
-    token: &CancellationToken,
-) {
+/// Adds a cron job per `[[schedules]]` entry to `scheduler`.
+pub async fn add_investigations(scheduler: &mut Scheduler, state: &crate::app::AppState) {
     for entry in state.config.schedules.clone() {
         let job = match CronJob::parse(&entry.name, &entry.cron.0, entry.timezone.0) {
             Ok(j) => j,
@@ -181,16 +275,22 @@ pub fn spawn_investigations(
             }
         };
         let dispatcher = state.dispatcher.clone();
-        tracker.spawn(job.run(token.clone(), move |_| {
-            let dispatcher = dispatcher.clone();
-            let entry = entry.clone();
-            async move {
-                match submit_scheduled(&dispatcher, &entry).await {
-                    Ok(i) => tracing::info!(schedule = %entry.name, id = %i.id, "scheduled investigation queued"),
-                    Err(e) => tracing::error!(schedule = %entry.name, error = %e, "cannot queue scheduled investigation"),
+        let name = entry.name.clone();
+        let added = scheduler
+            .add(job, move |_| {
+                let dispatcher = dispatcher.clone();
+                let entry = entry.clone();
+                async move {
+                    match submit_scheduled(&dispatcher, &entry).await {
+                        Ok(i) => tracing::info!(schedule = %entry.name, id = %i.id, "scheduled investigation queued"),
+                        Err(e) => tracing::error!(schedule = %entry.name, error = %e, "cannot queue scheduled investigation"),
+                    }
                 }
-            }
-        }));
+            })
+            .await;
+        if let Err(e) = added {
+            tracing::error!(schedule = %name, error = %e, "scheduled investigation disabled");
+        }
     }
 }
 
@@ -227,6 +327,35 @@ mod tests {
             job.previous_before(utc("2026-11-23T08:00:00Z")),
             Some(utc("2026-11-23T08:00:00Z"))
         );
+    }
+
+    #[tokio::test]
+    async fn the_scheduler_fires_at_each_second_re_arms_and_stops_at_shutdown() {
+        let tracker = TaskTracker::new();
+        let mut scheduler = Scheduler::start(tracker.clone()).await.unwrap();
+        let fired = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let job = CronJob::parse("tick", "* * * * * *", chrono_tz::UTC).unwrap();
+        let log = fired.clone();
+        scheduler
+            .add(job, move |at| {
+                let log = log.clone();
+                async move { log.lock().unwrap().push(at) }
+            })
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(3500)).await;
+        scheduler.shutdown().await;
+        let after_shutdown = fired.lock().unwrap().len();
+        let times = fired.lock().unwrap().clone();
+        assert!(times.len() >= 2, "fired {times:?}");
+        assert!(
+            times
+                .windows(2)
+                .all(|w| w[1] - w[0] == chrono::TimeDelta::seconds(1))
+        );
+        assert!(times.iter().all(|t| t.timestamp_subsec_nanos() == 0));
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        assert_eq!(fired.lock().unwrap().len(), after_shutdown);
     }
 
     #[test]

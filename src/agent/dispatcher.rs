@@ -6,7 +6,6 @@
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio::sync::{broadcast, mpsc};
@@ -22,9 +21,6 @@ use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 use crate::tools::ToolRegistry;
 
-/// How often old investigations are swept (`store.retention_days`).
-const SWEEP_EVERY: Duration = Duration::from_secs(3600);
-
 /// Queues and runs investigations. Cheap to clone.
 #[derive(Clone)]
 pub struct Dispatcher {
@@ -37,7 +33,6 @@ struct Inner {
     metrics: Arc<Metrics>,
     model: String,
     concurrency: usize,
-    retention_days: u32,
     tx: mpsc::UnboundedSender<String>,
     rx: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
     /// Ids sent to the workers and not done yet: the in-memory dedupe.
@@ -79,7 +74,6 @@ impl Dispatcher {
                 metrics,
                 model: config.llm.model.clone(),
                 concurrency: config.alerts.concurrency.max(1),
-                retention_days: config.store.retention_days,
                 tx,
                 rx: tokio::sync::Mutex::new(rx),
                 pending: Mutex::new(HashSet::new()),
@@ -91,7 +85,7 @@ impl Dispatcher {
         Ok(d)
     }
 
-    /// Requeues stored work, then runs the workers and the retention sweep until `token`.
+    /// Requeues stored work, then runs the workers until `token`.
     pub fn start(&self, token: CancellationToken, tracker: &TaskTracker) -> Result<(), StoreError> {
         let ids = self.inner.store.queued_ids()?;
         if !ids.is_empty() {
@@ -106,7 +100,6 @@ impl Dispatcher {
         for _ in 0..self.inner.concurrency {
             tracker.spawn(self.clone().worker(token.clone()));
         }
-        tracker.spawn(self.clone().sweeper(token));
         Ok(())
     }
 
@@ -297,24 +290,8 @@ impl Dispatcher {
             .inc();
     }
 
-    async fn sweeper(self, token: CancellationToken) {
-        if self.inner.retention_days == 0 {
-            return;
-        }
-        loop {
-            let cutoff = Utc::now() - chrono::Duration::days(i64::from(self.inner.retention_days));
-            match self.inner.store.sweep(cutoff) {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(
-                    deleted = n,
-                    "old investigations removed (store.retention_days)"
-                ),
-                Err(e) => tracing::warn!(error = %e, "retention sweep failed"),
-            }
-            tokio::select! {
-                _ = token.cancelled() => return,
-                _ = tokio::time::sleep(SWEEP_EVERY) => {}
-            }
-        }
+    /// Deletes final investigations created before `cutoff` (`store.retention_days`).
+    pub fn sweep(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        self.inner.store.sweep(cutoff)
     }
 }

@@ -189,6 +189,24 @@ impl Notifier {
         Ok(payloads.len())
     }
 
+    /// Forgets which investigations created before `cutoff` were notified (never those of
+    /// the last two days, which `run` re-checks at start).
+    pub fn sweep(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        let cutoff = cutoff.min(Utc::now() - TimeDelta::days(2));
+        let old: Vec<Vec<u8>> = self
+            .inner
+            .notified
+            .iter()
+            .filter_map(Result::ok)
+            .filter(|(_, at)| *at < cutoff)
+            .map(|(k, _)| k)
+            .collect();
+        for k in &old {
+            self.inner.notified.remove(k)?;
+        }
+        Ok(old.len())
+    }
+
     /// Runs until `token`: catches up on investigations that ended in the last day without
     /// a notification, enqueues each new final one from `events`, and sends due entries.
     pub async fn run(

@@ -3,8 +3,9 @@
 //! (`pending_since`) lives in the group record, so it is written atomically with the alert
 //! that caused it and made durable by the same flush.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -14,6 +15,9 @@ use crate::alerts::{Alert, AlertSource, AlertStatus};
 
 /// Most recent alerts kept per group (by fingerprint) for context and the API.
 pub const GROUP_SAMPLE: usize = 20;
+/// Groups kept decoded in memory (the hot ones during a storm); past this the cache
+/// starts over.
+const GROUP_CACHE: usize = 512;
 /// Most firing fingerprints tracked per group (to know when all have resolved).
 pub const GROUP_FIRING_CAP: usize = 2_000;
 
@@ -66,6 +70,11 @@ pub struct AlertGroup {
 }
 
 impl AlertGroup {
+    /// Quiet since before `cutoff`, with no investigation waiting to be submitted.
+    fn is_stale(&self, cutoff: DateTime<Utc>) -> bool {
+        self.last_seen < cutoff && self.pending_since.is_none()
+    }
+
     pub fn new(key: String, title: String, alert: &Alert, now: DateTime<Utc>) -> Self {
         Self {
             key,
@@ -132,42 +141,92 @@ pub struct AlertRecord {
 }
 
 /// The alert trees.
+///
+/// Group writes go through one lock and a write-through cache of decoded groups: each
+/// webhook reads and rewrites its groups, and decoding a group of 20 sample alerts on
+/// every read (plus sled's compare-and-swap) was most of the intake's CPU time. sled
+/// allows one process per data directory, so this is the only writer.
 #[derive(Clone)]
 pub struct AlertStore {
     store: Store,
     groups: Tree<AlertGroup>,
+    cache: Arc<Mutex<HashMap<String, AlertGroup>>>,
     log: Tree<AlertRecord>,
 }
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
+
+/// The time prefix of an alert's log key: nanoseconds, zero-padded so keys sort by time.
+fn log_key(t: DateTime<Utc>) -> String {
+    format!("{:020}", t.timestamp_nanos_opt().unwrap_or(0).max(0))
+}
 
 impl AlertStore {
     pub fn open(store: &Store) -> Result<Self, StoreError> {
         Ok(Self {
             store: store.clone(),
             groups: store.tree("alert_groups")?,
+            cache: Arc::default(),
             log: store.tree("alerts")?,
         })
     }
 
     pub fn group(&self, key: &str) -> Result<Option<AlertGroup>, StoreError> {
-        self.groups.get(key)
+        let mut cache = self.lock_cache();
+        self.cached(&mut cache, key).map(|g| g.cloned())
     }
 
     /// Atomically replaces the group `key` with `f(old)` (None removes it).
     pub fn update_group(
         &self,
         key: &str,
-        f: impl FnMut(Option<AlertGroup>) -> Option<AlertGroup>,
+        f: impl FnOnce(Option<AlertGroup>) -> Option<AlertGroup>,
     ) -> Result<Option<AlertGroup>, StoreError> {
-        self.groups.update(key, f)
+        let mut cache = self.lock_cache();
+        let old = self.cached(&mut cache, key)?.cloned();
+        let new = f(old);
+        match &new {
+            Some(g) => {
+                self.groups.insert(key, g)?;
+                cache.insert(key.to_string(), g.clone());
+            }
+            None => {
+                self.groups.remove(key)?;
+                cache.remove(key);
+            }
+        }
+        Ok(new)
+    }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, AlertGroup>> {
+        self.cache
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The group from the cache, read from the tree (and cached) on a miss.
+    fn cached<'c>(
+        &self,
+        cache: &'c mut HashMap<String, AlertGroup>,
+        key: &str,
+    ) -> Result<Option<&'c AlertGroup>, StoreError> {
+        if !cache.contains_key(key) {
+            let Some(g) = self.groups.get(key)? else {
+                return Ok(None);
+            };
+            if cache.len() >= GROUP_CACHE {
+                cache.clear();
+            }
+            cache.insert(key.to_string(), g);
+        }
+        Ok(cache.get(key))
     }
 
     /// Appends one received alert to the time-ordered log.
     pub fn log_alert(&self, record: &AlertRecord) -> Result<(), StoreError> {
-        let nanos = record.received_at.timestamp_nanos_opt().unwrap_or(0).max(0);
         let seq = SEQ.fetch_add(1, Ordering::Relaxed) % 1_000_000;
-        self.log.insert(format!("{nanos:020}-{seq:06}"), record)
+        let key = format!("{}-{seq:06}", log_key(record.received_at));
+        self.log.insert(key, record)
     }
 
     /// Every group, newest activity first, at most `limit`.
@@ -202,11 +261,36 @@ impl AlertStore {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> Result<Vec<AlertRecord>, StoreError> {
-        let key = |t: DateTime<Utc>| format!("{:020}", t.timestamp_nanos_opt().unwrap_or(0).max(0));
         self.log
-            .range(key(from), key(to))
+            .range(log_key(from), log_key(to))
             .map(|r| r.map(|(_, v)| v))
             .collect()
+    }
+
+    /// Removes alerts received before `cutoff`, and groups last seen before it that have
+    /// no investigation waiting to be submitted. Returns (alerts, groups) removed.
+    pub fn sweep(&self, cutoff: DateTime<Utc>) -> Result<(usize, usize), StoreError> {
+        let old: Vec<Vec<u8>> = self
+            .log
+            .range(log_key(DateTime::<Utc>::MIN_UTC), log_key(cutoff))
+            .map(|r| r.map(|(k, _)| k))
+            .collect::<Result<_, _>>()?;
+        for k in &old {
+            self.log.remove(k)?;
+        }
+        let stale: Vec<String> = self
+            .groups
+            .iter()
+            .filter_map(Result::ok)
+            .map(|(_, g)| g)
+            .filter(|g| g.is_stale(cutoff))
+            .map(|g| g.key)
+            .collect();
+        for key in &stale {
+            // Checked again under the lock: an alert may have arrived meanwhile.
+            self.update_group(key, |g| g.filter(|g| !g.is_stale(cutoff)))?;
+        }
+        Ok((old.len(), stale.len()))
     }
 
     /// Number of received alerts stored.

@@ -3,11 +3,15 @@
 //! sled types do not leave this module; other parts use the typed functions here.
 
 pub mod alerts;
+mod flush;
 pub mod investigations;
 pub mod reports;
 mod tree;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use flush::GroupFlusher;
 
 pub use tree::Tree;
 
@@ -49,7 +53,7 @@ impl From<sled::Error> for StoreError {
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
-    flush_turn: std::sync::Arc<tokio::sync::Mutex<()>>,
+    flusher: Arc<GroupFlusher>,
     path: PathBuf,
 }
 
@@ -80,8 +84,8 @@ impl Store {
                 _ => open_err(e.to_string()),
             })?;
         let store = Self {
+            flusher: Arc::new(GroupFlusher::start(db.clone())?),
             db,
-            flush_turn: Default::default(),
             path: dir.to_path_buf(),
         };
         store.check_schema()?;
@@ -116,21 +120,17 @@ impl Store {
         &self,
         name: &'static str,
     ) -> Result<Tree<V>, StoreError> {
-        Ok(Tree::new(name, self.db.open_tree(name)?))
+        Ok(Tree::new(
+            name,
+            self.db.open_tree(name)?,
+            self.flusher.clone(),
+        ))
     }
 
-    /// Writes everything buffered to disk; returns once it is durable.
-    ///
-    /// Flushes run one at a time on a blocking thread: sled 0.34's `flush_async` can hang
-    /// when many tasks call it at once (seen under concurrent webhooks). Callers that
-    /// queue behind a flush find little left to write, which batches concurrent commits.
+    /// Writes everything buffered to disk; returns once it is durable. Concurrent callers
+    /// share one flush (group commit, see `flush.rs`).
     pub async fn flush(&self) -> Result<(), StoreError> {
-        let _turn = self.flush_turn.lock().await;
-        let db = self.db.clone();
-        tokio::task::spawn_blocking(move || db.flush())
-            .await
-            .map_err(|e| StoreError::Io(format!("flush task failed: {e}")))??;
-        Ok(())
+        self.flusher.flush().await
     }
 
     /// The data directory.

@@ -51,6 +51,23 @@ impl ReportStore {
             .collect()
     }
 
+    /// Removes reports generated before `cutoff`, keeping the newest one (it is the
+    /// baseline of next week's changes). Delivered-period marks are kept: they are tiny
+    /// and are what stops a second report for a period.
+    pub fn sweep(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        let mut old = Vec::new();
+        for r in self.reports.iter().rev().skip(1) {
+            let (key, report) = r?;
+            if report.created_at < cutoff {
+                old.push(key);
+            }
+        }
+        for key in &old {
+            self.reports.remove(key)?;
+        }
+        Ok(old.len())
+    }
+
     /// The newest report of a period before `period`, for week-over-week changes.
     pub fn previous(&self, period: ReportPeriod) -> Result<Option<Report>, StoreError> {
         for r in self.reports.iter().rev() {

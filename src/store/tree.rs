@@ -1,16 +1,19 @@
 //! A sled tree holding serde values (JSON-encoded) under byte-string keys.
 
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::StoreError;
+use super::flush::GroupFlusher;
 
 /// A tree of `V` values. Keys are ordered bytes; use time-ordered ids for time order.
 pub struct Tree<V> {
     name: &'static str,
     inner: sled::Tree,
+    flusher: Arc<GroupFlusher>,
     _value: PhantomData<fn() -> V>,
 }
 
@@ -19,16 +22,18 @@ impl<V> Clone for Tree<V> {
         Self {
             name: self.name,
             inner: self.inner.clone(),
+            flusher: self.flusher.clone(),
             _value: PhantomData,
         }
     }
 }
 
 impl<V: Serialize + DeserializeOwned> Tree<V> {
-    pub(super) fn new(name: &'static str, inner: sled::Tree) -> Self {
+    pub(super) fn new(name: &'static str, inner: sled::Tree, flusher: Arc<GroupFlusher>) -> Self {
         Self {
             name,
             inner,
+            flusher,
             _value: PhantomData,
         }
     }
@@ -142,13 +147,9 @@ impl<V: Serialize + DeserializeOwned> Tree<V> {
         self.inner.is_empty()
     }
 
-    /// Durably writes this tree's pending changes.
+    /// Durably writes pending changes (sled flushes all trees together; shares the
+    /// store's group commit).
     pub async fn flush(&self) -> Result<(), StoreError> {
-        // On a blocking thread, not `flush_async` (see `Store::flush`).
-        let tree = self.inner.clone();
-        tokio::task::spawn_blocking(move || tree.flush())
-            .await
-            .map_err(|e| StoreError::Io(format!("flush task failed: {e}")))??;
-        Ok(())
+        self.flusher.flush().await
     }
 }

@@ -10,5 +10,6 @@ mod homelab;
 mod notify;
 mod report;
 mod report_api;
+mod retention;
 mod tools;
 mod webhooks;

@@ -127,6 +127,30 @@ async fn a_schedules_entry_queues_an_investigation_with_the_schedule_trigger() {
     app.stop().await;
 }
 
+#[tokio::test]
+async fn a_running_daemon_fires_a_schedules_entry_and_re_arms_it() {
+    let app = spawn_app(
+        "[[schedules]]\nname = \"every-second\"\ncron = \"* * * * * *\"\nprompt = \"Anything wrong?\"\n",
+    )
+    .await;
+    let runs = crate::support::eventually(
+        std::time::Duration::from_secs(15),
+        "two scheduled investigations",
+        || async {
+            let page = app.state.dispatcher.list(None, 50, None).unwrap();
+            let runs: Vec<_> = page
+                .items
+                .into_iter()
+                .filter(|i| i.trigger == sre_agent::agent::Trigger::Schedule)
+                .collect();
+            (runs.len() >= 2).then_some(runs)
+        },
+    )
+    .await;
+    assert!(runs.iter().all(|i| i.title == "every-second"));
+    app.stop().await;
+}
+
 #[test]
 fn the_report_command_prints_a_report_without_a_running_daemon() {
     let dir = tempfile::tempdir().unwrap();
