@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::store::alerts::{AlertGroup, Outcome};
+use crate::store::alerts::{GroupState, Outcome};
 
 /// The state of a group's current investigation, as the dispatcher reports it.
 #[derive(Clone, Debug, PartialEq)]
@@ -92,7 +92,7 @@ pub fn group_title(group_by: &[String], labels: &BTreeMap<String, String>) -> St
 /// What to do with a firing alert of `group` (its state before this alert).
 /// `budget` is only asked when everything else allows a new investigation.
 pub fn decide_firing(
-    group: Option<&AlertGroup>,
+    group: Option<&GroupState>,
     inv: &InvState,
     ignored: bool,
     now: DateTime<Utc>,

@@ -2,6 +2,7 @@ use chrono::TimeDelta;
 
 use super::*;
 use crate::alerts::{Alert, AlertSource, AlertStatus};
+use crate::store::alerts::AlertGroup;
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -87,7 +88,7 @@ fn a_queued_running_or_pending_investigation_dedupes() {
     let mut g = AlertGroup::new("k".into(), "t".into(), &alert(), now);
     g.pending_since = Some(now);
     assert_eq!(
-        decide_firing(Some(&g), &InvState::Missing, false, now, HOUR, budget(0)),
+        decide_firing(Some(&(&g).into()), &InvState::Missing, false, now, HOUR, budget(0)),
         Outcome::Deduped
     );
 }

@@ -16,7 +16,7 @@ use super::grouping::{self, Budget, InvState};
 use super::{Alert, AlertStatus, LabelMatcher, WebhookBatch};
 use crate::config::AlertsConfig;
 use crate::store::StoreError;
-use crate::store::alerts::{AlertGroup, AlertRecord, AlertStore, Outcome};
+use crate::store::alerts::{AlertGroup, AlertRecord, AlertStore, GroupState, Outcome};
 use crate::telemetry::Metrics;
 
 /// A new alert investigation, as the intake asks for it.
@@ -79,7 +79,7 @@ struct Inner {
 /// batch's alerts with their outcomes.
 struct Touched {
     key: String,
-    group: Option<AlertGroup>,
+    group: Option<GroupState>,
     inv: InvState,
     alerts: Vec<(Alert, Outcome)>,
     queued: bool,
@@ -172,7 +172,7 @@ impl Intake {
     }
 
     fn load(&self, key: &str) -> Result<Touched, StoreError> {
-        let group = self.inner.store.group(key)?;
+        let group = self.inner.store.group_state(key)?;
         let inv = match group.as_ref().and_then(|g| g.investigation_id.as_deref()) {
             Some(id) => self.inner.investigator.state(id)?,
             None => InvState::Missing,
@@ -255,12 +255,11 @@ impl Intake {
             .alerts_received
             .with_label_values(&[alert.source.as_str(), outcome.as_str()])
             .inc();
-        let title = grouping::group_title(&inner.config.group_by, &alert.labels);
-        let g = t
-            .group
-            .get_or_insert_with(|| AlertGroup::new(t.key.clone(), title, &alert, now));
-        g.absorb(&alert, now);
-        g.last_outcome = outcome;
+        let g = t.group.get_or_insert_with(|| GroupState {
+            status: alert.status,
+            pending_since: None,
+            investigation_id: None,
+        });
         if outcome == Outcome::Queued {
             g.pending_since = Some(now);
             g.investigation_id = None;

@@ -131,6 +131,24 @@ impl AlertGroup {
     }
 }
 
+/// What intake decisions read of a group (cheap to copy, unlike the group's samples).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupState {
+    pub status: AlertStatus,
+    pub pending_since: Option<DateTime<Utc>>,
+    pub investigation_id: Option<String>,
+}
+
+impl From<&AlertGroup> for GroupState {
+    fn from(g: &AlertGroup) -> Self {
+        Self {
+            status: g.status,
+            pending_since: g.pending_since,
+            investigation_id: g.investigation_id.clone(),
+        }
+    }
+}
+
 /// One received alert as logged.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct AlertRecord {
@@ -176,26 +194,35 @@ impl AlertStore {
         self.cached(&mut cache, key).map(|g| g.cloned())
     }
 
-    /// Atomically replaces the group `key` with `f(old)` (None removes it).
+    /// The decision fields of the group `key`, without copying its samples.
+    pub fn group_state(&self, key: &str) -> Result<Option<GroupState>, StoreError> {
+        let mut cache = self.lock_cache();
+        self.cached(&mut cache, key).map(|g| g.map(GroupState::from))
+    }
+
+    /// Atomically replaces the group `key` with `f(old)` (None removes it); returns the
+    /// new group's decision fields.
     pub fn update_group(
         &self,
         key: &str,
         f: impl FnOnce(Option<AlertGroup>) -> Option<AlertGroup>,
-    ) -> Result<Option<AlertGroup>, StoreError> {
+    ) -> Result<Option<GroupState>, StoreError> {
         let mut cache = self.lock_cache();
-        let old = self.cached(&mut cache, key)?.cloned();
-        let new = f(old);
+        self.cached(&mut cache, key)?;
+        // Taken out, not copied: on an error below the next read reloads it from the tree.
+        let new = f(cache.remove(key));
         match &new {
             Some(g) => {
                 self.groups.insert(key, g)?;
-                cache.insert(key.to_string(), g.clone());
+                let state = GroupState::from(g);
+                cache.insert(key.to_string(), new.expect("matched Some"));
+                Ok(Some(state))
             }
             None => {
                 self.groups.remove(key)?;
-                cache.remove(key);
+                Ok(None)
             }
         }
-        Ok(new)
     }
 
     fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, AlertGroup>> {
