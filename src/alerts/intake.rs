@@ -255,7 +255,7 @@ impl Intake {
             .alerts_received
             .with_label_values(&[alert.source.as_str(), outcome.as_str()])
             .inc();
-        let g = t.group.get_or_insert_with(|| GroupState {
+        let g = t.group.get_or_insert(GroupState {
             status: alert.status,
             pending_since: None,
             investigation_id: None,
@@ -277,13 +277,13 @@ impl Intake {
         let group = self
             .inner
             .store
-            .update_group(&t.key, |old| {
+            .update_group(&t.key, |old, firing| {
                 let (first, _) = t.alerts.first()?;
                 let title = grouping::group_title(group_by, &first.labels);
                 let mut g =
                     old.unwrap_or_else(|| AlertGroup::new(t.key.clone(), title, first, now));
                 for (alert, outcome) in &t.alerts {
-                    g.absorb(alert, now);
+                    g.absorb(alert, now, firing);
                     g.last_outcome = *outcome;
                 }
                 if t.queued {
@@ -326,7 +326,7 @@ impl Intake {
                 .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
         };
         if group.status == AlertStatus::Resolved {
-            inner.store.update_group(key, |g| {
+            inner.store.update_group(key, |g, _| {
                 g.map(|mut g| {
                     g.pending_since = None;
                     g
@@ -339,7 +339,7 @@ impl Intake {
             Some(id) => id,
             None => inner.investigator.submit(request_for(&group)).await?,
         };
-        inner.store.update_group(key, |g| {
+        inner.store.update_group(key, |g, _| {
             g.map(|mut g| {
                 g.investigation_id = Some(id.clone());
                 g.pending_since = None;
@@ -412,7 +412,7 @@ pub fn request_for(group: &AlertGroup) -> NewInvestigation {
     let context = serde_json::json!({
         "group": group.key,
         "received": group.received,
-        "firing": group.firing.len(),
+        "firing": group.firing_count,
         "alerts": alerts,
     });
     NewInvestigation {

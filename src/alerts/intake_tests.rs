@@ -279,13 +279,14 @@ async fn a_crash_after_submit_but_before_recording_the_id_does_not_double_it() {
 fn the_request_keeps_alert_data_in_context_and_the_instruction_trusted() {
     let now = Utc::now();
     let a = alert("DiskFull", "nas", AlertStatus::Firing);
+    let mut firing = std::collections::BTreeSet::<String>::new();
     let mut g = AlertGroup::new(
         "{alertname=\"DiskFull\"}".into(),
         "DiskFull (instance=nas)".into(),
         &a,
         now,
     );
-    g.absorb(&a, now);
+    g.absorb(&a, now, &mut firing);
     let req = request_for(&g);
     assert_eq!(req.title, "DiskFull (instance=nas)");
     assert!(

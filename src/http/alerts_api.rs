@@ -49,7 +49,7 @@ async fn list(
         .store()
         .recent_groups(limit)?
         .into_iter()
-        .map(|mut group| {
+        .map(|group| {
             let investigation = match &group.investigation_id {
                 Some(id) => Some(InvestigationRef {
                     id: id.clone(),
@@ -65,8 +65,7 @@ async fn list(
                 }),
                 None => None,
             };
-            let firing_alerts = group.firing.len();
-            group.firing.clear();
+            let firing_alerts = group.firing_count;
             GroupView {
                 group,
                 firing_alerts,

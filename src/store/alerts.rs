@@ -60,7 +60,15 @@ pub struct AlertGroup {
     pub last_outcome: Outcome,
     /// Latest alert per fingerprint (at most `GROUP_SAMPLE`).
     pub alerts: BTreeMap<String, Alert>,
-    pub firing: BTreeSet<String>,
+    /// How many of the group's alerts are firing. The fingerprints themselves are kept in
+    /// their own tree (one small key each), so a group of hundreds of firing alerts is not
+    /// rewritten whole on every webhook.
+    #[serde(default)]
+    pub firing_count: usize,
+    /// The firing fingerprints as stored before they had their own tree; moved there when
+    /// the group is first read.
+    #[serde(default, rename = "firing", skip_serializing)]
+    legacy_firing: BTreeSet<String>,
     /// The current episode's investigation.
     pub investigation_id: Option<String>,
     /// Set when an investigation was decided but not yet submitted (survives a crash).
@@ -87,7 +95,8 @@ impl AlertGroup {
             last_alert: alert.clone(),
             last_outcome: Outcome::Queued,
             alerts: BTreeMap::new(),
-            firing: BTreeSet::new(),
+            firing_count: 0,
+            legacy_firing: BTreeSet::new(),
             investigation_id: None,
             pending_since: None,
             investigations: 0,
@@ -95,22 +104,24 @@ impl AlertGroup {
     }
 
     /// Folds `alert` in: counts, latest sample, firing set and group status.
-    pub fn absorb(&mut self, alert: &Alert, now: DateTime<Utc>) {
+    pub fn absorb(&mut self, alert: &Alert, now: DateTime<Utc>, firing: &mut dyn FiringSet) {
         self.received += 1;
         self.last_seen = now;
         self.last_alert = alert.clone();
         self.source = alert.source;
         match alert.status {
             AlertStatus::Firing => {
-                if self.firing.len() < GROUP_FIRING_CAP {
-                    self.firing.insert(alert.fingerprint.clone());
+                if self.firing_count < GROUP_FIRING_CAP && firing.insert(&alert.fingerprint) {
+                    self.firing_count += 1;
                 }
             }
             AlertStatus::Resolved => {
-                self.firing.remove(&alert.fingerprint);
+                if firing.remove(&alert.fingerprint) {
+                    self.firing_count = self.firing_count.saturating_sub(1);
+                }
             }
         }
-        self.status = if self.firing.is_empty() {
+        self.status = if self.firing_count == 0 {
             AlertStatus::Resolved
         } else {
             AlertStatus::Firing
@@ -129,6 +140,62 @@ impl AlertGroup {
             };
         }
     }
+}
+
+/// The fingerprints of a group's firing alerts. `insert` and `remove` say whether the set
+/// changed.
+pub trait FiringSet {
+    fn insert(&mut self, fingerprint: &str) -> bool;
+    fn remove(&mut self, fingerprint: &str) -> bool;
+}
+
+impl FiringSet for BTreeSet<String> {
+    fn insert(&mut self, fingerprint: &str) -> bool {
+        BTreeSet::insert(self, fingerprint.to_string())
+    }
+    fn remove(&mut self, fingerprint: &str) -> bool {
+        BTreeSet::remove(self, fingerprint)
+    }
+}
+
+/// A group's firing set in the `alert_firing` tree (`{group}\0{fingerprint}` keys). The
+/// first storage error is kept and returned by `update_group`.
+struct StoredFiring<'a> {
+    tree: &'a Tree<()>,
+    group: &'a str,
+    error: Option<StoreError>,
+}
+
+impl StoredFiring<'_> {
+    fn apply(&mut self, fingerprint: &str, insert: bool) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        let key = firing_key(self.group, fingerprint);
+        let changed = match self.tree.contains(&key) {
+            Ok(present) if present == insert => Ok(false),
+            Ok(_) if insert => self.tree.insert(&key, &()).map(|_| true),
+            Ok(_) => self.tree.remove(&key).map(|_| true),
+            Err(e) => Err(e),
+        };
+        changed.unwrap_or_else(|e| {
+            self.error = Some(e);
+            false
+        })
+    }
+}
+
+impl FiringSet for StoredFiring<'_> {
+    fn insert(&mut self, fingerprint: &str) -> bool {
+        self.apply(fingerprint, true)
+    }
+    fn remove(&mut self, fingerprint: &str) -> bool {
+        self.apply(fingerprint, false)
+    }
+}
+
+fn firing_key(group: &str, fingerprint: &str) -> String {
+    format!("{group}\0{fingerprint}")
 }
 
 /// What intake decisions read of a group (cheap to copy, unlike the group's samples).
@@ -168,6 +235,7 @@ pub struct AlertRecord {
 pub struct AlertStore {
     store: Store,
     groups: Tree<AlertGroup>,
+    firing: Tree<()>,
     cache: Arc<Mutex<HashMap<String, AlertGroup>>>,
     log: Tree<AlertRecord>,
 }
@@ -184,6 +252,7 @@ impl AlertStore {
         Ok(Self {
             store: store.clone(),
             groups: store.tree("alert_groups")?,
+            firing: store.tree("alert_firing")?,
             cache: Arc::default(),
             log: store.tree("alerts")?,
         })
@@ -197,20 +266,29 @@ impl AlertStore {
     /// The decision fields of the group `key`, without copying its samples.
     pub fn group_state(&self, key: &str) -> Result<Option<GroupState>, StoreError> {
         let mut cache = self.lock_cache();
-        self.cached(&mut cache, key).map(|g| g.map(GroupState::from))
+        self.cached(&mut cache, key)
+            .map(|g| g.map(GroupState::from))
     }
 
-    /// Atomically replaces the group `key` with `f(old)` (None removes it); returns the
-    /// new group's decision fields.
+    /// Atomically replaces the group `key` with `f(old, its firing set)` (None removes
+    /// it, with its firing set); returns the new group's decision fields.
     pub fn update_group(
         &self,
         key: &str,
-        f: impl FnOnce(Option<AlertGroup>) -> Option<AlertGroup>,
+        f: impl FnOnce(Option<AlertGroup>, &mut dyn FiringSet) -> Option<AlertGroup>,
     ) -> Result<Option<GroupState>, StoreError> {
         let mut cache = self.lock_cache();
         self.cached(&mut cache, key)?;
+        let mut firing = StoredFiring {
+            tree: &self.firing,
+            group: key,
+            error: None,
+        };
         // Taken out, not copied: on an error below the next read reloads it from the tree.
-        let new = f(cache.remove(key));
+        let new = f(cache.remove(key), &mut firing);
+        if let Some(e) = firing.error {
+            return Err(e);
+        }
         match &new {
             Some(g) => {
                 self.groups.insert(key, g)?;
@@ -220,9 +298,28 @@ impl AlertStore {
             }
             None => {
                 self.groups.remove(key)?;
+                let prefix = firing_key(key, "");
+                let keys: Vec<Vec<u8>> = self
+                    .firing
+                    .scan_prefix(&prefix)
+                    .map(|r| r.map(|(k, _)| k))
+                    .collect::<Result<_, _>>()?;
+                for k in keys {
+                    self.firing.remove(k)?;
+                }
                 Ok(None)
             }
         }
+    }
+
+    /// Moves a group's legacy firing set into the firing tree, and counts the tree's
+    /// entries (the count is rewritten with the group at its next update).
+    fn load_firing(&self, g: &mut AlertGroup) -> Result<(), StoreError> {
+        for fp in std::mem::take(&mut g.legacy_firing) {
+            self.firing.insert(firing_key(&g.key, &fp), &())?;
+        }
+        g.firing_count = self.firing.scan_prefix(firing_key(&g.key, "")).count();
+        Ok(())
     }
 
     fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, AlertGroup>> {
@@ -238,9 +335,10 @@ impl AlertStore {
         key: &str,
     ) -> Result<Option<&'c AlertGroup>, StoreError> {
         if !cache.contains_key(key) {
-            let Some(g) = self.groups.get(key)? else {
+            let Some(mut g) = self.groups.get(key)? else {
                 return Ok(None);
             };
+            self.load_firing(&mut g)?;
             if cache.len() >= GROUP_CACHE {
                 cache.clear();
             }
@@ -315,7 +413,7 @@ impl AlertStore {
             .collect();
         for key in &stale {
             // Checked again under the lock: an alert may have arrived meanwhile.
-            self.update_group(key, |g| g.filter(|g| !g.is_stale(cutoff)))?;
+            self.update_group(key, |g, _| g.filter(|g| !g.is_stale(cutoff)))?;
         }
         Ok((old.len(), stale.len()))
     }
@@ -328,5 +426,65 @@ impl AlertStore {
     /// Makes everything written so far durable.
     pub async fn flush(&self) -> Result<(), StoreError> {
         self.store.flush().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alert(fingerprint: &str, status: AlertStatus) -> Alert {
+        let json = serde_json::json!({
+            "source": "alertmanager", "fingerprint": fingerprint, "status": status,
+            "name": "X", "labels": {"alertname": "X"}, "annotations": {}
+        });
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_group_stored_with_its_firing_set_inline_is_migrated_and_still_resolves() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let now = Utc::now();
+        let mut legacy = serde_json::to_value(AlertGroup::new(
+            "g".into(),
+            "t".into(),
+            &alert("a", AlertStatus::Firing),
+            now,
+        ))
+        .unwrap();
+        legacy["firing"] = serde_json::json!(["a", "b"]);
+        legacy["status"] = serde_json::json!("firing");
+        legacy.as_object_mut().unwrap().remove("firing_count");
+        let raw: Tree<serde_json::Value> = store.tree("alert_groups").unwrap();
+        raw.insert("g", &legacy).unwrap();
+
+        let alerts = AlertStore::open(&store).unwrap();
+        assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, 2);
+        let resolve = |fp: &str| {
+            alerts
+                .update_group("g", |g, firing| {
+                    let mut g = g.unwrap();
+                    g.absorb(&alert(fp, AlertStatus::Resolved), now, firing);
+                    Some(g)
+                })
+                .unwrap()
+                .unwrap()
+                .status
+        };
+        assert_eq!(resolve("a"), AlertStatus::Firing);
+        assert_eq!(
+            resolve("a"),
+            AlertStatus::Firing,
+            "resolving twice counts once"
+        );
+        assert_eq!(resolve("b"), AlertStatus::Resolved);
+        let stored = raw.get("g").unwrap().unwrap();
+        assert!(stored.get("firing").is_none(), "{stored}");
+        assert_eq!(stored["firing_count"], 0);
+
+        alerts.update_group("g", |_, _| None).unwrap();
+        assert!(alerts.group("g").unwrap().is_none());
+        assert_eq!(alerts.firing.scan_prefix("g\0").count(), 0);
     }
 }

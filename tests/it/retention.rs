@@ -48,7 +48,7 @@ async fn old_alerts_groups_and_reports_are_removed_at_start() {
     let alerts = app.state.intake.store().clone();
     let old = Utc::now() - TimeDelta::days(40);
     alerts
-        .update_group(&keys[0], |g| {
+        .update_group(&keys[0], |g, _| {
             g.map(|mut g| {
                 g.last_seen = old;
                 g
