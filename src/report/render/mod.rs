@@ -3,8 +3,10 @@
 pub mod backups;
 pub mod chart;
 pub mod document;
+pub mod font;
 pub mod html;
 pub mod markdown;
+pub mod number;
 
 pub use chart::Chart;
 pub use html::ImageRefs;
