@@ -10,5 +10,6 @@ mod homelab;
 mod notify;
 mod report;
 mod report_api;
+mod report_sources;
 mod tools;
 mod webhooks;

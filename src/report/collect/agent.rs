@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 
 use super::{CollectContext, not_configured};
 use crate::agent::Investigation;
+use crate::integrations::prometheus::Sample;
 use crate::report::model::{AgentData, Section, ToolUsage};
-use crate::report::sources;
 
 /// The week's investigations from the store, or a note.
 pub fn stored(ctx: &CollectContext) -> Result<Option<Vec<Investigation>>, String> {
@@ -75,12 +75,17 @@ pub async fn collect(ctx: &CollectContext) -> Section<AgentData> {
     let tools = format!("sum by (tool, status) (increase(sre_agent_tool_calls_total[{r}]))");
     let at = ctx.window.end;
     let (inv, tools) = tokio::join!(
-        sources::instant(prom, "api/v1", &inv, at),
-        sources::instant(prom, "api/v1", &tools, at),
+        prom.query_vector(&inv, Some(at)),
+        prom.query_vector(&tools, Some(at)),
     );
     match inv {
         Ok(v) => {
-            for (l, n) in v {
+            for Sample {
+                metric: l,
+                value: n,
+                ..
+            } in v
+            {
                 let key = format!(
                     "{}/{}",
                     l.get("trigger").map_or("?", String::as_str),
@@ -109,7 +114,12 @@ pub async fn collect(ctx: &CollectContext) -> Section<AgentData> {
     match tools {
         Ok(v) => {
             let mut by_tool: BTreeMap<String, ToolUsage> = BTreeMap::new();
-            for (l, n) in v {
+            for Sample {
+                metric: l,
+                value: n,
+                ..
+            } in v
+            {
                 let tool = l.get("tool").cloned().unwrap_or_default();
                 let u = by_tool.entry(tool.clone()).or_insert_with(|| ToolUsage {
                     tool,

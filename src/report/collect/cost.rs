@@ -2,9 +2,9 @@
 //! sre-agent's own counters in Prometheus.
 
 use super::{CollectContext, not_configured};
+use crate::integrations::prometheus::Sample;
 use crate::report::model::total;
 use crate::report::model::{CostData, Section};
-use crate::report::sources;
 
 pub async fn collect(ctx: &CollectContext) -> Section<CostData> {
     let Some(prom) = &ctx.sources.prometheus else {
@@ -16,8 +16,8 @@ pub async fn collect(ctx: &CollectContext) -> Section<CostData> {
         format!("sum by (model) (increase(sre_agent_llm_estimated_cost_dollars_total[{r}]))");
     let at = ctx.window.end;
     let (tokens, dollars) = tokio::join!(
-        sources::instant(prom, "api/v1", &tokens, at),
-        sources::instant(prom, "api/v1", &dollars, at),
+        prom.query_vector(&tokens, Some(at)),
+        prom.query_vector(&dollars, Some(at)),
     );
     let mut data = CostData {
         source: "prometheus".into(),
@@ -26,7 +26,12 @@ pub async fn collect(ctx: &CollectContext) -> Section<CostData> {
     let mut notes = Vec::new();
     match tokens {
         Ok(v) => {
-            for (l, n) in v {
+            for Sample {
+                metric: l,
+                value: n,
+                ..
+            } in v
+            {
                 let kind = l.get("type").cloned().unwrap_or_default();
                 *data.tokens.entry(kind).or_default() += n.round();
             }
@@ -35,7 +40,12 @@ pub async fn collect(ctx: &CollectContext) -> Section<CostData> {
     }
     match dollars {
         Ok(v) => {
-            for (l, n) in v {
+            for Sample {
+                metric: l,
+                value: n,
+                ..
+            } in v
+            {
                 let model = l.get("model").cloned().unwrap_or_default();
                 *data.dollars_by_model.entry(model).or_default() += n;
             }
