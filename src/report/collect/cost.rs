@@ -2,7 +2,6 @@
 //! sre-agent's own counters in Prometheus.
 
 use super::{CollectContext, not_configured};
-use crate::integrations::prometheus::Sample;
 use crate::report::model::total;
 use crate::report::model::{CostData, Section};
 
@@ -26,28 +25,18 @@ pub async fn collect(ctx: &CollectContext) -> Section<CostData> {
     let mut notes = Vec::new();
     match tokens {
         Ok(v) => {
-            for Sample {
-                metric: l,
-                value: n,
-                ..
-            } in v
-            {
-                let kind = l.get("type").cloned().unwrap_or_default();
-                *data.tokens.entry(kind).or_default() += n.round();
+            for s in v {
+                let kind = s.metric.get("type").cloned().unwrap_or_default();
+                *data.tokens.entry(kind).or_default() += s.value.round();
             }
         }
         Err(e) => notes.push(e.to_string()),
     }
     match dollars {
         Ok(v) => {
-            for Sample {
-                metric: l,
-                value: n,
-                ..
-            } in v
-            {
-                let model = l.get("model").cloned().unwrap_or_default();
-                *data.dollars_by_model.entry(model).or_default() += n;
+            for s in v {
+                let model = s.metric.get("model").cloned().unwrap_or_default();
+                *data.dollars_by_model.entry(model).or_default() += s.value;
             }
             data.dollars_total = total(data.dollars_by_model.values().copied());
         }
