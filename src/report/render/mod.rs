@@ -178,6 +178,28 @@ mod tests {
     }
 
     #[test]
+    fn charts_are_images_with_their_values_as_alt_text_and_a_line_in_markdown() {
+        let mut d = ReportData::default();
+        d.alerts.data.per_day = vec![("Mon 16".into(), 2), ("Tue 17".into(), 0)];
+        let r = report("x", d);
+        let alt = "Alert episodes per day: Mon 16: 2, Tue 17: 0";
+        let html = to_html(&r);
+        assert!(
+            html.contains(&format!(
+                "alt=\"{alt}\" width=\"{}\" height=\"{}\"",
+                chart::WIDTH,
+                chart::HEIGHT
+            )),
+            "{html}"
+        );
+        assert!(html.contains("src=\"data:image/png;base64,"));
+        let email = for_email(&r);
+        assert!(email.html.contains("src=\"cid:alerts-per-day\""));
+        assert_eq!(email.charts.len(), 1);
+        assert!(email.markdown.contains(&format!("_{alt}_")));
+    }
+
+    #[test]
     fn agent_activity_and_cost_say_what_counted_them() {
         let mut d = ReportData::default();
         d.agent.data.investigations = 2.0;
