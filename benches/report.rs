@@ -2,6 +2,10 @@
 //! answering after 1 s — collectors run concurrently, so the target is about the slowest
 //! collector plus the LLM call, not their sum — and peak RSS while rendering a large report.
 //! Prints `name: value (target …)` lines.
+//!
+//! Peak RSS is the whole process's (VmHWM): the fake upstreams, the store, the report run
+//! and the rendering. Where it goes is printed as RSS at each stage. In a debug build sled's
+//! global metric histograms alone were 20 MiB (hence `opt-level` for sled in Cargo.toml).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -84,13 +88,18 @@ fn config(dir: &std::path::Path, prom: &str, loki: &str, grafana: &str, llm: &st
     Config::load(&ConfigSource { file: Some(file) }).unwrap()
 }
 
-fn peak_rss_mib() -> f64 {
+/// A `/proc/self/status` figure in MiB: `VmHWM` (peak RSS) or `VmRSS` (now).
+fn status_mib(field: &str) -> f64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn peak_rss_mib() -> f64 {
+    status_mib("VmHWM")
 }
 
 #[tokio::main]
@@ -115,11 +124,13 @@ async fn main() {
     .await;
     let llm_url = serve(Router::new().route("/v1/chat/completions", post(llm))).await;
 
+    let with_fakes = status_mib("VmRSS");
     let dir = tempfile::tempdir().unwrap();
     let config = config(dir.path(), &prom, &loki, &grafana, &format!("{llm_url}/v1"));
     let store = Store::open(&config.server.data_dir).unwrap();
     let metrics = Arc::new(Metrics::new(&config.llm.model));
     let reporter = Reporter::new(Arc::new(config), &store, metrics).unwrap();
+    let with_store = status_mib("VmRSS");
     let req = ReportRequest {
         trigger: ReportTrigger::Cli,
         period: PeriodSpec::Last,
@@ -166,6 +177,11 @@ async fn main() {
         .map(|i| (format!("Day {i}"), 0.98 + i as f64 / 2000.0))
         .collect();
     let before = peak_rss_mib();
+    println!(
+        "RSS by stage: fake upstreams {with_fakes:.1} MiB, + store {with_store:.1} MiB, \
+         + report run {:.1} MiB",
+        status_mib("VmRSS")
+    );
     let started = Instant::now();
     let mut bytes = 0;
     for _ in 0..20 {

@@ -165,17 +165,19 @@ impl GrafanaClient {
         self.get("api/v1/provisioning/alert-rules", &[]).await
     }
 
-    /// Annotations between `from` and `to`; `kind` is `alert` or `annotation` (None: both).
+    /// Up to `limit` annotations between `from` and `to`; `kind` is `alert` or `annotation`
+    /// (None: both).
     pub async fn annotations(
         &self,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
         kind: Option<&str>,
+        limit: u32,
     ) -> Result<Vec<Annotation>, UpstreamError> {
         let mut q = vec![
             ("from", from.timestamp_millis().to_string()),
             ("to", to.timestamp_millis().to_string()),
-            ("limit", "500".to_string()),
+            ("limit", limit.to_string()),
         ];
         if let Some(k) = kind {
             q.push(("type", k.to_string()));

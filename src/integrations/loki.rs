@@ -143,6 +143,53 @@ impl LokiClient {
         result.map_err(|reason| self.decode_error(PATH, reason))
     }
 
+    /// Runs the metric query `logql` from `start` to `end` every `step`.
+    pub async fn query_range_matrix(
+        &self,
+        logql: &str,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        step: Duration,
+    ) -> Result<Vec<Series>, UpstreamError> {
+        match self
+            .query_range(logql, start, end, None, Some(step))
+            .await?
+        {
+            LokiResult::Matrix(series) => Ok(series),
+            other => Err(self.wrong_kind(&other)),
+        }
+    }
+
+    /// Runs the log query `logql` from `start` to `end`: up to `limit` lines, newest first.
+    pub async fn query_logs(
+        &self,
+        logql: &str,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<LogStream>, UpstreamError> {
+        match self
+            .query_range(logql, start, end, Some(limit), None)
+            .await?
+        {
+            LokiResult::Streams(streams) => Ok(streams),
+            other => Err(self.wrong_kind(&other)),
+        }
+    }
+
+    /// A range answer of the other kind: a log query where a metric query was expected,
+    /// or the other way round.
+    fn wrong_kind(&self, got: &LokiResult) -> UpstreamError {
+        let (got, want) = match got {
+            LokiResult::Streams(_) => ("streams", "a matrix (a metric query)"),
+            LokiResult::Matrix(_) => ("a matrix", "streams (a log query)"),
+        };
+        self.decode_error(
+            "loki/api/v1/query_range",
+            format!("expected {want}, got {got}"),
+        )
+    }
+
     /// Evaluates the metric query `logql` at `time` (default: now).
     pub async fn query(
         &self,

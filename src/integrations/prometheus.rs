@@ -42,6 +42,18 @@ pub enum QueryResult {
     String { ts: f64, value: String },
 }
 
+impl QueryResult {
+    /// The `resultType` this came as, for error messages.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Vector(_) => "vector",
+            Self::Matrix(_) => "matrix",
+            Self::Scalar { .. } => "scalar",
+            Self::String { .. } => "string",
+        }
+    }
+}
+
 /// An alert as `/api/v1/alerts` (and rules) report it.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -331,6 +343,27 @@ impl PrometheusClient {
         decode_query_data(data).map_err(|reason| self.decode_error("api/v1/query", reason))
     }
 
+    /// Evaluates `expr` at `time` expecting an instant vector; a scalar answer becomes one
+    /// sample without labels.
+    pub async fn query_vector(
+        &self,
+        expr: &str,
+        time: Option<DateTime<Utc>>,
+    ) -> Result<Vec<Sample>, UpstreamError> {
+        match self.query(expr, time).await? {
+            QueryResult::Vector(samples) => Ok(samples),
+            QueryResult::Scalar { ts, value } => Ok(vec![Sample {
+                metric: Labels::new(),
+                value,
+                ts,
+            }]),
+            other => Err(self.decode_error(
+                "api/v1/query",
+                format!("expected a vector, got {}", other.kind()),
+            )),
+        }
+    }
+
     /// Evaluates `expr` from `start` to `end` every `step` (raised to stay ≤ 11,000 points).
     pub async fn query_range(
         &self,
@@ -352,7 +385,7 @@ impl PrometheusClient {
             Ok(QueryResult::Matrix(series)) => Ok(series),
             Ok(other) => Err(self.decode_error(
                 "api/v1/query_range",
-                format!("expected a matrix, got {other:?}"),
+                format!("expected a matrix, got {}", other.kind()),
             )),
             Err(reason) => Err(self.decode_error("api/v1/query_range", reason)),
         }

@@ -5,12 +5,14 @@
 //! - [`period`]: the ISO week a report is about and its time window.
 //! - [`collect`]: alerts, slos, agent, cost, logs, changes.
 //! - [`summary`]: the narrative LLM call and the automatic fallback.
+//! - [`narrative`]: JSON answers to that call read into prose and actions.
 //! - [`render`]: markdown, email-safe HTML, charts.
 //! - [`email`]: delivery with retries.
 
 pub mod collect;
 pub mod email;
 pub mod model;
+pub mod narrative;
 pub mod period;
 pub mod render;
 pub mod sources;

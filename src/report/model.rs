@@ -114,6 +114,9 @@ pub struct ToolUsage {
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct AgentData {
     pub investigations: f64,
+    /// What counted them: "prometheus" (sre-agent's counters) or "store".
+    #[serde(default)]
+    pub investigations_source: String,
     /// "trigger/status" → count.
     pub by_trigger_status: BTreeMap<String, f64>,
     pub top_findings: Vec<String>,
@@ -282,4 +285,24 @@ impl Report {
 /// Sum of `values`, 0 for none. (`Iterator::sum` of f64 starts at -0.0 and printed "-0".)
 pub fn total(values: impl IntoIterator<Item = f64>) -> f64 {
     values.into_iter().fold(0.0, |a, b| a + b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::total;
+
+    #[test]
+    fn the_total_of_nothing_is_a_positive_zero_that_prints_as_0() {
+        // What `total` is for: the standard sum of no f64 is -0.0, printed "-0".
+        assert_eq!(
+            format!("{:.0}", std::iter::empty::<f64>().sum::<f64>()),
+            "-0"
+        );
+        let t = total(std::iter::empty());
+        assert!(t == 0.0 && t.is_sign_positive());
+        assert_eq!(format!("{t:.0} {t:.4}"), "0 0.0000");
+        assert_eq!(total([-0.0, -0.0]), 0.0);
+        assert!(total([-0.0]).is_sign_positive());
+        assert_eq!(total([1.5, 2.0]), 3.5);
+    }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::model::{ReportData, Summary};
+use super::render::number::fixed;
 use crate::config::LlmConfig;
 use crate::llm::{ChatMessage, LlmClient};
 use crate::telemetry::Metrics;
@@ -111,8 +112,9 @@ pub fn automatic(data: &ReportData) -> String {
     let a = &data.alerts.data;
     let _ = write!(
         s,
-        "- {} alert episodes, {:.0} minutes firing in total",
-        a.total_episodes, a.total_firing_minutes
+        "- {} alert episodes, {} minutes firing in total",
+        a.total_episodes,
+        fixed(a.total_firing_minutes, 0)
     );
     if let Some(top) = a.alerts.first() {
         let _ = write!(
@@ -141,18 +143,25 @@ pub fn automatic(data: &ReportData) -> String {
     if let Some(worst) = data.slos.data.probes.first().filter(|p| p.ratio < 1.0) {
         let _ = writeln!(
             s,
-            "- least available probe: {} ({:.0} minutes down)",
-            worst.instance, worst.downtime_minutes
+            "- least available probe: {} ({} minutes down)",
+            worst.instance,
+            fixed(worst.downtime_minutes, 0)
         );
     }
     let ag = &data.agent.data;
     let _ = writeln!(
         s,
-        "- {:.0} investigations; LLM cost ${:.4}",
-        ag.investigations, data.cost.data.dollars_total
+        "- {} investigations; LLM cost ${}",
+        fixed(ag.investigations, 0),
+        fixed(data.cost.data.dollars_total, 4)
     );
     if let Some(j) = data.logs.data.jobs.first() {
-        let _ = writeln!(s, "- most log errors: {} ({:.0} lines)", j.job, j.this_week);
+        let _ = writeln!(
+            s,
+            "- most log errors: {} ({} lines)",
+            j.job,
+            fixed(j.this_week, 0)
+        );
     }
     let failed: Vec<&str> = [
         ("alerts", &data.alerts.notes),

@@ -145,7 +145,7 @@ impl Tool for GrafanaAnnotations {
         let from = to - chrono::Duration::from_std(since).map_err(|e| e.to_string())?;
         let mut anns = self
             .client
-            .annotations(from, to, Some("alert"))
+            .annotations(from, to, Some("alert"), 500)
             .await
             .map_err(|e| e.to_string())?;
         if anns.is_empty() {

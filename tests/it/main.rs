@@ -10,6 +10,7 @@ mod homelab;
 mod notify;
 mod report;
 mod report_api;
+mod report_sources;
 mod retention;
 mod tools;
 mod webhooks;

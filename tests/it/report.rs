@@ -203,6 +203,7 @@ objective = 0.99
             "{k}"
         );
     }
+    assert_eq!(d.agent.data.investigations_source, "prometheus");
     let tool_calls: f64 = d.agent.data.tools.iter().map(|t| t.calls).sum();
     assert_eq!(tool_calls, s["tool_calls_total"].as_f64().unwrap());
     for (k, v) in s["tokens"].as_object().unwrap() {
@@ -253,6 +254,10 @@ objective = 0.99
         "{text}"
     );
     assert!(text.contains("The week was mostly calm."));
+    assert!(
+        text.contains("investigations (counted by sre-agent's Prometheus counters)."),
+        "{text}"
+    );
     let raw = String::from_utf8_lossy(&std::fs::read(&mail).unwrap()).into_owned();
     assert!(
         raw.contains("multipart/related")

@@ -5,11 +5,9 @@ use crate::report::model::total;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use super::{CollectContext, day_label, not_configured};
+use crate::integrations::prometheus::Series;
 use crate::report::model::{AlertStat, AlertsData, GrafanaAlerting, Section};
-use crate::report::sources::{self, Series};
 
 /// `timestamp()` returns the time of the sample each step used, so repeated steps over
 /// one sample (and the 5-minute lookback after a series ends) collapse to real samples.
@@ -35,15 +33,9 @@ async fn from_prometheus(ctx: &CollectContext) -> Section<AlertsData> {
         return Section::failed(not_configured("Prometheus", "prometheus.url"));
     };
     let step = step_for(ctx.window.length());
-    match sources::range(
-        prom,
-        "api/v1",
-        QUERY,
-        ctx.window.start,
-        ctx.window.end,
-        step,
-    )
-    .await
+    match prom
+        .query_range(QUERY, ctx.window.start, ctx.window.end, step)
+        .await
     {
         Ok(series) => Section {
             data: summarise(ctx, &series, step),
@@ -112,35 +104,22 @@ async fn from_grafana(ctx: &CollectContext) -> Result<Option<GrafanaAlerting>, S
     let Some(g) = &ctx.sources.grafana else {
         return Ok(None);
     };
-    let from = ctx.window.start.timestamp_millis().to_string();
-    let to = ctx.window.end.timestamp_millis().to_string();
-    let annotations_query = [
-        ("type", "alert".to_string()),
-        ("from", from),
-        ("to", to),
-        ("limit", "5000".to_string()),
-    ];
     let (rules, alerts, annotations) = tokio::join!(
-        g.get_json::<Vec<Value>>("api/v1/provisioning/alert-rules", &[]),
-        g.get_json::<Vec<Value>>("api/alertmanager/grafana/api/v2/alerts", &[]),
-        g.get_json::<Vec<Value>>("api/annotations", &annotations_query),
+        g.alert_rules(),
+        g.alerts(),
+        g.annotations(ctx.window.start, ctx.window.end, Some("alert"), 5000),
     );
     let err = |e: crate::integrations::UpstreamError| e.to_string();
     let firing_now = alerts
         .map_err(err)?
-        .iter()
-        .filter(|a| a.pointer("/status/state").and_then(Value::as_str) != Some("suppressed"))
-        .filter_map(|a| a.pointer("/labels/alertname").and_then(Value::as_str))
-        .map(str::to_string)
+        .into_iter()
+        .filter(|a| a.status.state != "suppressed")
+        .filter_map(|a| a.labels.get("alertname").cloned())
         .collect();
     let state_changes = annotations
         .map_err(err)?
         .iter()
-        .filter(|a| {
-            a.get("newState")
-                .and_then(Value::as_str)
-                .is_some_and(|s| !s.is_empty())
-        })
+        .filter(|a| !a.new_state.is_empty())
         .count();
     Ok(Some(GrafanaAlerting {
         rules: rules.map_err(err)?.len(),

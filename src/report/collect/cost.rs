@@ -4,7 +4,6 @@
 use super::{CollectContext, not_configured};
 use crate::report::model::total;
 use crate::report::model::{CostData, Section};
-use crate::report::sources;
 
 pub async fn collect(ctx: &CollectContext) -> Section<CostData> {
     let Some(prom) = &ctx.sources.prometheus else {
@@ -16,8 +15,8 @@ pub async fn collect(ctx: &CollectContext) -> Section<CostData> {
         format!("sum by (model) (increase(sre_agent_llm_estimated_cost_dollars_total[{r}]))");
     let at = ctx.window.end;
     let (tokens, dollars) = tokio::join!(
-        sources::instant(prom, "api/v1", &tokens, at),
-        sources::instant(prom, "api/v1", &dollars, at),
+        prom.query_vector(&tokens, Some(at)),
+        prom.query_vector(&dollars, Some(at)),
     );
     let mut data = CostData {
         source: "prometheus".into(),
@@ -26,18 +25,18 @@ pub async fn collect(ctx: &CollectContext) -> Section<CostData> {
     let mut notes = Vec::new();
     match tokens {
         Ok(v) => {
-            for (l, n) in v {
-                let kind = l.get("type").cloned().unwrap_or_default();
-                *data.tokens.entry(kind).or_default() += n.round();
+            for s in v {
+                let kind = s.metric.get("type").cloned().unwrap_or_default();
+                *data.tokens.entry(kind).or_default() += s.value.round();
             }
         }
         Err(e) => notes.push(e.to_string()),
     }
     match dollars {
         Ok(v) => {
-            for (l, n) in v {
-                let model = l.get("model").cloned().unwrap_or_default();
-                *data.dollars_by_model.entry(model).or_default() += n;
+            for s in v {
+                let model = s.metric.get("model").cloned().unwrap_or_default();
+                *data.dollars_by_model.entry(model).or_default() += s.value;
             }
             data.dollars_total = total(data.dollars_by_model.values().copied());
         }

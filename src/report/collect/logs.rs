@@ -6,12 +6,11 @@ use std::time::Duration;
 
 use super::{CollectContext, not_configured};
 use crate::report::model::{ErrorPattern, JobErrors, LogsData, Section};
-use crate::report::sources;
 
 const COUNT_QUERY: &str = r#"sum by (job) (count_over_time({job=~".+"} |~ "(?i)error" [1d]))"#;
 const LINES_QUERY: &str = r#"{job=~".+"} |~ "(?i)error""#;
 /// Lines sampled for patterns.
-pub const SAMPLE_LIMIT: usize = 500;
+pub const SAMPLE_LIMIT: u32 = 500;
 const DAY: i64 = 86_400;
 
 pub async fn collect(ctx: &CollectContext) -> Section<LogsData> {
@@ -24,8 +23,8 @@ pub async fn collect(ctx: &CollectContext) -> Section<LogsData> {
     let first_point = w.start - len + chrono::Duration::seconds(DAY);
     let step = Duration::from_secs(DAY as u64);
     let (counts, lines) = tokio::join!(
-        sources::range(loki, "loki/api/v1", COUNT_QUERY, first_point, w.end, step),
-        sources::loki_lines(loki, LINES_QUERY, w.start, w.end, SAMPLE_LIMIT),
+        loki.query_range_matrix(COUNT_QUERY, first_point, w.end, step),
+        loki.query_logs(LINES_QUERY, w.start, w.end, SAMPLE_LIMIT),
     );
     let mut data = LogsData::default();
     let mut notes = Vec::new();
@@ -50,9 +49,15 @@ pub async fn collect(ctx: &CollectContext) -> Section<LogsData> {
         Err(e) => notes.push(e.to_string()),
     }
     match lines {
-        Ok(lines) => {
+        Ok(streams) => {
+            // Loki applies the limit across streams; each stream is newest first.
+            let lines: Vec<&str> = streams
+                .iter()
+                .flat_map(|s| s.entries.iter().map(|(_, line)| line.as_str()))
+                .take(SAMPLE_LIMIT as usize)
+                .collect();
             data.sampled_lines = lines.len();
-            data.patterns = patterns(lines.iter().map(|(_, l)| l.as_str()), 10);
+            data.patterns = patterns(lines.into_iter(), 10);
         }
         Err(e) => notes.push(e.to_string()),
     }

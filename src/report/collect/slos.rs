@@ -5,9 +5,9 @@
 use std::time::Duration;
 
 use super::{CollectContext, day_label, not_configured};
-use crate::integrations::Upstream;
+use crate::integrations::prometheus::Sample;
+use crate::integrations::{PrometheusClient, UpstreamError};
 use crate::report::model::{Availability, Section, SloStatus, SlosData};
-use crate::report::sources::{self, Labels};
 
 pub async fn collect(ctx: &CollectContext) -> Section<SlosData> {
     let Some(prom) = &ctx.sources.prometheus else {
@@ -17,21 +17,21 @@ pub async fn collect(ctx: &CollectContext) -> Section<SlosData> {
     let at = ctx.window.end;
     let slo_futs = ctx.config.slos.iter().map(|slo| {
         let expr = slo.query.replace("$__range", &range);
-        async move { (slo, sources::instant(prom, "api/v1", &expr, at).await) }
+        async move { (slo, prom.query_vector(&expr, Some(at)).await) }
     });
     let up_expr = format!("avg_over_time(up[{range}])");
     let probe_expr = format!("avg_over_time(probe_success[{range}])");
     let (slo_results, targets, probes, per_day) = tokio::join!(
         futures::future::join_all(slo_futs),
-        sources::instant(prom, "api/v1", &up_expr, at),
-        sources::instant(prom, "api/v1", &probe_expr, at),
+        prom.query_vector(&up_expr, Some(at)),
+        prom.query_vector(&probe_expr, Some(at)),
         per_day(ctx, prom),
     );
     let mut notes = Vec::new();
     let mut slos = Vec::new();
     for (slo, result) in slo_results {
         let achieved = match result {
-            Ok(v) if !v.is_empty() => Some(v.iter().map(|(_, x)| x).sum::<f64>() / v.len() as f64),
+            Ok(v) if !v.is_empty() => Some(v.iter().map(|s| s.value).sum::<f64>() / v.len() as f64),
             Ok(_) => {
                 notes.push(format!("SLO {:?}: the query returned no data", slo.name));
                 None
@@ -50,7 +50,7 @@ pub async fn collect(ctx: &CollectContext) -> Section<SlosData> {
         });
     }
     let minutes = ctx.window.length().as_secs_f64() / 60.0;
-    let mut table = |r: Result<Vec<(Labels, f64)>, crate::integrations::UpstreamError>| match r {
+    let mut table = |r: Result<Vec<Sample>, UpstreamError>| match r {
         Ok(v) => availability(v, minutes),
         Err(e) => {
             notes.push(e.to_string());
@@ -83,14 +83,14 @@ pub fn budget_left(achieved: f64, objective: f64) -> f64 {
     1.0 - (1.0 - achieved) / (1.0 - objective)
 }
 
-fn availability(v: Vec<(Labels, f64)>, window_minutes: f64) -> Vec<Availability> {
+fn availability(v: Vec<Sample>, window_minutes: f64) -> Vec<Availability> {
     let mut out: Vec<Availability> = v
         .into_iter()
-        .map(|(l, ratio)| Availability {
-            job: l.get("job").cloned().unwrap_or_default(),
-            instance: l.get("instance").cloned().unwrap_or_default(),
-            ratio,
-            downtime_minutes: ((1.0 - ratio) * window_minutes * 10.0).round() / 10.0,
+        .map(|s| Availability {
+            job: s.metric.get("job").cloned().unwrap_or_default(),
+            instance: s.metric.get("instance").cloned().unwrap_or_default(),
+            ratio: s.value,
+            downtime_minutes: ((1.0 - s.value) * window_minutes * 10.0).round() / 10.0,
         })
         .collect();
     out.sort_by(|a, b| {
@@ -102,14 +102,19 @@ fn availability(v: Vec<(Labels, f64)>, window_minutes: f64) -> Vec<Availability>
 }
 
 /// Mean probe availability per local day (scrape targets when there are no probes).
-async fn per_day(ctx: &CollectContext, prom: &Upstream) -> Result<Vec<(String, f64)>, String> {
+async fn per_day(
+    ctx: &CollectContext,
+    prom: &PrometheusClient,
+) -> Result<Vec<(String, f64)>, String> {
     let step = Duration::from_secs(300);
     let (start, end) = (ctx.window.start, ctx.window.end);
-    let mut series = sources::range(prom, "api/v1", "avg(probe_success)", start, end, step)
+    let mut series = prom
+        .query_range("avg(probe_success)", start, end, step)
         .await
         .map_err(|e| e.to_string())?;
     if series.is_empty() {
-        series = sources::range(prom, "api/v1", "avg(up)", start, end, step)
+        series = prom
+            .query_range("avg(up)", start, end, step)
             .await
             .map_err(|e| e.to_string())?;
     }

@@ -29,7 +29,7 @@ pub fn blocks(b: &mut Vec<Block>, s: &Section<HomelabData>) {
                             _ => o.group.clone(),
                         },
                         o.last_backup.format("%Y-%m-%d %H:%M UTC").to_string(),
-                        format!("{:.0}", o.age_hours),
+                        super::number::fixed(o.age_hours, 0),
                     ]
                 })
                 .collect(),

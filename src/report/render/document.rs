@@ -2,7 +2,9 @@
 //! from the data and rendered by both the markdown and the HTML writers.
 
 use super::chart::{self, Chart};
+use super::number::fixed;
 use crate::report::model::{Report, Section};
+use crate::report::narrative::Narrative;
 
 /// One block of the rendered report.
 pub enum Block {
@@ -24,7 +26,7 @@ pub struct Document {
 }
 
 fn pct(v: f64) -> String {
-    format!("{:.3}%", v * 100.0)
+    format!("{}%", fixed(v * 100.0, 3))
 }
 
 fn notes<T>(blocks: &mut Vec<Block>, s: &Section<T>) {
@@ -42,14 +44,26 @@ pub fn build(r: &Report) -> Document {
             "LLM unavailable: {reason} — automatic summary"
         )));
     }
-    b.push(Block::Para(r.summary.text.clone()));
+    match Narrative::from_answer(&r.summary.text) {
+        Some(n) => {
+            if !n.summary.is_empty() {
+                b.push(Block::Para(n.summary));
+            }
+            if !n.actions.is_empty() {
+                b.push(Block::Para("Worth acting on:".into()));
+                b.push(Block::List(n.actions));
+            }
+        }
+        None => b.push(Block::Para(r.summary.text.clone())),
+    }
 
     b.push(Block::Heading("Alerts".into()));
     notes(&mut b, &d.alerts);
     let a = &d.alerts.data;
     b.push(Block::Para(format!(
-        "{} firing episodes, {:.0} minutes firing in total.",
-        a.total_episodes, a.total_firing_minutes
+        "{} firing episodes, {} minutes firing in total.",
+        a.total_episodes,
+        fixed(a.total_firing_minutes, 0)
     )));
     if !a.alerts.is_empty() {
         b.push(Block::Table(
@@ -61,7 +75,7 @@ pub fn build(r: &Report) -> Document {
                         x.alertname.clone(),
                         x.severity.clone(),
                         x.episodes.to_string(),
-                        format!("{:.0}", x.firing_minutes),
+                        fixed(x.firing_minutes, 0),
                         x.instances.join(", "),
                     ]
                 })
@@ -111,7 +125,7 @@ pub fn build(r: &Report) -> Document {
                             None => "unknown".into(),
                         },
                         x.budget_left
-                            .map_or("–".into(), |v| format!("{:.1}%", v * 100.0)),
+                            .map_or("–".into(), |v| format!("{}%", fixed(v * 100.0, 1))),
                     ]
                 })
                 .collect(),
@@ -130,7 +144,7 @@ pub fn build(r: &Report) -> Document {
                         x.job.clone(),
                         x.instance.clone(),
                         pct(x.ratio),
-                        format!("{:.0}", x.downtime_minutes),
+                        fixed(x.downtime_minutes, 0),
                     ]
                 })
                 .collect(),
@@ -145,14 +159,15 @@ pub fn build(r: &Report) -> Document {
     notes(&mut b, &d.agent);
     let ag = &d.agent.data;
     b.push(Block::Para(format!(
-        "{:.0} investigations.",
-        ag.investigations
+        "{} investigations{}.",
+        fixed(ag.investigations, 0),
+        counted_by(&ag.investigations_source)
     )));
     if !ag.by_trigger_status.is_empty() {
         b.push(Block::List(
             ag.by_trigger_status
                 .iter()
-                .map(|(k, v)| format!("{k}: {v:.0}"))
+                .map(|(k, v)| format!("{k}: {}", fixed(*v, 0)))
                 .collect(),
         ));
     }
@@ -164,13 +179,7 @@ pub fn build(r: &Report) -> Document {
             vec!["Tool", "Calls", "Errors"],
             ag.tools
                 .iter()
-                .map(|t| {
-                    vec![
-                        t.tool.clone(),
-                        format!("{:.0}", t.calls),
-                        format!("{:.0}", t.errors),
-                    ]
-                })
+                .map(|t| vec![t.tool.clone(), fixed(t.calls, 0), fixed(t.errors, 0)])
                 .collect(),
         ));
     }
@@ -179,18 +188,19 @@ pub fn build(r: &Report) -> Document {
     notes(&mut b, &d.cost);
     let c = &d.cost.data;
     b.push(Block::Para(format!(
-        "Estimated LLM cost: ${:.4}.",
-        c.dollars_total
+        "Estimated LLM cost: ${}{}.",
+        fixed(c.dollars_total, 4),
+        counted_by(&c.source)
     )));
     let mut rows: Vec<Vec<String>> = c
         .tokens
         .iter()
-        .map(|(k, v)| vec![format!("{k} tokens"), format!("{v:.0}")])
+        .map(|(k, v)| vec![format!("{k} tokens"), fixed(*v, 0)])
         .collect();
     rows.extend(
         c.dollars_by_model
             .iter()
-            .map(|(m, v)| vec![format!("{m} (USD)"), format!("{v:.4}")]),
+            .map(|(m, v)| vec![format!("{m} (USD)"), fixed(*v, 4)]),
     );
     if !rows.is_empty() {
         b.push(Block::Table(vec!["Item", "Value"], rows));
@@ -207,9 +217,10 @@ pub fn build(r: &Report) -> Document {
                 .map(|j| {
                     vec![
                         j.job.clone(),
-                        format!("{:.0}", j.this_week),
-                        format!("{:.0}", j.last_week),
-                        j.change_pct.map_or("new".into(), |p| format!("{p:+.0}%")),
+                        fixed(j.this_week, 0),
+                        fixed(j.last_week, 0),
+                        j.change_pct
+                            .map_or("new".into(), |p| format!("{}%", signed(p, 0))),
                     ]
                 })
                 .collect(),
@@ -249,7 +260,7 @@ pub fn build(r: &Report) -> Document {
                             x.metric.clone(),
                             num(x.previous),
                             num(x.current),
-                            signed(x.current - x.previous),
+                            signed(x.current - x.previous, decimals(x.current - x.previous)),
                         ]
                     })
                     .collect(),
@@ -263,18 +274,30 @@ pub fn build(r: &Report) -> Document {
     }
 }
 
-fn signed(v: f64) -> String {
-    if v >= 0.0 {
-        format!("+{}", num(v))
-    } else {
-        num(v)
+/// Where a count came from, as the end of a sentence.
+fn counted_by(source: &str) -> &'static str {
+    match source {
+        "prometheus" => " (counted by sre-agent's Prometheus counters)",
+        "store" => " (counted from the investigations store)",
+        _ => "",
     }
 }
 
-fn num(v: f64) -> String {
-    if v.fract() == 0.0 {
-        format!("{v:.0}")
+/// `v` with a `+` or `-` sign; `+0` when it rounds to zero.
+fn signed(v: f64, decimals: usize) -> String {
+    let text = fixed(v, decimals);
+    if text.starts_with('-') {
+        text
     } else {
-        format!("{v:.4}")
+        format!("+{text}")
     }
+}
+
+/// Whole numbers without decimals, others with four.
+fn decimals(v: f64) -> usize {
+    if v.fract() == 0.0 { 0 } else { 4 }
+}
+
+fn num(v: f64) -> String {
+    fixed(v, decimals(v))
 }

@@ -82,12 +82,13 @@ pub fn render(doc: &Document, images: ImageRefs) -> String {
                         base64::engine::general_purpose::STANDARD.encode(&c.png)
                     ),
                 };
+                // The image carries its own title, axes and values; `alt` has them as text.
                 let _ = write!(
                     s,
-                    "<p><img src=\"{src}\" alt=\"{alt}\" width=\"560\" height=\"180\" style=\"display:block\"><br>\
-                     <small style=\"color:#57606a\">{cap}</small></p>",
-                    alt = escape(c.title),
-                    cap = escape(&c.caption)
+                    "<p><img src=\"{src}\" alt=\"{alt}\" width=\"{w}\" height=\"{h}\" style=\"display:block\"></p>",
+                    alt = escape(&c.alt),
+                    w = super::chart::WIDTH,
+                    h = super::chart::HEIGHT,
                 );
             }
             Block::Table(headers, rows) => {

@@ -24,7 +24,7 @@ pub fn render(doc: &Document) -> String {
                 let _ = writeln!(s, "> **Note:** {n}");
             }
             Block::Chart(i) => {
-                let _ = writeln!(s, "_{}_", doc.charts[*i].caption);
+                let _ = writeln!(s, "_{}_", doc.charts[*i].alt);
             }
             Block::Table(headers, rows) => {
                 let _ = writeln!(s, "| {} |", headers.join(" | "));

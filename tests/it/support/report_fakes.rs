@@ -67,7 +67,15 @@ pub async fn start_loki(inflight: &InFlight, delay: Duration) -> FakeServer {
         Query(q): Query<std::collections::HashMap<String, String>>,
     ) -> Json<Value> {
         let query = q.get("query").cloned().unwrap_or_default();
-        let start: f64 = q.get("start").and_then(|s| s.parse().ok()).unwrap_or(0.0);
+        // Loki reads `start` as seconds up to 10 digits, else nanoseconds; answers in seconds.
+        let start = q.get("start").map_or(0.0, |s| {
+            let n: f64 = s.parse().unwrap_or(0.0);
+            if s.len() > 10 && !s.contains('.') {
+                n / 1e9
+            } else {
+                n
+            }
+        });
         let answer = if query.contains("count_over_time") {
             // 14 daily points: the week before has 2 errors a day for nas, this week 5.
             let values: Vec<Value> = (0..14)
