@@ -71,7 +71,7 @@ impl Store {
 
         let db = sled::Config::new()
             .path(dir.join("sled"))
-            .cache_capacity(16 * 1024 * 1024)
+            .cache_capacity(8 * 1024 * 1024)
             .flush_every_ms(Some(500))
             .open()
             .map_err(|e| match &e {
