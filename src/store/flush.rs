@@ -13,10 +13,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use tokio::sync::watch;
 
 use super::StoreError;
+
+/// How often the flusher writes on its own when no caller asks.
+const PERIODIC_FLUSH: Duration = Duration::from_millis(500);
 
 /// The result of the newest finished flush: its number and its error, if any.
 type Done = (u64, Result<(), String>);
@@ -78,10 +82,13 @@ impl GroupFlusher {
 fn run(db: sled::Db, shared: &Shared, done: &watch::Sender<Done>) {
     loop {
         {
-            let mut wake = shared.wake.lock().expect("flush lock poisoned");
-            while !wake.0 && !wake.1 {
-                wake = shared.cond.wait(wake).expect("flush lock poisoned");
-            }
+            // Also flushes every PERIODIC_FLUSH on its own, for writes nobody waits on
+            // (sled's own periodic flush is off: it competed with these for sled's locks).
+            let wake = shared.wake.lock().expect("flush lock poisoned");
+            let (mut wake, _) = shared
+                .cond
+                .wait_timeout_while(wake, PERIODIC_FLUSH, |w| !w.0 && !w.1)
+                .expect("flush lock poisoned");
             if wake.1 {
                 return;
             }

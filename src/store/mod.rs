@@ -72,7 +72,8 @@ impl Store {
         let db = sled::Config::new()
             .path(dir.join("sled"))
             .cache_capacity(8 * 1024 * 1024)
-            .flush_every_ms(Some(500))
+            // Periodic flushes come from the group flusher (see flush.rs).
+            .flush_every_ms(None)
             .open()
             .map_err(|e| match &e {
                 sled::Error::Io(io)
