@@ -8,7 +8,7 @@
 //! job is created and drift by an hour after a change.)
 
 use std::sync::{Arc, Weak};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, SubsecRound, Utc};
 use chrono_tz::Tz;
@@ -125,7 +125,9 @@ fn arm(
 ) -> BoxFuture<'static, anyhow::Result<()>> {
     let jobs = jobs.clone();
     Box::pin(async move {
-        let wait = (at - Utc::now()).to_std().unwrap_or_default();
+        // The scheduler stores whole seconds (rounded down) and ticks twice a second, so
+        // asking one second late makes the job fire at or just after `at`, never before.
+        let wait = (at - Utc::now()).to_std().unwrap_or_default() + Duration::from_secs(1);
         let name = job.name.clone();
         let one_shot = Job::new_one_shot_at_instant_async(Instant::now() + wait, move |_, jobs| {
             let (job, fire, tracker) = (job.clone(), fire.clone(), tracker.clone());
@@ -339,15 +341,20 @@ mod tests {
         scheduler
             .add(job, move |at| {
                 let log = log.clone();
-                async move { log.lock().unwrap().push(at) }
+                async move { log.lock().unwrap().push((at, Utc::now())) }
             })
             .await
             .unwrap();
         tokio::time::sleep(std::time::Duration::from_millis(3500)).await;
         scheduler.shutdown().await;
         let after_shutdown = fired.lock().unwrap().len();
-        let times = fired.lock().unwrap().clone();
-        assert!(times.len() >= 2, "fired {times:?}");
+        let fires = fired.lock().unwrap().clone();
+        assert!(fires.len() >= 2, "fired {fires:?}");
+        assert!(
+            fires.iter().all(|(at, ran)| ran >= at),
+            "fired early: {fires:?}"
+        );
+        let times: Vec<_> = fires.iter().map(|(at, _)| *at).collect();
         assert!(
             times
                 .windows(2)
