@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::prometheus::{Labels, nullable};
+use super::query_result::{Labels, nullable};
 use super::{Upstream, UpstreamError, UpstreamOptions};
 use crate::config::UpstreamConfig;
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::alertmanager::AmAlert;
-use super::prometheus::{Labels, nullable};
+use super::query_result::{Labels, nullable};
 use super::{Auth, Upstream, UpstreamError, UpstreamOptions};
 use crate::config::GrafanaConfig;
 

@@ -8,7 +8,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::prometheus::{Labels, QueryResult, Series, decode_matrix, decode_query_data, nullable};
+use super::query_result::{
+    Labels, QueryResult, Series, decode_matrix, decode_query_data, nullable,
+};
 use super::{Upstream, UpstreamError, UpstreamOptions};
 use crate::config::UpstreamConfig;
 

@@ -10,6 +10,7 @@ pub mod loki;
 pub mod pbs;
 pub mod prometheus;
 pub mod proxmox;
+pub mod query_result;
 pub mod truenas;
 mod upstream;
 

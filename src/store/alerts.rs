@@ -289,27 +289,22 @@ impl AlertStore {
         if let Some(e) = firing.error {
             return Err(e);
         }
-        match &new {
-            Some(g) => {
-                self.groups.insert(key, g)?;
-                let state = GroupState::from(g);
-                cache.insert(key.to_string(), new.expect("matched Some"));
-                Ok(Some(state))
+        let Some(group) = new else {
+            self.groups.remove(key)?;
+            let keys: Vec<Vec<u8>> = self
+                .firing
+                .scan_prefix(firing_key(key, ""))
+                .map(|r| r.map(|(k, _)| k))
+                .collect::<Result<_, _>>()?;
+            for k in keys {
+                self.firing.remove(k)?;
             }
-            None => {
-                self.groups.remove(key)?;
-                let prefix = firing_key(key, "");
-                let keys: Vec<Vec<u8>> = self
-                    .firing
-                    .scan_prefix(&prefix)
-                    .map(|r| r.map(|(k, _)| k))
-                    .collect::<Result<_, _>>()?;
-                for k in keys {
-                    self.firing.remove(k)?;
-                }
-                Ok(None)
-            }
-        }
+            return Ok(None);
+        };
+        self.groups.insert(key, &group)?;
+        let state = GroupState::from(&group);
+        cache.insert(key.to_string(), group);
+        Ok(Some(state))
     }
 
     /// Moves a group's legacy firing set into the firing tree, and counts the tree's
@@ -411,11 +406,17 @@ impl AlertStore {
             .filter(|g| g.is_stale(cutoff))
             .map(|g| g.key)
             .collect();
+        let mut removed = 0;
         for key in &stale {
             // Checked again under the lock: an alert may have arrived meanwhile.
-            self.update_group(key, |g, _| g.filter(|g| !g.is_stale(cutoff)))?;
+            if self
+                .update_group(key, |g, _| g.filter(|g| !g.is_stale(cutoff)))?
+                .is_none()
+            {
+                removed += 1;
+            }
         }
-        Ok((old.len(), stale.len()))
+        Ok((old.len(), removed))
     }
 
     /// Number of received alerts stored.
