@@ -51,7 +51,7 @@ impl App {
         let dispatcher = Dispatcher::new(&config, &store, metrics.clone())?;
         let intake = Intake::new(
             &config.alerts,
-            crate::store::alerts::AlertStore::open(&store)?,
+            crate::alerts::store::AlertStore::open(&store)?,
             Arc::new(dispatcher.clone()),
             metrics.clone(),
         )?;

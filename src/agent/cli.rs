@@ -13,7 +13,7 @@ use super::{Dispatcher, Event, Investigation, InvestigationRequest, Investigatio
 use crate::config::Config;
 use crate::http::investigations::InvestigationDetail;
 use crate::store::Store;
-use crate::store::investigations::Page;
+use crate::agent::store::Page;
 use crate::telemetry::Metrics;
 
 /// Where the commands get their data from.

@@ -16,7 +16,7 @@ use super::runner::Runner;
 use super::{Event, Investigation, InvestigationRequest, InvestigationStatus};
 use crate::config::Config;
 use crate::llm::LlmClient;
-use crate::store::investigations::{InvestigationStore, Page};
+use crate::agent::store::{InvestigationStore, Page};
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 use crate::tools::ToolRegistry;

@@ -3,6 +3,7 @@
 //! with fenced untrusted data (`prompt`), the structured [`Finding`], and the CLI client.
 
 pub mod cli;
+pub mod store;
 mod dispatcher;
 mod finding;
 mod prompt;

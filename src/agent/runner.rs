@@ -13,7 +13,7 @@ use super::prompt::{fence, system_prompt, user_message};
 use super::{Event, EventKind, Finding, Investigation, InvestigationStatus};
 use crate::config::LlmConfig;
 use crate::llm::{ChatMessage, LlmClient, LlmError, ToolCall};
-use crate::store::investigations::InvestigationStore;
+use crate::agent::store::InvestigationStore;
 use crate::tools::{ToolDefinition, ToolRegistry};
 
 /// Longest tool output excerpt kept in stored events.

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
-use crate::store::alerts::{GroupState, Outcome};
+use crate::alerts::store::{GroupState, Outcome};
 
 /// The state of a group's current investigation, as the dispatcher reports it.
 #[derive(Clone, Debug, PartialEq)]

@@ -2,7 +2,7 @@ use chrono::TimeDelta;
 
 use super::*;
 use crate::alerts::{Alert, AlertSource, AlertStatus};
-use crate::store::alerts::AlertGroup;
+use crate::alerts::store::AlertGroup;
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs
@@ -175,6 +175,6 @@ fn the_alert_sample_is_capped() {
         a.fingerprint = format!("fp{i}");
         g.absorb(&a, now, &mut firing);
     }
-    assert_eq!(g.alerts.len(), crate::store::alerts::GROUP_SAMPLE);
+    assert_eq!(g.alerts.len(), crate::alerts::store::GROUP_SAMPLE);
     assert_eq!((g.firing_count, firing.len()), (100, 100));
 }

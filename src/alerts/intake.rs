@@ -16,7 +16,7 @@ use super::grouping::{self, Budget, InvState};
 use super::{Alert, AlertStatus, LabelMatcher, WebhookBatch};
 use crate::config::AlertsConfig;
 use crate::store::StoreError;
-use crate::store::alerts::{AlertGroup, AlertRecord, AlertStore, GroupState, Outcome};
+use crate::alerts::store::{AlertGroup, AlertRecord, AlertStore, GroupState, Outcome};
 use crate::telemetry::Metrics;
 
 /// A new alert investigation, as the intake asks for it.

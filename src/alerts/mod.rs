@@ -6,6 +6,7 @@ pub mod grouping;
 pub mod intake;
 mod matcher;
 pub mod model;
+pub mod store;
 
 pub use intake::{Intake, IntakeSummary, Investigator, NewInvestigation};
 pub use matcher::LabelMatcher;

@@ -11,7 +11,7 @@ use super::ApiError;
 use super::auth::require_bearer;
 use crate::alerts::grouping::InvState;
 use crate::app::AppState;
-use crate::store::alerts::AlertGroup;
+use crate::alerts::store::AlertGroup;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/api/v1/alerts", get(list))

@@ -17,7 +17,7 @@ use super::templates::Subject;
 use super::webhook::{self, WebhookRequest};
 use crate::agent::{Dispatcher, Investigation, InvestigationStatus};
 use crate::config::Config;
-use crate::store::alerts::AlertStore;
+use crate::alerts::store::AlertStore;
 use crate::store::{Store, StoreError, Tree};
 use crate::telemetry::Metrics;
 

@@ -15,6 +15,7 @@ pub mod model;
 pub mod narrative;
 pub mod period;
 pub mod render;
+pub mod store;
 pub mod sources;
 pub mod summary;
 
@@ -26,7 +27,7 @@ use chrono_tz::Tz;
 
 use crate::agent::Dispatcher;
 use crate::config::Config;
-use crate::store::reports::ReportStore;
+use crate::report::store::ReportStore;
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 use model::{Report, ReportStatus, ReportTrigger};

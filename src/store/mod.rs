@@ -1,11 +1,9 @@
 //! Durable state in sled: typed trees with serde values, a schema version, and clear
 //! errors for a data directory that is unwritable or locked by another sre-agent.
-//! sled types do not leave this module; other parts use the typed functions here.
+//! sled types do not leave this module. The parts keep their own typed stores on top of it
+//! (`alerts::store`, `agent::store`, `report::store`, the notifier's outbox).
 
-pub mod alerts;
 mod flush;
-pub mod investigations;
-pub mod reports;
 mod tree;
 
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 
 use chrono::{Duration as TimeDelta, Utc};
 use serde_json::{Value, json};
-use sre_agent::store::alerts::AlertRecord;
+use sre_agent::alerts::store::AlertRecord;
 
 use crate::support::{eventually, spawn_app, spawn_app_with, test_config};
 

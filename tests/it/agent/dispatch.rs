@@ -293,7 +293,7 @@ async fn queued_investigations_can_be_cancelled_noted_counted_and_listed_by_time
 
 #[tokio::test]
 async fn the_retention_sweep_removes_old_final_investigations_and_their_events() {
-    use sre_agent::store::investigations::InvestigationStore;
+    use sre_agent::agent::store::InvestigationStore;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
     let s = InvestigationStore::open(&store).unwrap();

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::{Store, StoreError, Tree};
+use crate::store::{Store, StoreError, Tree};
 use crate::agent::{Event, Investigation, InvestigationStatus};
 
 /// The typed trees of investigations. Cheap to clone.

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, Tree};
+use crate::store::{Store, StoreError, Tree};
 use crate::report::model::Report;
 use crate::report::period::ReportPeriod;
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::{Store, StoreError, Tree};
+use crate::store::{Store, StoreError, Tree};
 use crate::alerts::{Alert, AlertSource, AlertStatus};
 
 /// Most recent alerts kept per group (by fingerprint) for context and the API.
