@@ -19,7 +19,9 @@
 
 pub mod agent;
 pub mod alerts;
+pub mod api;
 pub mod app;
+pub mod cli;
 pub mod config;
 pub mod http;
 pub mod integrations;
@@ -31,7 +33,8 @@ pub mod store;
 pub mod telemetry;
 pub mod tools;
 
-pub use app::{App, AppState};
+pub use app::AppState;
+pub use http::App;
 
 /// Installs the ring crypto provider for rustls once (reqwest, kube and lettre need one).
 pub fn install_crypto_provider() {

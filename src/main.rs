@@ -1,15 +1,13 @@
-//! The sre-agent command line: parse, load config, init tracing, run.
+//! The sre-agent binary: parses the command line, loads the configuration and dispatches
+//! to `sre_agent::cli`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-mod report_cmd;
-
 use clap::{Parser, Subcommand};
+use sre_agent::cli;
 use sre_agent::config::{Config, ConfigSource};
-use sre_agent::{App, agent, telemetry};
-use tokio_util::sync::CancellationToken;
 
 /// Exit code for an unusable configuration.
 const EXIT_CONFIG: u8 = 2;
@@ -101,24 +99,42 @@ fn main() -> ExitCode {
     };
     sre_agent::install_crypto_provider();
     match cli.command {
-        Command::CheckConfig => check_config(&config, &source),
-        Command::Serve => run(serve(config)),
-        Command::Healthcheck { url, timeout } => run(healthcheck(&config, url, timeout)),
-        Command::Ask { question, json } => ask(&config, &question, json),
+        Command::CheckConfig => {
+            cli::check_config::run(&config, &source);
+            ExitCode::SUCCESS
+        }
+        Command::Serve => run(cli::serve::run(config)),
+        Command::Healthcheck { url, timeout } => {
+            run(cli::healthcheck::run(&config, url.as_deref(), timeout))
+        }
+        Command::Ask { question, json } => {
+            let mut succeeded = false;
+            let code = run(async {
+                succeeded = cli::ask::run(&config, &question, json).await?;
+                Ok(())
+            });
+            if code == ExitCode::SUCCESS && !succeeded {
+                return ExitCode::FAILURE;
+            }
+            code
+        }
         Command::Investigations { command } => match command {
             InvestigationsCommand::List { status, limit } => {
-                run(agent::cli::list(&config, status.as_deref(), limit))
+                run(cli::investigations::list(&config, status.as_deref(), limit))
             }
-            InvestigationsCommand::Show { id, json } => run(agent::cli::show(&config, &id, json)),
+            InvestigationsCommand::Show { id, json } => {
+                run(cli::investigations::show(&config, &id, json))
+            }
         },
         Command::Report {
             send,
             format,
             period,
-        } => run(report_cmd::run(config, send, format, period)),
+        } => run(cli::report::run(config, send, &format, &period)),
     }
 }
 
+/// Runs a command on a multi-threaded runtime; an error is printed with its causes.
 fn run(fut: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -137,111 +153,4 @@ fn run(fut: impl Future<Output = anyhow::Result<()>>) -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-fn ask(config: &Config, question: &str, json: bool) -> ExitCode {
-    let mut succeeded = false;
-    let code = run(async {
-        succeeded = agent::cli::ask(config, question, json).await?;
-        Ok(())
-    });
-    if code == ExitCode::SUCCESS && !succeeded {
-        return ExitCode::FAILURE;
-    }
-    code
-}
-
-fn check_config(config: &Config, source: &ConfigSource) -> ExitCode {
-    use std::fmt::Write as _;
-    let mut out = String::new();
-    let _ = match &source.file {
-        Some(f) => writeln!(
-            out,
-            "# configuration from {} (plus SRE_AGENT_* environment)",
-            f.display()
-        ),
-        None => writeln!(
-            out,
-            "# built-in defaults (plus SRE_AGENT_* environment); no config file"
-        ),
-    };
-    let enabled = config.enabled_integrations();
-    let disabled: Vec<&str> = Config::INTEGRATIONS
-        .iter()
-        .copied()
-        .filter(|i| !enabled.contains(i))
-        .collect();
-    let on = if enabled.is_empty() {
-        "none".to_string()
-    } else {
-        enabled.join(", ")
-    };
-    let _ = writeln!(out, "# enabled integrations: {on}");
-    let _ = writeln!(out, "# disabled integrations: {}\n", disabled.join(", "));
-    let ignored = sre_agent::config::ignored_env_vars();
-    if !ignored.is_empty() {
-        let _ = writeln!(
-            out,
-            "# ignored environment variables (not a config section): {}\n",
-            ignored.join(", ")
-        );
-    }
-    out.push_str(&config.redacted_toml());
-    out.push_str("\n# configuration is valid\n");
-    // A closed pipe (`check-config | head`) is not an error worth a panic.
-    use std::io::Write as _;
-    let _ = std::io::stdout().lock().write_all(out.as_bytes());
-    ExitCode::SUCCESS
-}
-
-async fn serve(config: Config) -> anyhow::Result<()> {
-    telemetry::logging::init(&config.log);
-    let app = App::build(config).await?;
-    let token = CancellationToken::new();
-    tokio::spawn(stop_on_signal(token.clone()));
-    app.run_until_stopped(token).await
-}
-
-async fn stop_on_signal(token: CancellationToken) {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int)) = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    ) else {
-        tracing::error!("cannot install signal handlers; stop with SIGKILL");
-        return;
-    };
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM received"),
-        _ = int.recv() => tracing::info!("SIGINT received"),
-    }
-    token.cancel();
-}
-
-async fn healthcheck(
-    config: &Config,
-    url: Option<String>,
-    timeout: Duration,
-) -> anyhow::Result<()> {
-    let base = url.unwrap_or_else(|| {
-        let mut addr = config.listen_addr();
-        if addr.ip().is_unspecified() {
-            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
-        }
-        format!("http://{addr}")
-    });
-    let url = format!("{}/healthz", base.trim_end_matches('/'));
-    let client = reqwest::Client::builder().timeout(timeout).build()?;
-    let resp = client
-        .get(&url)
-        .send()
-        .await
-        .map_err(|e| anyhow::anyhow!("{url} is unreachable: {e}"))?;
-    anyhow::ensure!(
-        resp.status().is_success(),
-        "{url} answered {}",
-        resp.status()
-    );
-    println!("ok: {url}");
-    Ok(())
 }

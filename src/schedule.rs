@@ -267,8 +267,12 @@ pub async fn submit_scheduled(
 }
 
 /// Adds a cron job per `[[schedules]]` entry to `scheduler`.
-pub async fn add_investigations(scheduler: &mut Scheduler, state: &crate::app::AppState) {
-    for entry in state.config.schedules.clone() {
+pub async fn add_investigations(
+    scheduler: &mut Scheduler,
+    dispatcher: &crate::agent::Dispatcher,
+    schedules: &[crate::config::ScheduleConfig],
+) {
+    for entry in schedules.iter().cloned() {
         let job = match CronJob::parse(&entry.name, &entry.cron.0, entry.timezone.0) {
             Ok(j) => j,
             Err(e) => {
@@ -276,7 +280,7 @@ pub async fn add_investigations(scheduler: &mut Scheduler, state: &crate::app::A
                 continue;
             }
         };
-        let dispatcher = state.dispatcher.clone();
+        let dispatcher = dispatcher.clone();
         let name = entry.name.clone();
         let added = scheduler
             .add(job, move |_| {

@@ -14,9 +14,9 @@ use tokio_util::task::TaskTracker;
 
 use super::runner::Runner;
 use super::{Event, Investigation, InvestigationRequest, InvestigationStatus};
+use crate::agent::store::{InvestigationStore, Page};
 use crate::config::Config;
 use crate::llm::LlmClient;
-use crate::agent::store::{InvestigationStore, Page};
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 use crate::tools::ToolRegistry;

@@ -1,13 +1,12 @@
 //! Investigations: the types shared with alerts, schedules and reports, the
 //! [`Dispatcher`] (durable queue + workers), the investigation loop (`runner`), its prompt
-//! with fenced untrusted data (`prompt`), the structured [`Finding`], and the CLI client.
+//! with fenced untrusted data (`prompt`), the structured [`Finding`], and their store.
 
-pub mod cli;
-pub mod store;
 mod dispatcher;
 mod finding;
 mod prompt;
 mod runner;
+pub mod store;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -11,9 +11,9 @@ use serde_json::Value;
 
 use super::prompt::{fence, system_prompt, user_message};
 use super::{Event, EventKind, Finding, Investigation, InvestigationStatus};
+use crate::agent::store::InvestigationStore;
 use crate::config::LlmConfig;
 use crate::llm::{ChatMessage, LlmClient, LlmError, ToolCall};
-use crate::agent::store::InvestigationStore;
 use crate::tools::{ToolDefinition, ToolRegistry};
 
 /// Longest tool output excerpt kept in stored events.

@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::store::{Store, StoreError, Tree};
 use crate::agent::{Event, Investigation, InvestigationStatus};
+use crate::store::{Store, StoreError, Tree};
 
 /// The typed trees of investigations. Cheap to clone.
 #[derive(Clone)]
@@ -16,7 +16,7 @@ pub struct InvestigationStore {
 }
 
 /// One page of a listing, newest first.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Page {
     pub items: Vec<Investigation>,
     /// Pass as `cursor` to get the next page; `None` on the last page.

@@ -1,8 +1,8 @@
 use chrono::TimeDelta;
 
 use super::*;
-use crate::alerts::{Alert, AlertSource, AlertStatus};
 use crate::alerts::store::AlertGroup;
+use crate::alerts::{Alert, AlertSource, AlertStatus};
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

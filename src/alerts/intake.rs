@@ -14,9 +14,9 @@ use tokio::sync::Mutex;
 
 use super::grouping::{self, Budget, InvState};
 use super::{Alert, AlertStatus, LabelMatcher, WebhookBatch};
+use crate::alerts::store::{AlertGroup, AlertRecord, AlertStore, GroupState, Outcome};
 use crate::config::AlertsConfig;
 use crate::store::StoreError;
-use crate::alerts::store::{AlertGroup, AlertRecord, AlertStore, GroupState, Outcome};
 use crate::telemetry::Metrics;
 
 /// A new alert investigation, as the intake asks for it.

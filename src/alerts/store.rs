@@ -10,8 +10,8 @@ use std::sync::{Arc, Mutex};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Store, StoreError, Tree};
 use crate::alerts::{Alert, AlertSource, AlertStatus};
+use crate::store::{Store, StoreError, Tree};
 
 /// Most recent alerts kept per group (by fingerprint) for context and the API.
 pub const GROUP_SAMPLE: usize = 20;

@@ -1,4 +1,5 @@
 //! `ApiError`: every handler error becomes JSON `{"error": "..."}` with the right status.
+//! Internal errors are logged with their detail; the client only learns that one happened.
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -40,14 +41,19 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
-        if status.is_server_error() {
-            tracing::error!(error = %self, "request failed");
-        }
-        let mut resp = (
-            status,
-            Json(serde_json::json!({ "error": self.to_string() })),
-        )
-            .into_response();
+        let message = match &self {
+            Self::Internal(detail) => {
+                tracing::error!(error = %detail, "request failed");
+                "internal error; the daemon's log has the details".to_string()
+            }
+            other => {
+                if status.is_server_error() {
+                    tracing::warn!(error = %other, "request failed");
+                }
+                other.to_string()
+            }
+        };
+        let mut resp = (status, Json(serde_json::json!({ "error": message }))).into_response();
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

@@ -3,19 +3,23 @@
 use axum::Json;
 use axum::Router;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
+use axum::middleware::from_fn_with_state;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::json;
 
-use super::{ApiError, auth};
+use super::auth;
 use crate::app::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router(state: &AppState) -> Router<AppState> {
+    let metrics = Router::new()
+        .route("/metrics", get(metrics))
+        .route_layer(from_fn_with_state(state.clone(), auth::metrics_token));
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
-        .route("/metrics", get(metrics))
+        .merge(metrics)
 }
 
 async fn healthz() -> &'static str {
@@ -38,15 +42,14 @@ async fn readyz(State(state): State<AppState>) -> Response {
     (code, Json(body)).into_response()
 }
 
-async fn metrics(State(state): State<AppState>, headers: HeaderMap) -> Result<Response, ApiError> {
-    auth::require_bearer(&headers, state.config.server.metrics_token.as_ref())?;
+async fn metrics(State(state): State<AppState>) -> Response {
     let body = state.metrics.encode();
-    Ok((
+    (
         [(
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
         body,
     )
-        .into_response())
+        .into_response()
 }

@@ -8,18 +8,14 @@ use axum::Json;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use serde::{Deserialize, Serialize};
-use serde_json::json;
 
-use super::{ApiError, auth};
-use crate::agent::{Event, Investigation, InvestigationRequest, InvestigationStatus, Trigger};
+use super::ApiError;
+use crate::agent::{InvestigationRequest, InvestigationStatus, Trigger};
+use crate::api::{AskRequest, InvestigationDetail, MAX_QUESTION_CHARS, Queued};
 use crate::app::AppState;
-
-/// The longest question accepted, in characters.
-const MAX_QUESTION_CHARS: usize = 8_000;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -28,30 +24,8 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/investigations/{id}", get(show).delete(remove))
 }
 
-/// An investigation with its timeline, as `GET /api/v1/investigations/{id}` answers.
-#[derive(Debug, Serialize, Deserialize)]
-pub struct InvestigationDetail {
-    #[serde(flatten)]
-    pub investigation: Investigation,
-    pub events: Vec<Event>,
-}
-
-#[derive(Deserialize)]
-struct AskBody {
-    question: Option<String>,
-}
-
-fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), ApiError> {
-    auth::require_bearer(headers, state.config.server.api_token.as_ref())
-}
-
-async fn ask(
-    State(state): State<AppState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Result<Response, ApiError> {
-    authorize(&state, &headers)?;
-    let body: AskBody = serde_json::from_slice(&body)
+async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let body: AskRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
     let question = body.question.unwrap_or_default();
     let question = question.trim();
@@ -76,16 +50,17 @@ async fn ask(
             group_key: None,
         })
         .await?;
-    let body = json!({"id": inv.id, "status": inv.status});
+    let body = Queued {
+        id: inv.id,
+        status: inv.status,
+    };
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
 async fn list(
     State(state): State<AppState>,
-    headers: HeaderMap,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
-    authorize(&state, &headers)?;
     let status = match q.get("status").filter(|s| !s.is_empty()) {
         None => None,
         Some(s) => Some(InvestigationStatus::parse(s).ok_or_else(|| {
@@ -112,10 +87,8 @@ async fn list(
 
 async fn show(
     State(state): State<AppState>,
-    headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<Json<InvestigationDetail>, ApiError> {
-    authorize(&state, &headers)?;
     let investigation = state
         .dispatcher
         .get(&id)?
@@ -129,10 +102,8 @@ async fn show(
 
 async fn remove(
     State(state): State<AppState>,
-    headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    authorize(&state, &headers)?;
     if state.dispatcher.delete(&id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {

@@ -1,30 +1,39 @@
 //! The axum router: one `router()` per resource, merged here, with the request-metrics
-//! middleware around all of them. Handlers parse, authorize and delegate; no business logic.
+//! middleware around all of them and authentication as route layers (`auth.rs`). Handlers
+//! parse and delegate; no business logic.
 
 mod alerts_api;
-pub mod auth;
+mod auth;
 mod error;
 mod health;
-pub mod investigations;
+mod investigations;
 mod reports;
 mod request_metrics;
+mod server;
 mod webhooks;
 
 use axum::Router;
 use axum::middleware;
 
 pub use error::ApiError;
+pub use server::{App, ServeError};
 
 use crate::app::AppState;
 
 /// The whole HTTP API.
 pub fn router(state: AppState) -> Router {
-    Router::new()
-        .merge(health::router())
+    let api = Router::new()
         .merge(investigations::router())
-        .merge(webhooks::router())
         .merge(alerts_api::router())
         .merge(reports::router())
+        .route_layer(middleware::from_fn_with_state(
+            state.clone(),
+            auth::api_token,
+        ));
+    Router::new()
+        .merge(health::router(&state))
+        .merge(webhooks::router())
+        .merge(api)
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

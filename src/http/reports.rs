@@ -2,17 +2,16 @@
 //! JSON, HTML (`?format=html`, charts as data: URIs) or markdown. Bearer `server.api_token`.
 
 use axum::extract::{Path, Query, State};
-use axum::http::HeaderMap;
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 use super::ApiError;
-use super::auth::require_bearer;
+use crate::api::{CreateReport, ReportListItem};
 use crate::app::AppState;
-use crate::report::model::{Report, ReportStatus, ReportTrigger};
+use crate::report::model::{Report, ReportTrigger};
 use crate::report::period::PeriodSpec;
 use crate::report::{ReportRequest, render};
 
@@ -22,33 +21,10 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/reports/{id}", get(show))
 }
 
-#[derive(Deserialize, Default)]
-#[serde(deny_unknown_fields)]
-pub struct CreateReport {
-    #[serde(default)]
-    pub send: bool,
-    /// "last" (default) or "YYYY-Www".
-    #[serde(default)]
-    pub period: Option<String>,
-}
-
-/// One line of the list.
-#[derive(Serialize)]
-pub struct ReportListItem {
-    pub id: String,
-    pub period: String,
-    pub title: String,
-    pub trigger: ReportTrigger,
-    pub status: ReportStatus,
-    pub created_at: chrono::DateTime<chrono::Utc>,
-}
-
 async fn create(
     State(state): State<AppState>,
-    headers: HeaderMap,
     body: Option<Json<CreateReport>>,
 ) -> Result<Json<Report>, ApiError> {
-    require_bearer(&headers, state.config.server.api_token.as_ref())?;
     let body = body.map(|Json(b)| b).unwrap_or_default();
     let period: PeriodSpec =
         body.period.as_deref().unwrap_or("last").parse().map_err(
@@ -75,10 +51,8 @@ struct ListQuery {
 
 async fn list(
     State(state): State<AppState>,
-    headers: HeaderMap,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Vec<ReportListItem>>, ApiError> {
-    require_bearer(&headers, state.config.server.api_token.as_ref())?;
     let reports = state.reports.store().list(q.limit.unwrap_or(50).min(500))?;
     Ok(Json(
         reports
@@ -102,11 +76,9 @@ struct ShowQuery {
 
 async fn show(
     State(state): State<AppState>,
-    headers: HeaderMap,
     Path(id): Path<String>,
     Query(q): Query<ShowQuery>,
 ) -> Result<Response, ApiError> {
-    require_bearer(&headers, state.config.server.api_token.as_ref())?;
     let report = state
         .reports
         .store()

@@ -16,8 +16,8 @@ use super::email::{EmailMessage, Mailer};
 use super::templates::Subject;
 use super::webhook::{self, WebhookRequest};
 use crate::agent::{Dispatcher, Investigation, InvestigationStatus};
-use crate::config::Config;
 use crate::alerts::store::AlertStore;
+use crate::config::Config;
 use crate::store::{Store, StoreError, Tree};
 use crate::telemetry::Metrics;
 

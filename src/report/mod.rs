@@ -15,8 +15,8 @@ pub mod model;
 pub mod narrative;
 pub mod period;
 pub mod render;
-pub mod store;
 pub mod sources;
+pub mod store;
 pub mod summary;
 
 use std::sync::Arc;

@@ -4,9 +4,9 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Store, StoreError, Tree};
 use crate::report::model::Report;
 use crate::report::period::ReportPeriod;
+use crate::store::{Store, StoreError, Tree};
 
 const REPORTS: &str = "reports";
 const PERIODS: &str = "report_periods";

@@ -30,7 +30,7 @@ pub struct TestApp {
     pub base: String,
     pub state: AppState,
     pub token: CancellationToken,
-    pub handle: tokio::task::JoinHandle<anyhow::Result<()>>,
+    pub handle: tokio::task::JoinHandle<Result<(), sre_agent::http::ServeError>>,
     pub dir: TempDir,
     pub http: reqwest::Client,
 }

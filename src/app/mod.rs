@@ -1,0 +1,171 @@
+//! The daemon's components, wired in one place. [`Components::build`] builds every one of
+//! them from the configuration (store, metrics, dispatcher, intake, reporter, notifier,
+//! health checker, scheduler), so a bad setting fails before anything starts;
+//! [`Components::start`] starts their background work on the one task tracker, and
+//! [`Components::stop`] drains it. `http::App` puts the HTTP listener in front.
+
+mod retention;
+mod state;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use state::AppState;
+
+use crate::agent::Dispatcher;
+use crate::alerts::Intake;
+use crate::alerts::store::AlertStore;
+use crate::config::Config;
+use crate::integrations::health::HealthChecker;
+use crate::notify::Notifier;
+use crate::report::Reporter;
+use crate::schedule::Scheduler;
+use crate::store::{Store, StoreError};
+use crate::telemetry::Metrics;
+
+/// A component that could not be built or started.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{what}: {source}")]
+    Component {
+        what: &'static str,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+}
+
+impl AppError {
+    fn component<E: Into<Box<dyn std::error::Error + Send + Sync>>>(
+        what: &'static str,
+    ) -> impl FnOnce(E) -> Self {
+        move |e| Self::Component {
+            what,
+            source: e.into(),
+        }
+    }
+}
+
+/// Every component, built and not yet running.
+pub struct Components {
+    pub state: AppState,
+    checker: HealthChecker,
+    scheduler: Scheduler,
+}
+
+impl Components {
+    /// Opens the store and builds every component of `config`.
+    pub async fn build(config: Config) -> Result<Self, AppError> {
+        let config = Arc::new(config);
+        let store = Store::open(&config.server.data_dir)?;
+        let metrics = Arc::new(Metrics::new(&config.llm.model));
+        let tasks = TaskTracker::new();
+        let dispatcher = Dispatcher::new(&config, &store, metrics.clone())
+            .map_err(AppError::component("building the investigation dispatcher"))?;
+        let intake = Intake::new(
+            &config.alerts,
+            AlertStore::open(&store)?,
+            Arc::new(dispatcher.clone()),
+            metrics.clone(),
+        )
+        .map_err(AppError::component("building the alert intake"))?;
+        let reports = Reporter::new(config.clone(), &store, metrics.clone())?
+            .with_dispatcher(dispatcher.clone());
+        let notifier = Notifier::new(config.clone(), &store, metrics.clone())
+            .map_err(AppError::component("building the notifier"))?;
+        let health = Arc::new(RwLock::new(BTreeMap::new()));
+        let checker = HealthChecker::new(&config, metrics.clone(), health.clone())
+            .map_err(AppError::component("building the health checker"))?;
+        let scheduler = Scheduler::start(tasks.clone())
+            .await
+            .map_err(AppError::component("starting the job scheduler"))?;
+        let state = AppState {
+            config,
+            store,
+            metrics,
+            health,
+            tasks,
+            dispatcher,
+            intake,
+            reports,
+            notifier,
+        };
+        Ok(Self {
+            state,
+            checker,
+            scheduler,
+        })
+    }
+
+    /// Starts the background work: health checks, notifications, retention, the
+    /// investigation workers (resuming queued ones), alert decisions left pending by a
+    /// restart, and the cron jobs. Returns the scheduler, to stop at shutdown.
+    pub async fn start(self, token: &CancellationToken) -> Result<Running, AppError> {
+        let Self {
+            state,
+            checker,
+            mut scheduler,
+        } = self;
+        let tasks = &state.tasks;
+        tasks.spawn(checker.run(token.clone()));
+        if let Some(notifier) = state.notifier.clone() {
+            let events = state.dispatcher.subscribe();
+            tasks.spawn(notifier.run(state.dispatcher.clone(), events, token.clone()));
+        }
+        tasks.spawn(retention::run(state.clone(), token.clone()));
+        state
+            .dispatcher
+            .start(token.clone(), tasks)
+            .map_err(AppError::component("resuming queued investigations"))?;
+        state.intake.recover().await.map_err(AppError::component(
+            "re-submitting alert investigations decided before a restart",
+        ))?;
+        crate::schedule::add_reports(
+            &mut scheduler,
+            state.reports.clone(),
+            &state.config.report.schedule.0,
+        )
+        .await;
+        crate::schedule::add_investigations(
+            &mut scheduler,
+            &state.dispatcher,
+            &state.config.schedules,
+        )
+        .await;
+        Ok(Running { state, scheduler })
+    }
+}
+
+/// The components with their background work running.
+pub struct Running {
+    pub state: AppState,
+    scheduler: Scheduler,
+}
+
+impl Running {
+    /// Stops the cron jobs, waits up to `server.shutdown_timeout` for in-flight work (what
+    /// is abandoned resumes at the next start) and flushes the store.
+    pub async fn stop(self, drain: impl Future<Output = ()>) -> Result<(), StoreError> {
+        let Self { state, scheduler } = self;
+        scheduler.shutdown().await;
+        let grace: Duration = state.config.server.shutdown_timeout.get();
+        state.tasks.close();
+        let drained = tokio::time::timeout(grace, async {
+            drain.await;
+            state.tasks.wait().await;
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!(
+                ?grace,
+                "shutdown timeout reached; abandoning unfinished work (it resumes at next start)"
+            );
+        }
+        state.store.flush().await
+    }
+}

@@ -1,0 +1,48 @@
+//! The retention sweep: removes what is older than `store.retention_days` (0 keeps
+//! everything) from every part's store, hourly.
+
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+
+use super::AppState;
+use crate::store::StoreError;
+
+/// How often old data is removed.
+const SWEEP_EVERY: Duration = Duration::from_secs(3600);
+
+/// Removes final investigations with their timelines, received alerts and quiet alert
+/// groups, stored reports (but the newest), and the outbox's record of what was notified.
+pub async fn run(state: AppState, token: CancellationToken) {
+    let days = state.config.store.retention_days;
+    if days == 0 {
+        return;
+    }
+    loop {
+        let cutoff = chrono::Utc::now() - chrono::Duration::days(i64::from(days));
+        let swept = (|| -> Result<[usize; 5], StoreError> {
+            let investigations = state.dispatcher.sweep(cutoff)?;
+            let (alerts, groups) = state.intake.store().sweep(cutoff)?;
+            let reports = state.reports.store().sweep(cutoff)?;
+            let notified = state.notifier.as_ref().map_or(Ok(0), |n| n.sweep(cutoff))?;
+            Ok([investigations, alerts, groups, reports, notified])
+        })();
+        match swept {
+            Ok([0, 0, 0, 0, 0]) => {}
+            Ok([investigations, alerts, groups, reports, notified]) => tracing::info!(
+                investigations,
+                alerts,
+                groups,
+                reports,
+                notified,
+                %cutoff,
+                "removed data older than store.retention_days"
+            ),
+            Err(e) => tracing::warn!(error = %e, "retention sweep failed"),
+        }
+        tokio::select! {
+            _ = token.cancelled() => return,
+            _ = tokio::time::sleep(SWEEP_EVERY) => {}
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! `sre-agent ask QUESTION [--json]`: runs an investigation (through the daemon when one
+//! runs, else in-process), prints progress to stderr and the finding to stdout.
+
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use reqwest::Method;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::backend::Backend;
+use crate::agent::{Investigation, InvestigationRequest, InvestigationStatus, Trigger};
+use crate::api::Queued;
+use crate::config::Config;
+
+/// Runs the investigation and prints its finding. Returns false when it did not succeed.
+pub async fn run(config: &Config, question: &str, json: bool) -> anyhow::Result<bool> {
+    let question = question.trim();
+    anyhow::ensure!(!question.is_empty(), "the question is empty");
+    let backend = Backend::connect(config, Duration::from_secs(30)).await?;
+    let token = CancellationToken::new();
+    let tracker = TaskTracker::new();
+    let id = match &backend {
+        Backend::Local { dispatcher, .. } => {
+            let inv = dispatcher
+                .submit(InvestigationRequest {
+                    trigger: Trigger::Ask,
+                    title: question.chars().take(80).collect(),
+                    prompt: question.to_string(),
+                    context: None,
+                    group_key: None,
+                })
+                .await?;
+            dispatcher.start(token.clone(), &tracker)?;
+            inv.id
+        }
+        Backend::Remote(daemon) => {
+            let body = serde_json::json!({ "question": question });
+            let queued: Queued = daemon
+                .request(Method::POST, "/api/v1/ask", Some(&body))
+                .await
+                .context("asking the daemon")?;
+            queued.id
+        }
+    };
+    eprintln!("investigation {id} queued");
+    let poll = match backend {
+        Backend::Local { .. } => Duration::from_millis(10),
+        Backend::Remote(_) => Duration::from_millis(100),
+    };
+    let mut shown = 0;
+    let detail = loop {
+        let Some(d) = backend.detail(&id).await? else {
+            bail!("investigation {id} disappeared (deleted?)");
+        };
+        for e in d.events.iter().skip(shown) {
+            eprintln!("{}", e.describe());
+        }
+        shown = d.events.len();
+        if d.investigation.status.is_final() {
+            break d;
+        }
+        tokio::time::sleep(poll).await;
+    };
+    token.cancel();
+    tracker.close();
+    tracker.wait().await;
+    backend.flush().await?;
+    let inv = &detail.investigation;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&detail)?);
+    } else {
+        print_result(inv);
+    }
+    Ok(matches!(
+        inv.status,
+        InvestigationStatus::Finished | InvestigationStatus::LimitReached
+    ) && inv.finding.is_some())
+}
+
+fn print_result(inv: &Investigation) {
+    if let Some(f) = &inv.finding {
+        print!("{}", f.to_markdown());
+    }
+    eprintln!(
+        "status: {} · {} steps · {} tokens · ${:.4}",
+        inv.status.as_str(),
+        inv.steps,
+        inv.tokens.total(),
+        inv.cost_usd
+    );
+    if let Some(e) = &inv.error {
+        eprintln!("error: {e}");
+    }
+    for n in &inv.notes {
+        eprintln!("note: {n}");
+    }
+}

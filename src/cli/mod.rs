@@ -1,0 +1,13 @@
+//! The commands of the `sre-agent` binary (`main.rs` only parses and dispatches):
+//! `serve`, `ask`, `investigations list|show`, `report`, `check-config`, `healthcheck`.
+//! Commands that read or start investigations use the running daemon's API when one answers
+//! (`daemon.rs`, the one way to find it), else open the store in-process (`backend.rs`).
+
+pub mod ask;
+mod backend;
+pub mod check_config;
+mod daemon;
+pub mod healthcheck;
+pub mod investigations;
+pub mod report;
+pub mod serve;

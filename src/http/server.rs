@@ -1,0 +1,125 @@
+//! `App::build(config)` builds every component (`app::Components`) and binds the listener;
+//! `run_until_stopped(token)` starts the background work, serves until the token is
+//! cancelled, then drains in-flight work up to `server.shutdown_timeout` and flushes the
+//! store.
+
+use std::net::SocketAddr;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{AppError, AppState, Components};
+use crate::config::Config;
+
+/// Why the daemon could not start or stop cleanly.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error(transparent)]
+    App(#[from] AppError),
+    #[error("cannot listen on {addr} (server.listen): {source}")]
+    Listen {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("serving HTTP: {0}")]
+    Serve(#[source] std::io::Error),
+    #[error("flushing the store at shutdown: {0}")]
+    Flush(#[source] crate::store::StoreError),
+}
+
+/// A built application, listening but not yet serving.
+pub struct App {
+    listener: TcpListener,
+    components: Components,
+}
+
+impl App {
+    /// Builds every component, then binds `server.listen`.
+    pub async fn build(config: Config) -> Result<Self, ServeError> {
+        let components = Components::build(config).await?;
+        let config = &components.state.config;
+        let listener = TcpListener::bind(config.listen_addr())
+            .await
+            .map_err(|source| ServeError::Listen {
+                addr: config.server.listen.clone(),
+                source,
+            })?;
+        log_startup(config, listener.local_addr().map_err(ServeError::Serve)?);
+        Ok(Self {
+            listener,
+            components,
+        })
+    }
+
+    /// The address actually bound (useful with port 0).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("bound listener has an address")
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.components.state
+    }
+
+    /// Serves until `token` is cancelled, then shuts down gracefully.
+    pub async fn run_until_stopped(self, token: CancellationToken) -> Result<(), ServeError> {
+        let Self {
+            listener,
+            components,
+        } = self;
+        let running = components.start(&token).await?;
+        let router = super::router(running.state.clone());
+        let serve_token = token.clone();
+        let server = tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move { serve_token.cancelled().await })
+                .await
+        });
+        token.cancelled().await;
+        tracing::info!("shutting down: no new requests; draining in-flight work");
+        running
+            .stop(async {
+                let _ = server.await;
+            })
+            .await
+            .map_err(ServeError::Flush)?;
+        tracing::info!("stopped");
+        Ok(())
+    }
+}
+
+fn log_startup(config: &Config, addr: SocketAddr) {
+    let ignored = crate::config::ignored_env_vars();
+    if !ignored.is_empty() {
+        tracing::warn!(
+            ?ignored,
+            "SRE_AGENT_* environment variables that name no config section are ignored"
+        );
+    }
+    let enabled = config.enabled_integrations();
+    let disabled: Vec<_> = Config::INTEGRATIONS
+        .iter()
+        .filter(|i| !enabled.contains(i))
+        .collect();
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        listen = %addr,
+        data_dir = %config.server.data_dir.display(),
+        ?enabled,
+        ?disabled,
+        "sre-agent started; integrations are off until configured"
+    );
+    let w = &config.webhook;
+    let webhook_auth = w.token.is_some() || w.basic_user.is_some() || w.hmac_secret.is_some();
+    if !addr.ip().is_loopback() && !webhook_auth {
+        tracing::warn!(
+            listen = %addr,
+            "listening beyond loopback with no webhook auth: set webhook.token, basic_user/basic_password or hmac_secret"
+        );
+    }
+    if !addr.ip().is_loopback() && config.server.api_token.is_none() {
+        tracing::warn!(listen = %addr, "listening beyond loopback with no server.api_token: the API is open");
+    }
+}
