@@ -4,12 +4,14 @@
 # virtualenv; idempotent), then runs every test:
 # unit and integration tests (real Prometheus/Alertmanager/SMTP, the real binary), the
 # Prometheus rule unit tests, and the deployment tests (Ansible role, Dockerfile).
+# The layering check (ARCHITECTURE.md) runs first: it needs no build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tests/support/install_deps.sh
 hash -r
 # A missing external tool fails the tests instead of skipping them.
 export SRE_TEST_REQUIRE_EXTERNAL=1
+python3 tests/support/check_layers.py src
 cargo build --locked --bins
 cargo test --locked --lib --bins --tests
 bash tests/support/check_rules.sh
