@@ -13,12 +13,32 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, SubsecRound, Utc};
 use chrono_tz::Tz;
 use futures::future::BoxFuture;
-use tokio_cron_scheduler::{Job, JobScheduler};
+use tokio_cron_scheduler::{Job, JobScheduler, JobSchedulerError};
 use tokio_util::task::TaskTracker;
 
 use crate::report::model::{Report, ReportTrigger};
 use crate::report::period::{PeriodSpec, ReportPeriod};
 use crate::report::{ReportRequest, Reporter};
+
+/// A cron job that could not be created or armed.
+#[derive(Debug, thiserror::Error)]
+pub enum ScheduleError {
+    #[error("{what}: {source}")]
+    Scheduler {
+        what: String,
+        #[source]
+        source: tokio_cron_scheduler::JobSchedulerError,
+    },
+    #[error("{0}: the cron expression has no future fire time")]
+    NoFireTime(String),
+}
+
+impl ScheduleError {
+    fn scheduler(what: impl Into<String>) -> impl FnOnce(JobSchedulerError) -> Self {
+        let what = what.into();
+        move |source| Self::Scheduler { what, source }
+    }
+}
 
 /// A parsed 6-field cron expression evaluated in a time zone.
 #[derive(Clone, Debug)]
@@ -75,13 +95,13 @@ pub struct Scheduler {
 }
 
 impl Scheduler {
-    pub async fn start(tracker: TaskTracker) -> anyhow::Result<Self> {
+    pub async fn start(tracker: TaskTracker) -> Result<Self, ScheduleError> {
         let jobs = JobScheduler::new()
             .await
-            .map_err(|e| anyhow::anyhow!("cannot create the job scheduler: {e}"))?;
+            .map_err(ScheduleError::scheduler("cannot create the job scheduler"))?;
         jobs.start()
             .await
-            .map_err(|e| anyhow::anyhow!("cannot start the job scheduler: {e}"))?;
+            .map_err(ScheduleError::scheduler("cannot start the job scheduler"))?;
         Ok(Self {
             jobs,
             tracker,
@@ -90,14 +110,14 @@ impl Scheduler {
     }
 
     /// Runs `fire` at every fire time of `job` from now on.
-    pub async fn add<F, Fut>(&mut self, job: CronJob, fire: F) -> anyhow::Result<()>
+    pub async fn add<F, Fut>(&mut self, job: CronJob, fire: F) -> Result<(), ScheduleError>
     where
         F: Fn(DateTime<Utc>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
         let fire: FireFn = Arc::new(move |t| Box::pin(fire(t)));
         let Some(first) = job.next_after(Utc::now()) else {
-            anyhow::bail!("{}: the cron expression has no future fire time", job.name);
+            return Err(ScheduleError::NoFireTime(job.name));
         };
         tracing::info!(job = %job.name, next = %first, "cron job scheduled");
         let weak = Arc::downgrade(&fire);
@@ -122,7 +142,7 @@ fn arm(
     fire: Weak<FireFnInner>,
     tracker: TaskTracker,
     at: DateTime<Utc>,
-) -> BoxFuture<'static, anyhow::Result<()>> {
+) -> BoxFuture<'static, Result<(), ScheduleError>> {
     let jobs = jobs.clone();
     Box::pin(async move {
         // The scheduler stores whole seconds (rounded down) and ticks twice a second, so
@@ -151,10 +171,14 @@ fn arm(
                 tracker.spawn(work(at));
             })
         })
-        .map_err(|e| anyhow::anyhow!("{name}: cannot create the job: {e}"))?;
+        .map_err(ScheduleError::scheduler(format!(
+            "{name}: cannot create the job"
+        )))?;
         jobs.add(one_shot)
             .await
-            .map_err(|e| anyhow::anyhow!("{name}: cannot add the job: {e}"))?;
+            .map_err(ScheduleError::scheduler(format!(
+                "{name}: cannot add the job"
+            )))?;
         Ok(())
     })
 }

@@ -46,13 +46,29 @@ pub fn build_tools(config: &Config, metrics: Arc<Metrics>) -> anyhow::Result<Too
     crate::tools::catalog::build_registry(config, metrics)
 }
 
+/// A dispatcher that could not be built.
+#[derive(Debug, thiserror::Error)]
+pub enum DispatcherError {
+    #[error(transparent)]
+    Llm(#[from] crate::llm::LlmError),
+    #[error("building the tools: {0}")]
+    Tools(#[source] Box<dyn std::error::Error + Send + Sync>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 impl Dispatcher {
     /// A dispatcher over `store` with the LLM and tools of `config`; workers start with
     /// [`Dispatcher::start`].
-    pub fn new(config: &Config, store: &Store, metrics: Arc<Metrics>) -> anyhow::Result<Self> {
+    pub fn new(
+        config: &Config,
+        store: &Store,
+        metrics: Arc<Metrics>,
+    ) -> Result<Self, DispatcherError> {
         let llm = LlmClient::new(&config.llm, metrics.clone())?;
-        let tools = build_tools(config, metrics.clone())?;
-        Self::with_parts(config, store, metrics, llm, tools)
+        let tools =
+            build_tools(config, metrics.clone()).map_err(|e| DispatcherError::Tools(e.into()))?;
+        Ok(Self::with_parts(config, store, metrics, llm, tools)?)
     }
 
     /// A dispatcher with an explicit LLM client and tool registry.
@@ -62,7 +78,7 @@ impl Dispatcher {
         metrics: Arc<Metrics>,
         llm: Option<LlmClient>,
         tools: ToolRegistry,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, StoreError> {
         let store = InvestigationStore::open(store)?;
         let runner = Runner::new(&config.llm, llm, tools, store.clone());
         let (tx, rx) = mpsc::unbounded_channel();

@@ -12,7 +12,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use dispatcher::{Dispatcher, build_tools};
+pub use dispatcher::{Dispatcher, DispatcherError, build_tools};
 pub use finding::{Evidence, Finding};
 pub use prompt::{fence, system_prompt, user_message};
 pub use runner::{Runner, first_request_body};
