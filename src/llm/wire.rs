@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ChatMessage, ToolCall, Usage};
+use crate::text::first_chars;
 use crate::tools::ToolDefinition;
 
 /// Content, tool calls and usage of one response.
@@ -210,11 +211,11 @@ pub(super) fn error_message(bytes: &[u8]) -> String {
     from_json.unwrap_or_else(|| {
         let text = String::from_utf8_lossy(bytes);
         let text = text.trim();
-        let short: String = text.chars().take(300).collect();
+        let short = first_chars(text, 300);
         if short.is_empty() {
             "(empty body)".into()
         } else {
-            short
+            short.to_string()
         }
     })
 }

@@ -7,8 +7,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::NotifyError;
-use super::templates::{Subject, truncate};
+use super::templates::Subject;
 use crate::config::WebhookFormat;
+use crate::text::truncate;
 
 /// A rendered webhook request, stored in the outbox.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
