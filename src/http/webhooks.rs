@@ -11,6 +11,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use base64::Engine;
 use hmac::{Hmac, Mac};
+use http_body_util::LengthLimitError;
 use sha2::Sha256;
 
 use super::ApiError;
@@ -87,15 +88,13 @@ async fn read_limited(headers: &HeaderMap, body: Body, max: usize) -> Result<Byt
         return Err(ApiError::PayloadTooLarge(max));
     }
     axum::body::to_bytes(body, max).await.map_err(|e| {
-        // http-body-util's LengthLimitError: "length limit exceeded".
-        let mut source: Option<&dyn std::error::Error> = Some(&e);
-        while let Some(s) = source {
-            if s.to_string().contains("length limit") {
-                return ApiError::PayloadTooLarge(max);
-            }
-            source = s.source();
+        let over_limit = std::iter::successors(Some(&e as &dyn std::error::Error), |s| s.source())
+            .any(|s| s.is::<LengthLimitError>());
+        if over_limit {
+            ApiError::PayloadTooLarge(max)
+        } else {
+            ApiError::BadRequest(format!("cannot read request body: {e}"))
         }
-        ApiError::BadRequest(format!("cannot read request body: {e}"))
     })
 }
 
