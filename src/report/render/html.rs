@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 
-use super::document::{Block, Document};
+use super::block::{Block, Document};
 use crate::text::escape_html;
 
 /// How chart images are referenced.
