@@ -16,6 +16,7 @@
 //! - [`agent`]: investigations: dispatcher (durable queue + workers), the loop, findings, CLI.
 //! - [`report`]: the weekly reliability report (collectors, summary, rendering, email).
 //! - [`schedule`]: cron jobs: the weekly report with catch-up, and scheduled investigations.
+//! - [`text`]: HTML escaping, cutting text on character boundaries, the untrusted-data fence.
 
 pub mod agent;
 pub mod alerts;
@@ -31,6 +32,7 @@ pub mod report;
 pub mod schedule;
 pub mod store;
 pub mod telemetry;
+pub mod text;
 pub mod tools;
 
 pub use app::AppState;

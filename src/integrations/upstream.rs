@@ -265,7 +265,7 @@ pub(crate) fn excerpt(body: &[u8], max: usize) -> String {
     let text = String::from_utf8_lossy(body);
     let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if one_line.chars().count() > max {
-        format!("{}…", one_line.chars().take(max).collect::<String>())
+        format!("{}…", crate::text::first_chars(&one_line, max))
     } else if one_line.is_empty() {
         "(empty body)".to_string()
     } else {

@@ -95,6 +95,8 @@ pub enum LlmError {
         url: String,
         status: u16,
         message: String,
+        /// The error body's machine-readable code (`error.code`, else `error.type`).
+        code: Option<String>,
     },
     #[error("LLM endpoint {url} did not answer within {timeout:?}")]
     Timeout { url: String, timeout: Duration },
@@ -108,10 +110,8 @@ impl LlmError {
     /// Whether another attempt may succeed (429 except quota, 408/409, 5xx, timeouts).
     fn is_transient(&self) -> bool {
         match self {
-            Self::Status {
-                status, message, ..
-            } => {
-                (*status == 429 && !message.contains("insufficient_quota"))
+            Self::Status { status, code, .. } => {
+                (*status == 429 && code.as_deref() != Some("insufficient_quota"))
                     || matches!(status, 408 | 409)
                     || *status >= 500
             }
@@ -255,6 +255,7 @@ impl LlmClient {
                 url: url.clone(),
                 status: status.as_u16(),
                 message: wire::error_message(&bytes),
+                code: wire::error_code(&bytes),
             };
             return Err((err, retry_after));
         }
@@ -335,10 +336,11 @@ mod tests {
 
     #[test]
     fn only_transient_statuses_are_retried() {
-        let status = |s: u16, m: &str| LlmError::Status {
+        let status = |s: u16, code: &str| LlmError::Status {
             url: "u".into(),
             status: s,
-            message: m.into(),
+            message: "m".into(),
+            code: (!code.is_empty()).then(|| code.into()),
         };
         assert!(status(429, "slow down").is_transient());
         assert!(status(503, "").is_transient());

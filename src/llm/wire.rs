@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ChatMessage, ToolCall, Usage};
+use crate::text::first_chars;
 use crate::tools::ToolDefinition;
 
 /// Content, tool calls and usage of one response.
@@ -189,6 +190,17 @@ fn parse_arguments(raw: Option<Value>) -> Value {
     }
 }
 
+/// The provider's machine-readable error code: `error.code`, else `error.type` (OpenAI
+/// sends both, e.g. `insufficient_quota`), or the same keys at the top level; strings only.
+pub(super) fn error_code(bytes: &[u8]) -> Option<String> {
+    let v: Value = serde_json::from_slice(bytes).ok()?;
+    let err = v.get("error").filter(|e| e.is_object()).unwrap_or(&v);
+    ["code", "type"]
+        .iter()
+        .find_map(|k| err.get(k)?.as_str())
+        .map(str::to_string)
+}
+
 /// The provider's error message: `error.message`, top-level `message`, or the raw text.
 pub(super) fn error_message(bytes: &[u8]) -> String {
     let parsed: Option<Value> = serde_json::from_slice(bytes).ok();
@@ -210,11 +222,11 @@ pub(super) fn error_message(bytes: &[u8]) -> String {
     from_json.unwrap_or_else(|| {
         let text = String::from_utf8_lossy(bytes);
         let text = text.trim();
-        let short: String = text.chars().take(300).collect();
+        let short = first_chars(text, 300);
         if short.is_empty() {
             "(empty body)".into()
         } else {
-            short
+            short.to_string()
         }
     })
 }
@@ -265,5 +277,21 @@ mod tests {
             "nope"
         );
         assert_eq!(error_message(b"<html>502</html>"), "<html>502</html>");
+    }
+
+    #[test]
+    fn the_error_code_is_read_from_the_body_not_from_the_message() {
+        let quota = br#"{"error":{"message":"You exceeded your current quota","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}"#;
+        assert_eq!(error_code(quota).as_deref(), Some("insufficient_quota"));
+        let rate = br#"{"error":{"message":"insufficient_quota? no: rate limit","type":"requests","code":"rate_limit_exceeded"}}"#;
+        assert_eq!(error_code(rate).as_deref(), Some("rate_limit_exceeded"));
+        let type_only = br#"{"error":{"message":"bad key","type":"invalid_request_error"}}"#;
+        assert_eq!(
+            error_code(type_only).as_deref(),
+            Some("invalid_request_error")
+        );
+        let vllm = br#"{"object":"error","message":"nope","type":"BadRequestError","code":400}"#;
+        assert_eq!(error_code(vllm).as_deref(), Some("BadRequestError"));
+        assert_eq!(error_code(b"<html>insufficient_quota</html>"), None);
     }
 }

@@ -9,11 +9,17 @@ pub mod webhook;
 pub use email::{EmailMessage, InlineImage, Mailer};
 pub use outbox::Notifier;
 
-/// A notification that could not be sent (or built).
+use crate::store::StoreError;
+
+/// A notification that could not be sent (or built), or a notifier that could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum NotifyError {
     #[error("notification setup: {0}")]
     Config(String),
+    #[error("notification setup: cannot build the webhook HTTP client: {0}")]
+    HttpClient(#[source] reqwest::Error),
+    #[error(transparent)]
+    Store(#[from] StoreError),
     #[error("SMTP server {server}: {reason}")]
     Smtp { server: String, reason: String },
     #[error("webhook {url}: {reason}")]

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, broadcast};
 use tokio_util::sync::CancellationToken;
 
+use super::NotifyError;
 use super::email::{EmailMessage, Mailer};
 use super::templates::Subject;
 use super::webhook::{self, WebhookRequest};
@@ -85,7 +86,7 @@ impl Notifier {
         config: Arc<Config>,
         store: &Store,
         metrics: Arc<Metrics>,
-    ) -> anyhow::Result<Option<Self>> {
+    ) -> Result<Option<Self>, NotifyError> {
         let mailer = match (&config.smtp.host, config.notify.email_to.is_empty()) {
             (Some(_), false) => Some(Mailer::new(&config.smtp)?),
             (None, false) => {
@@ -102,7 +103,8 @@ impl Notifier {
         crate::install_crypto_provider();
         let http = reqwest::Client::builder()
             .user_agent(concat!("sre-agent/", env!("CARGO_PKG_VERSION")))
-            .build()?;
+            .build()
+            .map_err(NotifyError::HttpClient)?;
         Ok(Some(Self {
             inner: Arc::new(Inner {
                 outbox: store.tree("outbox")?,

@@ -6,6 +6,7 @@ use std::fmt::Write;
 
 use crate::agent::Investigation;
 use crate::alerts::Alert;
+use crate::text::{escape_html, truncate};
 
 /// What a notification is about.
 pub struct Subject<'a> {
@@ -113,22 +114,22 @@ impl Subject<'_> {
         let mut h = String::from(
             "<!doctype html><html><body style=\"font-family:sans-serif;max-width:760px\">",
         );
-        let _ = write!(h, "<h2>{}</h2>", esc(&self.inv.title));
+        let _ = write!(h, "<h2>{}</h2>", escape_html(&self.inv.title));
         match &self.inv.finding {
             Some(f) => {
-                let _ = write!(h, "<p><b>{}</b></p>", esc(&f.summary));
+                let _ = write!(h, "<p><b>{}</b></p>", escape_html(&f.summary));
                 if !f.probable_cause.is_empty() {
                     let _ = write!(
                         h,
                         "<p><b>Probable cause:</b> {}</p>",
-                        esc(&f.probable_cause)
+                        escape_html(&f.probable_cause)
                     );
                 }
                 let _ = write!(
                     h,
                     "<p>Severity: {} · Confidence: {}</p>",
-                    esc(&f.severity),
-                    esc(&f.confidence)
+                    escape_html(&f.severity),
+                    escape_html(&f.confidence)
                 );
                 list(
                     &mut h,
@@ -142,13 +143,18 @@ impl Subject<'_> {
                 );
             }
             None => {
-                let _ = write!(h, "<p>{}</p>", esc(&self.summary()));
+                let _ = write!(h, "<p>{}</p>", escape_html(&self.summary()));
             }
         }
         if let Some(a) = self.alert {
-            let _ = write!(h, "<h3>Alert: {}</h3><table>", esc(&a.name));
+            let _ = write!(h, "<h3>Alert: {}</h3><table>", escape_html(&a.name));
             for (k, v) in &a.labels {
-                let _ = write!(h, "<tr><td>{}</td><td>{}</td></tr>", esc(k), esc(v));
+                let _ = write!(
+                    h,
+                    "<tr><td>{}</td><td>{}</td></tr>",
+                    escape_html(k),
+                    escape_html(v)
+                );
             }
             h.push_str("</table>");
         }
@@ -156,14 +162,14 @@ impl Subject<'_> {
         if !links.is_empty() {
             h.push_str("<p>");
             for (name, url) in links {
-                let _ = write!(h, "<a href=\"{}\">{}</a> ", esc(url), name);
+                let _ = write!(h, "<a href=\"{}\">{}</a> ", escape_html(url), name);
             }
             h.push_str("</p>");
         }
         let _ = write!(
             h,
             "<p style=\"color:#666\">Investigation {} · {}</p></body></html>",
-            esc(&self.inv.id),
+            escape_html(&self.inv.id),
             self.inv.status.as_str()
         );
         h
@@ -195,37 +201,11 @@ fn list<'a>(h: &mut String, title: &str, items: impl Iterator<Item = &'a str>) {
     }
     let _ = write!(h, "<h3>{title}</h3><ul>");
     for i in items {
-        let _ = write!(h, "<li>{}</li>", esc(i));
+        let _ = write!(h, "<li>{}</li>", escape_html(i));
     }
     h.push_str("</ul>");
 }
 
-/// HTML-escapes text and attribute values.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn first_line(s: &str) -> String {
     truncate(s.trim().lines().next().unwrap_or(""), 160)
-}
-
-/// At most `max` characters, with "…" when cut.
-pub fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use super::render::Rendered;
 use crate::config::SmtpConfig;
+use crate::notify::NotifyError;
 use crate::notify::email::{EmailMessage, InlineImage, Mailer};
 use crate::telemetry::Metrics;
 
@@ -39,12 +40,7 @@ pub async fn send(
     smtp: &SmtpConfig,
     metrics: Arc<Metrics>,
     msg: &EmailMessage,
-) -> Result<(), String> {
-    let mailer = Mailer::new(smtp)
-        .map_err(|e| e.to_string())?
-        .with_metrics(metrics);
-    mailer
-        .send_with_retries(msg, ATTEMPTS, FIRST_BACKOFF)
-        .await
-        .map_err(|e| e.to_string())
+) -> Result<(), NotifyError> {
+    let mailer = Mailer::new(smtp)?.with_metrics(metrics);
+    mailer.send_with_retries(msg, ATTEMPTS, FIRST_BACKOFF).await
 }

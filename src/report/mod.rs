@@ -27,6 +27,7 @@ use chrono_tz::Tz;
 
 use crate::agent::Dispatcher;
 use crate::config::Config;
+use crate::integrations::UpstreamError;
 use crate::report::store::ReportStore;
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
@@ -39,7 +40,7 @@ pub enum ReportError {
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error("report sources: {0}")]
-    Setup(String),
+    Sources(#[source] UpstreamError),
 }
 
 /// What to produce.
@@ -131,8 +132,7 @@ impl Reporter {
         let window = self.window(req.period, req.now);
         let sources = collect::CollectContext {
             config: self.config.clone(),
-            sources: sources::Sources::from_config(&self.config)
-                .map_err(|e| ReportError::Setup(e.to_string()))?,
+            sources: sources::Sources::from_config(&self.config).map_err(ReportError::Sources)?,
             window,
             tz: self.timezone(),
             previous: self.store.previous(window.period)?,
@@ -200,7 +200,7 @@ impl Reporter {
             }
             Err(e) => {
                 report.status = ReportStatus::Failed;
-                report.delivery_error = Some(e);
+                report.delivery_error = Some(e.to_string());
                 self.store.save(report)?;
             }
         }

@@ -12,6 +12,7 @@ use super::render::number::fixed;
 use crate::config::LlmConfig;
 use crate::llm::{ChatMessage, LlmClient};
 use crate::telemetry::Metrics;
+use crate::text::{fence_as, first_chars};
 
 /// Upper bound for the data sent to the LLM.
 pub const MAX_PROMPT_DATA: usize = 6_000;
@@ -46,7 +47,7 @@ pub fn compact(data: &ReportData) -> String {
         });
         let text = v.to_string();
         if text.len() <= MAX_PROMPT_DATA || keep == 1 {
-            return text.chars().take(MAX_PROMPT_DATA).collect();
+            return first_chars(&text, MAX_PROMPT_DATA).to_string();
         }
         keep /= 2;
     }
@@ -92,7 +93,7 @@ async fn call(
         .ok_or("LLM not configured (set llm.base_url)")?;
     let messages = [
         ChatMessage::System(SYSTEM.to_string()),
-        ChatMessage::User(format!("<report-data>\n{data}\n</report-data>")),
+        ChatMessage::User(fence_as("report-data", data)),
     ];
     let resp = client
         .chat(&messages, &[])

@@ -31,6 +31,10 @@ pub enum StoreError {
          {SCHEMA_VERSION}; upgrade sre-agent"
     )]
     NewerSchema { path: PathBuf, found: u32 },
+    /// sled failed (the sled error is kept as the source).
+    #[error("storage error: {0}")]
+    Sled(#[from] sled::Error),
+    /// A storage failure outside sled (encoding a value, the flush thread).
     #[error("storage error: {0}")]
     Io(String),
     #[error("stored record {key:?} in {tree} cannot be decoded: {reason}")]
@@ -41,10 +45,15 @@ pub enum StoreError {
     },
 }
 
-impl From<sled::Error> for StoreError {
-    fn from(e: sled::Error) -> Self {
-        Self::Io(e.to_string())
-    }
+/// True when another process (or another open `Store`) holds sled's lock on `db_file`.
+/// sled reports a held lock only in its error text, so the lock is tried here directly
+/// (the same `flock` sled takes).
+fn lock_held(db_file: &Path) -> bool {
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(db_file)
+        .is_ok_and(|f| matches!(f.try_lock(), Err(std::fs::TryLockError::WouldBlock)))
 }
 
 /// The open database. Cheap to clone.
@@ -74,10 +83,7 @@ impl Store {
             .flush_every_ms(None)
             .open()
             .map_err(|e| match &e {
-                sled::Error::Io(io)
-                    if io.kind() == std::io::ErrorKind::WouldBlock
-                        || io.to_string().contains("lock") =>
-                {
+                sled::Error::Io(_) if lock_held(&dir.join("sled").join("db")) => {
                     StoreError::Locked(dir.to_path_buf())
                 }
                 _ => open_err(e.to_string()),
@@ -143,5 +149,20 @@ impl Store {
             .open_tree("meta")
             .and_then(|t| t.get("schema_version"))
             .is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_data_directory_open_elsewhere_is_reported_locked() {
+        let dir = tempfile::tempdir().unwrap();
+        let _first = Store::open(dir.path()).unwrap();
+        let second = Store::open(dir.path())
+            .err()
+            .expect("the directory is locked");
+        assert!(matches!(second, StoreError::Locked(_)), "{second}");
     }
 }

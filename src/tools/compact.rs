@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use crate::integrations::loki::LogStream;
 use crate::integrations::prometheus::{Labels, Sample, Series};
+use crate::text::truncate;
 
 /// How values of a query are best shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -118,19 +119,6 @@ fn common_labels<'a>(mut sets: impl Iterator<Item = &'a Labels>) -> Labels {
         n += 1;
     }
     if n < 2 { Labels::new() } else { common }
-}
-
-/// Cuts `s` to `max` characters, marking the cut.
-pub fn truncate(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    if max == 0 {
-        return String::new();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
 }
 
 /// Appends `lines` under `header` while they fit `budget`, then says how many were dropped.

@@ -8,11 +8,12 @@ use chrono::Utc;
 use serde_json::{Value, json};
 
 use super::Tool;
-use super::compact::{fit_lines, format_labels, truncate};
+use super::compact::{fit_lines, format_labels};
 use super::prometheus::{age, arg, parse_duration, summary};
 use crate::integrations::alertmanager::AmAlert;
 use crate::integrations::prometheus::Labels;
 use crate::integrations::{AlertmanagerClient, GrafanaClient};
+use crate::text::truncate;
 
 /// One line per alert: state, age, labels, summary.
 fn alert_lines(alerts: &mut [AmAlert]) -> Vec<String> {

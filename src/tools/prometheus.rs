@@ -10,9 +10,10 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::Tool;
-use super::compact::{Unit, compact_matrix, compact_vector, fit_lines, format_labels, truncate};
+use super::compact::{Unit, compact_matrix, compact_vector, fit_lines, format_labels};
 use crate::integrations::PrometheusClient;
 use crate::integrations::prometheus::{Labels, QueryResult};
+use crate::text::truncate;
 
 /// Most points per series a range query asks for.
 pub const MAX_POINTS: f64 = 250.0;

@@ -128,7 +128,7 @@ pub(crate) fn cap_chars(text: String, max: usize) -> String {
         return text;
     }
     let keep = max.saturating_sub(60);
-    let cut: String = text.chars().take(keep).collect();
+    let cut = crate::text::first_chars(&text, keep);
     let dropped = text.chars().count() - keep;
     format!("{cut}\n[… {dropped} more characters cut to fit the tool output budget]")
 }

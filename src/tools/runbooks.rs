@@ -8,8 +8,8 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 
 use super::Tool;
-use super::compact::truncate;
 use super::prometheus::arg;
+use crate::text::truncate;
 
 /// One `##` section of a runbook file.
 #[derive(Clone, Debug)]

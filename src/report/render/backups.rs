@@ -1,7 +1,7 @@
 //! The "Backups and virtualisation" blocks: overdue PBS backup groups, failed Proxmox
 //! tasks, and guests that are down.
 
-use super::document::Block;
+use super::block::Block;
 use crate::report::model::{HomelabData, Section};
 
 /// Appends the section's heading, notes and tables to `b`.

@@ -1,29 +1,11 @@
-//! The report as a list of blocks (headings, paragraphs, tables, notes, charts), built once
-//! from the data and rendered by both the markdown and the HTML writers.
+//! Building the report's [`Document`] once from the data, section by section; the
+//! markdown and the HTML writers both render it.
 
-use super::chart::{self, Chart};
+use super::block::{Block, Document};
+use super::chart;
 use super::number::fixed;
 use crate::report::model::{Report, Section};
 use crate::report::narrative::Narrative;
-
-/// One block of the rendered report.
-pub enum Block {
-    Heading(String),
-    Para(String),
-    List(Vec<String>),
-    Table(Vec<&'static str>, Vec<Vec<String>>),
-    /// A collector failure note.
-    Note(String),
-    /// Index into the charts.
-    Chart(usize),
-}
-
-/// The blocks and charts of a report.
-pub struct Document {
-    pub title: String,
-    pub blocks: Vec<Block>,
-    pub charts: Vec<Chart>,
-}
 
 fn pct(v: f64) -> String {
     format!("{}%", fixed(v * 100.0, 3))

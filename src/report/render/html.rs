@@ -5,7 +5,8 @@ use std::fmt::Write as _;
 
 use base64::Engine as _;
 
-use super::document::{Block, Document};
+use super::block::{Block, Document};
+use crate::text::escape_html;
 
 /// How chart images are referenced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -14,22 +15,6 @@ pub enum ImageRefs {
     ContentId,
     /// `data:image/png;base64,…` (self-contained page).
     DataUri,
-}
-
-/// Escapes text for HTML content and attribute values.
-pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 const TABLE: &str = "border-collapse:collapse;margin:8px 0;font-size:13px";
@@ -43,7 +28,7 @@ pub fn render(doc: &Document, images: ImageRefs) -> String {
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>{t}</title></head>\
          <body style=\"font-family:Arial,Helvetica,sans-serif;color:#1f2328;max-width:760px\">\
          <h1 style=\"font-size:20px\">{t}</h1>",
-        t = escape(&doc.title)
+        t = escape_html(&doc.title)
     );
     for block in &doc.blocks {
         match block {
@@ -51,18 +36,18 @@ pub fn render(doc: &Document, images: ImageRefs) -> String {
                 let _ = write!(
                     s,
                     "<h2 style=\"font-size:16px;margin-top:20px\">{}</h2>",
-                    escape(h)
+                    escape_html(h)
                 );
             }
             Block::Para(p) => {
                 for line in p.lines().filter(|l| !l.trim().is_empty()) {
-                    let _ = write!(s, "<p style=\"margin:4px 0\">{}</p>", escape(line));
+                    let _ = write!(s, "<p style=\"margin:4px 0\">{}</p>", escape_html(line));
                 }
             }
             Block::List(items) => {
                 s.push_str("<ul>");
                 for i in items {
-                    let _ = write!(s, "<li>{}</li>", escape(i));
+                    let _ = write!(s, "<li>{}</li>", escape_html(i));
                 }
                 s.push_str("</ul>");
             }
@@ -70,7 +55,7 @@ pub fn render(doc: &Document, images: ImageRefs) -> String {
                 let _ = write!(
                     s,
                     "<p style=\"{NOTE}\"><strong>Note:</strong> {}</p>",
-                    escape(n)
+                    escape_html(n)
                 );
             }
             Block::Chart(i) => {
@@ -86,7 +71,7 @@ pub fn render(doc: &Document, images: ImageRefs) -> String {
                 let _ = write!(
                     s,
                     "<p><img src=\"{src}\" alt=\"{alt}\" width=\"{w}\" height=\"{h}\" style=\"display:block\"></p>",
-                    alt = escape(&c.alt),
+                    alt = escape_html(&c.alt),
                     w = super::chart::WIDTH,
                     h = super::chart::HEIGHT,
                 );
@@ -97,14 +82,14 @@ pub fn render(doc: &Document, images: ImageRefs) -> String {
                     let _ = write!(
                         s,
                         "<th style=\"{CELL};background:#f6f8fa\">{}</th>",
-                        escape(h)
+                        escape_html(h)
                     );
                 }
                 s.push_str("</tr>");
                 for r in rows {
                     s.push_str("<tr>");
                     for c in r {
-                        let _ = write!(s, "<td style=\"{CELL}\">{}</td>", escape(c));
+                        let _ = write!(s, "<td style=\"{CELL}\">{}</td>", escape_html(c));
                     }
                     s.push_str("</tr>");
                 }

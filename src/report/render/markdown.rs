@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use super::document::{Block, Document};
+use super::block::{Block, Document};
 
 pub fn render(doc: &Document) -> String {
     let mut s = format!("# {}\n", doc.title);

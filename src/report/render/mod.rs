@@ -1,6 +1,7 @@
 //! Rendering: the report as markdown (and email text) or email-safe HTML with PNG charts.
 
 pub mod backups;
+pub mod block;
 pub mod chart;
 pub mod document;
 pub mod font;
