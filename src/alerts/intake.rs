@@ -13,8 +13,9 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Mutex;
 
 use super::grouping::{self, Budget, InvState};
-use super::{Alert, AlertStatus, LabelMatcher, WebhookBatch};
+use super::{Alert, AlertStatus, WebhookBatch};
 use crate::config::AlertsConfig;
+use crate::config::LabelMatcher;
 use crate::store::StoreError;
 use crate::store::alerts::{AlertGroup, AlertRecord, AlertStore, GroupState, Outcome};
 use crate::telemetry::Metrics;

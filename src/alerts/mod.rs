@@ -4,9 +4,7 @@
 mod dispatch;
 pub mod grouping;
 pub mod intake;
-mod matcher;
 pub mod model;
 
 pub use intake::{Intake, IntakeSummary, Investigator, NewInvestigation};
-pub use matcher::LabelMatcher;
 pub use model::{Alert, AlertSource, AlertStatus, WebhookBatch, label_fingerprint, parse_webhook};
