@@ -8,7 +8,7 @@ mod report_cmd;
 
 use clap::{Parser, Subcommand};
 use sre_agent::config::{Config, ConfigSource};
-use sre_agent::{App, agent, telemetry};
+use sre_agent::{App, agent, telemetry, tools};
 use tokio_util::sync::CancellationToken;
 
 /// Exit code for an unusable configuration.
@@ -92,7 +92,8 @@ enum InvestigationsCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let source = ConfigSource::discover(cli.config.clone());
-    let config = match Config::load(&source) {
+    let config = match Config::load(&source).and_then(|c| tools::catalog::validate(&c).map(|()| c))
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: invalid configuration: {e}");

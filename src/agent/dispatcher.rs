@@ -43,7 +43,7 @@ struct Inner {
 
 /// The tools the agent may call, as configured (see `tools::catalog`).
 pub fn build_tools(config: &Config, metrics: Arc<Metrics>) -> anyhow::Result<ToolRegistry> {
-    crate::tools::catalog::build_registry(config, metrics)
+    Ok(crate::tools::catalog::build_registry(config, metrics)?)
 }
 
 impl Dispatcher {
