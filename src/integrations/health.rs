@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Auth, Upstream, UpstreamOptions};
+use super::{Auth, Upstream, UpstreamError, UpstreamOptions};
 use crate::config::Config;
 use crate::telemetry::Metrics;
 
@@ -42,11 +42,12 @@ pub struct HealthChecker {
 }
 
 impl HealthChecker {
+    /// A checker of every configured upstream; fails only when a client cannot be set up.
     pub fn new(
         config: &Config,
         metrics: Arc<Metrics>,
         state: ComponentHealth,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, UpstreamError> {
         let mut probes = Vec::new();
         let timeout = |t: Duration| t.min(Duration::from_secs(10));
         if let Some(url) = &config.prometheus.url {
