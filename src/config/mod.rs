@@ -87,9 +87,11 @@ config_sections! {
     tools: ToolsConfig,
 }
 
-/// The optional integrations, by component name, with what turns each one on. The daemon
-/// runs with none of them.
-const INTEGRATIONS: [(&str, fn(&Config) -> bool); 10] = [
+/// Whether an integration is configured.
+type IsConfigured = fn(&Config) -> bool;
+
+/// The optional integrations, by component name. The daemon runs with none of them.
+const INTEGRATIONS: [(&str, IsConfigured); 10] = [
     ("llm", |c| c.llm.base_url.is_some()),
     ("prometheus", |c| c.prometheus.url.is_some()),
     ("loki", |c| c.loki.url.is_some()),
@@ -242,7 +244,7 @@ impl Config {
     pub fn enabled_integrations(&self) -> Vec<&'static str> {
         INTEGRATIONS
             .iter()
-            .filter(|(_, on)| on(self))
+            .filter(|(_, configured)| configured(self))
             .map(|(name, _)| *name)
             .collect()
     }
