@@ -6,8 +6,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
-use sre_agent::cli;
 use sre_agent::config::{Config, ConfigSource};
+use sre_agent::{cli, tools};
 
 /// Exit code for an unusable configuration.
 const EXIT_CONFIG: u8 = 2;
@@ -90,7 +90,8 @@ enum InvestigationsCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let source = ConfigSource::discover(cli.config.clone());
-    let config = match Config::load(&source) {
+    let config = match Config::load(&source).and_then(|c| tools::catalog::validate(&c).map(|()| c))
+    {
         Ok(c) => c,
         Err(e) => {
             eprintln!("error: invalid configuration: {e}");

@@ -42,7 +42,10 @@ struct Inner {
 }
 
 /// The tools the agent may call, as configured (see `tools::catalog`).
-pub fn build_tools(config: &Config, metrics: Arc<Metrics>) -> anyhow::Result<ToolRegistry> {
+pub fn build_tools(
+    config: &Config,
+    metrics: Arc<Metrics>,
+) -> Result<ToolRegistry, crate::tools::CatalogError> {
     crate::tools::catalog::build_registry(config, metrics)
 }
 
@@ -52,7 +55,7 @@ pub enum DispatcherError {
     #[error(transparent)]
     Llm(#[from] crate::llm::LlmError),
     #[error("building the tools: {0}")]
-    Tools(#[source] Box<dyn std::error::Error + Send + Sync>),
+    Tools(#[from] crate::tools::CatalogError),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -66,8 +69,7 @@ impl Dispatcher {
         metrics: Arc<Metrics>,
     ) -> Result<Self, DispatcherError> {
         let llm = LlmClient::new(&config.llm, metrics.clone())?;
-        let tools =
-            build_tools(config, metrics.clone()).map_err(|e| DispatcherError::Tools(e.into()))?;
+        let tools = build_tools(config, metrics.clone())?;
         Ok(Self::with_parts(config, store, metrics, llm, tools)?)
     }
 

@@ -127,8 +127,8 @@ mod tests {
     use chrono::TimeDelta;
 
     use super::*;
-    use crate::alerts::{Alert, AlertSource, AlertStatus};
     use crate::alerts::store::AlertGroup;
+    use crate::alerts::{Alert, AlertSource, AlertStatus};
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

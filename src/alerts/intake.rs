@@ -13,9 +13,10 @@ use chrono::{DateTime, Utc};
 use tokio::sync::Mutex;
 
 use super::grouping::{self, Budget, InvState};
-use super::{Alert, AlertStatus, LabelMatcher, WebhookBatch};
+use super::{Alert, AlertStatus, WebhookBatch};
 use crate::alerts::store::{AlertGroup, AlertRecord, AlertStore, GroupState, Outcome};
 use crate::config::AlertsConfig;
+use crate::config::LabelMatcher;
 use crate::store::StoreError;
 use crate::telemetry::Metrics;
 
@@ -86,18 +87,23 @@ struct Touched {
     queued: bool,
 }
 
+/// An `alerts.ignore` matcher that does not parse (config validation reports it first).
+#[derive(Debug, thiserror::Error)]
+#[error("alerts.ignore: {0}")]
+pub struct BadMatcher(String);
+
 impl Intake {
     pub fn new(
         config: &AlertsConfig,
         store: AlertStore,
         investigator: Arc<dyn Investigator>,
         metrics: Arc<Metrics>,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, BadMatcher> {
         let ignore = config
             .ignore
             .iter()
-            .map(|m| LabelMatcher::parse(m).map_err(|e| anyhow::anyhow!("alerts.ignore: {e}")))
-            .collect::<anyhow::Result<_>>()?;
+            .map(|m| LabelMatcher::parse(m).map_err(BadMatcher))
+            .collect::<Result<_, _>>()?;
         Ok(Self {
             inner: Arc::new(Inner {
                 config: config.clone(),
@@ -322,8 +328,8 @@ mod tests {
     use super::fake::{FakeInvestigator, alert, ingest_and_follow, intake};
     use crate::alerts::AlertStatus;
     use crate::alerts::grouping::InvState;
-    use crate::store::Store;
     use crate::alerts::store::Outcome;
+    use crate::store::Store;
     use chrono::Utc;
 
     #[tokio::test]

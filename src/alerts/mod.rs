@@ -4,10 +4,8 @@
 mod dispatch;
 pub mod grouping;
 pub mod intake;
-mod matcher;
 pub mod model;
 pub mod store;
 
 pub use intake::{Intake, IntakeSummary, Investigator, NewInvestigation};
-pub use matcher::LabelMatcher;
 pub use model::{Alert, AlertSource, AlertStatus, WebhookBatch, label_fingerprint, parse_webhook};

@@ -1,9 +1,20 @@
 //! Configuration: loaded once (defaults → TOML file → `SRE_AGENT_*` env → `*_file`
 //! secrets) with figment, validated at load with errors that name the key and the bad
 //! value, and displayed with every secret as `***`. Nothing else reads the environment.
+//!
+//! One module per section group: `sections` (server, LLM, alerts, report, mail…), one per
+//! optional integration (`kubernetes`, `proxmox`, `pbs`, `truenas`), `http_tools` for
+//! `[[tools.http]]`; `values` and `matcher` hold the validated value types, `secrets` the
+//! `*_file` resolver.
 
-mod homelab;
+mod http_tools;
+mod kubernetes;
+mod matcher;
+mod pbs;
+mod proxmox;
+mod secrets;
 mod sections;
+mod truenas;
 mod values;
 
 use std::net::SocketAddr;
@@ -13,41 +24,85 @@ use figment::Figment;
 use figment::providers::{Env, Format, Toml};
 use serde::{Deserialize, Serialize};
 
-pub use homelab::{
-    HttpToolConfig, KubernetesConfig, PbsConfig, ProxmoxApiConfig, RESERVED_TOOL_NAMES,
-    ToolsConfig, TruenasConfig, placeholders, validate_http_tools,
-};
+pub use http_tools::{HttpToolConfig, ToolsConfig, placeholders, validate_http_tools};
+pub use kubernetes::KubernetesConfig;
+pub use matcher::LabelMatcher;
+pub use pbs::PbsConfig;
+pub use proxmox::ProxmoxApiConfig;
 pub use sections::*;
+pub use truenas::TruenasConfig;
 pub use values::{
     CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, TimeZone, parse_cron,
 };
 
-/// The whole validated configuration.
-#[derive(Clone, Debug, Default, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct Config {
-    pub server: ServerConfig,
-    pub log: LogConfig,
-    pub store: StoreConfig,
-    pub llm: LlmConfig,
-    pub prometheus: UpstreamConfig,
-    pub loki: UpstreamConfig,
-    pub grafana: GrafanaConfig,
-    pub alertmanager: UpstreamConfig,
-    pub webhook: WebhookConfig,
-    pub alerts: AlertsConfig,
-    pub runbooks: RunbooksConfig,
-    pub report: ReportConfig,
-    pub smtp: SmtpConfig,
-    pub notify: NotifyConfig,
-    pub slos: Vec<SloConfig>,
-    pub schedules: Vec<ScheduleConfig>,
-    pub kubernetes: KubernetesConfig,
-    pub proxmox: ProxmoxApiConfig,
-    pub pbs: PbsConfig,
-    pub truenas: TruenasConfig,
-    pub tools: ToolsConfig,
+use secrets::SecretFields;
+
+/// Declares [`Config`] from its sections, so the list of sections is written once: the
+/// struct, the names `SRE_AGENT_*` variables may use ([`Config::SECTIONS`]) and the walk
+/// over every section's `*_file` secrets all come from it.
+macro_rules! config_sections {
+    ($($(#[$doc:meta])* $name:ident: $ty:ty,)+) => {
+        /// The whole validated configuration.
+        #[derive(Clone, Debug, Default, Deserialize, Serialize)]
+        #[serde(default, deny_unknown_fields)]
+        pub struct Config {
+            $($(#[$doc])* pub $name: $ty,)+
+        }
+
+        impl Config {
+            /// The top-level sections, in file order.
+            pub const SECTIONS: &'static [&'static str] = &[$(stringify!($name)),+];
+
+            /// Every secret of every section with the file it may be read from.
+            fn secret_fields(&mut self) -> Vec<secrets::SecretField<'_>> {
+                let mut out = Vec::new();
+                $(self.$name.secret_fields(stringify!($name), &mut out);)+
+                out
+            }
+        }
+    };
 }
+
+config_sections! {
+    server: ServerConfig,
+    log: LogConfig,
+    store: StoreConfig,
+    llm: LlmConfig,
+    prometheus: UpstreamConfig,
+    loki: UpstreamConfig,
+    grafana: GrafanaConfig,
+    alertmanager: UpstreamConfig,
+    webhook: WebhookConfig,
+    alerts: AlertsConfig,
+    runbooks: RunbooksConfig,
+    report: ReportConfig,
+    smtp: SmtpConfig,
+    notify: NotifyConfig,
+    slos: Vec<SloConfig>,
+    schedules: Vec<ScheduleConfig>,
+    kubernetes: KubernetesConfig,
+    proxmox: ProxmoxApiConfig,
+    pbs: PbsConfig,
+    truenas: TruenasConfig,
+    tools: ToolsConfig,
+}
+
+/// Whether an integration is configured.
+type IsConfigured = fn(&Config) -> bool;
+
+/// The optional integrations, by component name. The daemon runs with none of them.
+const INTEGRATIONS: [(&str, IsConfigured); 10] = [
+    ("llm", |c| c.llm.base_url.is_some()),
+    ("prometheus", |c| c.prometheus.url.is_some()),
+    ("loki", |c| c.loki.url.is_some()),
+    ("grafana", |c| c.grafana.url.is_some()),
+    ("alertmanager", |c| c.alertmanager.url.is_some()),
+    ("smtp", |c| c.smtp.host.is_some()),
+    ("kubernetes", |c| c.kubernetes.enabled),
+    ("proxmox", |c| c.proxmox.url.is_some()),
+    ("pbs", |c| c.pbs.url.is_some()),
+    ("truenas", |c| c.truenas.url.is_some()),
+];
 
 /// A configuration that cannot be used; the message names the key and the bad value.
 #[derive(Debug, thiserror::Error)]
@@ -80,76 +135,9 @@ impl Config {
         let mut config: Config = figment
             .extract()
             .map_err(|e| ConfigError::Invalid(describe(e)))?;
-        config.resolve_secret_files()?;
-        homelab::resolve_secret_files(&mut config)?;
+        secrets::resolve(config.secret_fields())?;
         config.validate()?;
-        homelab::validate(&config)?;
         Ok(config)
-    }
-
-    /// Replaces every `*_file` secret with the file's content.
-    fn resolve_secret_files(&mut self) -> Result<(), ConfigError> {
-        let pairs: [(&str, &Option<PathBuf>, &mut Option<Secret>); 7] = [
-            (
-                "server.api_token_file",
-                &self.server.api_token_file,
-                &mut self.server.api_token,
-            ),
-            (
-                "server.metrics_token_file",
-                &self.server.metrics_token_file,
-                &mut self.server.metrics_token,
-            ),
-            (
-                "llm.api_key_file",
-                &self.llm.api_key_file,
-                &mut self.llm.api_key,
-            ),
-            (
-                "grafana.token_file",
-                &self.grafana.token_file,
-                &mut self.grafana.token,
-            ),
-            (
-                "webhook.token_file",
-                &self.webhook.token_file,
-                &mut self.webhook.token,
-            ),
-            (
-                "webhook.basic_password_file",
-                &self.webhook.basic_password_file,
-                &mut self.webhook.basic_password,
-            ),
-            (
-                "smtp.password_file",
-                &self.smtp.password_file,
-                &mut self.smtp.password,
-            ),
-        ];
-        for (key, file, secret) in pairs {
-            if let Some(path) = file {
-                *secret = Some(read_secret_file(key, path)?);
-            }
-        }
-        if let Some(path) = &self.webhook.hmac_secret_file {
-            self.webhook.hmac_secret = Some(read_secret_file("webhook.hmac_secret_file", path)?);
-        }
-        // An empty secret means "not set": a blank env var must not enable auth with "".
-        for secret in [
-            &mut self.server.api_token,
-            &mut self.server.metrics_token,
-            &mut self.llm.api_key,
-            &mut self.grafana.token,
-            &mut self.webhook.token,
-            &mut self.webhook.basic_password,
-            &mut self.webhook.hmac_secret,
-            &mut self.smtp.password,
-        ] {
-            if secret.as_ref().is_some_and(Secret::is_empty) {
-                *secret = None;
-            }
-        }
-        Ok(())
     }
 
     fn validate(&self) -> Result<(), ConfigError> {
@@ -188,7 +176,7 @@ impl Config {
             return bad("alerts.group_by", "must name at least one label".into());
         }
         for (i, m) in self.alerts.ignore.iter().enumerate() {
-            if let Err(why) = crate::alerts::LabelMatcher::parse(m) {
+            if let Err(why) = LabelMatcher::parse(m) {
                 return bad(&format!("alerts.ignore[{i}]"), why);
             }
         }
@@ -240,7 +228,11 @@ impl Config {
                 format!("cannot read {:?}", ca.display().to_string()),
             );
         }
-        Ok(())
+        self.kubernetes.validate()?;
+        self.proxmox.validate("proxmox")?;
+        self.pbs.validate()?;
+        self.truenas.validate()?;
+        validate_http_tools(&self.tools.http)
     }
 
     /// The address to listen on (validated at load).
@@ -250,53 +242,23 @@ impl Config {
 
     /// The integrations that are configured, by component name.
     pub fn enabled_integrations(&self) -> Vec<&'static str> {
-        let mut on = Vec::new();
-        if self.llm.base_url.is_some() {
-            on.push("llm");
-        }
-        if self.prometheus.url.is_some() {
-            on.push("prometheus");
-        }
-        if self.loki.url.is_some() {
-            on.push("loki");
-        }
-        if self.grafana.url.is_some() {
-            on.push("grafana");
-        }
-        if self.alertmanager.url.is_some() {
-            on.push("alertmanager");
-        }
-        if self.smtp.host.is_some() {
-            on.push("smtp");
-        }
-        if self.kubernetes.enabled {
-            on.push("kubernetes");
-        }
-        if self.proxmox.url.is_some() {
-            on.push("proxmox");
-        }
-        if self.pbs.url.is_some() {
-            on.push("pbs");
-        }
-        if self.truenas.url.is_some() {
-            on.push("truenas");
-        }
-        on
+        INTEGRATIONS
+            .iter()
+            .filter(|(_, configured)| configured(self))
+            .map(|(name, _)| *name)
+            .collect()
     }
 
     /// Every integration name, enabled or not.
-    pub const INTEGRATIONS: [&'static str; 10] = [
-        "llm",
-        "prometheus",
-        "loki",
-        "grafana",
-        "alertmanager",
-        "smtp",
-        "kubernetes",
-        "proxmox",
-        "pbs",
-        "truenas",
-    ];
+    pub const INTEGRATIONS: [&'static str; INTEGRATIONS.len()] = {
+        let mut names = [""; INTEGRATIONS.len()];
+        let mut i = 0;
+        while i < names.len() {
+            names[i] = INTEGRATIONS[i].0;
+            i += 1;
+        }
+        names
+    };
 
     /// The effective configuration as TOML, every secret shown as `***`.
     pub fn redacted_toml(&self) -> String {
@@ -315,40 +277,16 @@ impl ConfigSource {
     }
 }
 
-/// The top-level sections. An `SRE_AGENT_*` variable naming anything else (a script's own
-/// `SRE_AGENT_BIN`, say) is not configuration: it is ignored, and `check-config` lists it.
-/// A bad key inside a section (`SRE_AGENT_LLM__BASE_ULR`) is still an error.
-const SECTIONS: &[&str] = &[
-    "server",
-    "log",
-    "store",
-    "llm",
-    "prometheus",
-    "loki",
-    "grafana",
-    "alertmanager",
-    "webhook",
-    "alerts",
-    "runbooks",
-    "report",
-    "smtp",
-    "notify",
-    "slos",
-    "schedules",
-    "kubernetes",
-    "proxmox",
-    "pbs",
-    "truenas",
-    "tools",
-];
-
 /// Whether an env key (`llm.base_url`, or `llm__base_url` before figment splits it) is config.
 fn is_config_key(key: &str) -> bool {
     // figment hands the filter the key in the variable's own case.
     let key = key.to_ascii_lowercase();
     let section = key.split(['.', '_']).next().unwrap_or_default();
     let rest = &key[section.len()..];
-    SECTIONS.contains(&section)
+    // An `SRE_AGENT_*` variable naming no section (a script's own `SRE_AGENT_BIN`, say) is
+    // not configuration: it is ignored, and `check-config` lists it. A bad key inside a
+    // section (`SRE_AGENT_LLM__BASE_ULR`) is still an error.
+    Config::SECTIONS.contains(&section)
         && (rest.is_empty() || rest.starts_with('.') || rest.starts_with("__"))
 }
 
@@ -358,7 +296,7 @@ fn env_provider() -> Env {
         .filter(|k| is_config_key(k.as_str()))
 }
 
-/// `SRE_AGENT_*` variables in the environment that are not configuration (see [`SECTIONS`]).
+/// `SRE_AGENT_*` variables in the environment that are not configuration (see [`Config::SECTIONS`]).
 pub fn ignored_env_vars() -> Vec<String> {
     std::env::vars()
         .map(|(k, _)| k)
@@ -370,16 +308,6 @@ pub fn ignored_env_vars() -> Vec<String> {
             (key != "config" && !is_config_key(&key)).then_some(k)
         })
         .collect()
-}
-
-fn read_secret_file(key: &str, path: &Path) -> Result<Secret, ConfigError> {
-    match std::fs::read_to_string(path) {
-        Ok(s) => Ok(Secret::new(s.trim_end_matches(['\n', '\r']))),
-        Err(e) => Err(ConfigError::Invalid(format!(
-            "{key}: cannot read {:?}: {e}",
-            path.display().to_string()
-        ))),
-    }
 }
 
 /// Turns figment's errors into `key: message` lines.

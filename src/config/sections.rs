@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use super::secrets::secret_fields;
 use super::values::{CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, TimeZone};
 
 fn secs(n: u64) -> HumanDuration {
@@ -44,6 +45,11 @@ impl Default for ServerConfig {
     }
 }
 
+secret_fields!(ServerConfig {
+    api_token: api_token_file,
+    metrics_token: metrics_token_file
+});
+
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
@@ -68,6 +74,8 @@ impl Default for LogConfig {
     }
 }
 
+secret_fields!(LogConfig);
+
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
@@ -79,6 +87,8 @@ impl Default for StoreConfig {
         Self { retention_days: 30 }
     }
 }
+
+secret_fields!(StoreConfig);
 
 /// USD per million tokens for one model.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]
@@ -135,6 +145,10 @@ impl Default for LlmConfig {
     }
 }
 
+secret_fields!(LlmConfig {
+    api_key: api_key_file
+});
+
 /// An upstream reached by URL only (Prometheus, Loki, Alertmanager).
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -152,6 +166,8 @@ impl Default for UpstreamConfig {
         }
     }
 }
+
+secret_fields!(UpstreamConfig);
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -175,6 +191,8 @@ impl Default for GrafanaConfig {
         }
     }
 }
+
+secret_fields!(GrafanaConfig { token: token_file });
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -213,6 +231,12 @@ impl Default for WebhookConfig {
     }
 }
 
+secret_fields!(WebhookConfig {
+    token: token_file,
+    basic_password: basic_password_file,
+    hmac_secret: hmac_secret_file,
+});
+
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AlertsConfig {
@@ -248,6 +272,8 @@ impl Default for AlertsConfig {
     }
 }
 
+secret_fields!(AlertsConfig);
+
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RunbooksConfig {
@@ -261,6 +287,8 @@ impl Default for RunbooksConfig {
         }
     }
 }
+
+secret_fields!(RunbooksConfig);
 
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -283,6 +311,8 @@ impl Default for ReportConfig {
         }
     }
 }
+
+secret_fields!(ReportConfig);
 
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
@@ -331,6 +361,10 @@ impl Default for SmtpConfig {
     }
 }
 
+secret_fields!(SmtpConfig {
+    password: password_file
+});
+
 #[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum WebhookFormat {
@@ -372,6 +406,8 @@ impl Default for NotifyConfig {
     }
 }
 
+secret_fields!(NotifyConfig);
+
 /// A service level objective for the weekly report.
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
@@ -381,6 +417,8 @@ pub struct SloConfig {
     pub query: String,
     pub objective: f64,
 }
+
+secret_fields!(SloConfig);
 
 /// An investigation run on a cron schedule.
 #[derive(Clone, Debug, Deserialize, Serialize)]
@@ -392,3 +430,5 @@ pub struct ScheduleConfig {
     #[serde(default)]
     pub timezone: TimeZone,
 }
+
+secret_fields!(ScheduleConfig);

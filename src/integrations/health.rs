@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Auth, Upstream, UpstreamOptions};
+use super::{Auth, Upstream, UpstreamError, UpstreamOptions};
 use crate::config::Config;
 use crate::telemetry::Metrics;
 
@@ -42,68 +42,68 @@ pub struct HealthChecker {
 }
 
 impl HealthChecker {
+    /// A checker of every configured upstream; fails only when a client cannot be set up.
     pub fn new(
         config: &Config,
         metrics: Arc<Metrics>,
         state: ComponentHealth,
-    ) -> anyhow::Result<Self> {
+    ) -> Result<Self, UpstreamError> {
+        let bearer = |token: &Option<crate::config::Secret>| token.clone().map(Auth::Bearer);
+        // (component, service, URL, timeout, auth, health path)
+        let upstreams = [
+            (
+                "prometheus",
+                "Prometheus",
+                &config.prometheus.url,
+                &config.prometheus.timeout,
+                None,
+                "-/ready",
+            ),
+            (
+                "loki",
+                "Loki",
+                &config.loki.url,
+                &config.loki.timeout,
+                None,
+                "ready",
+            ),
+            (
+                "grafana",
+                "Grafana",
+                &config.grafana.url,
+                &config.grafana.timeout,
+                bearer(&config.grafana.token),
+                "api/health",
+            ),
+            (
+                "alertmanager",
+                "Alertmanager",
+                &config.alertmanager.url,
+                &config.alertmanager.timeout,
+                None,
+                "-/ready",
+            ),
+            (
+                "llm",
+                "LLM",
+                &config.llm.base_url,
+                &config.llm.timeout,
+                bearer(&config.llm.api_key),
+                "models",
+            ),
+        ];
         let mut probes = Vec::new();
-        let timeout = |t: Duration| t.min(Duration::from_secs(10));
-        if let Some(url) = &config.prometheus.url {
+        for (component, service, url, timeout, auth, path) in upstreams {
+            let Some(url) = url else { continue };
             let opts = UpstreamOptions {
-                timeout: timeout(config.prometheus.timeout.get()),
+                timeout: timeout.get().min(Duration::from_secs(10)),
+                auth,
                 ..Default::default()
             };
             probes.push(Probe {
-                component: "prometheus",
-                upstream: Upstream::new("Prometheus", &url.0, opts)?,
-                path: "-/ready",
-            });
-        }
-        if let Some(url) = &config.loki.url {
-            let opts = UpstreamOptions {
-                timeout: timeout(config.loki.timeout.get()),
-                ..Default::default()
-            };
-            probes.push(Probe {
-                component: "loki",
-                upstream: Upstream::new("Loki", &url.0, opts)?,
-                path: "ready",
-            });
-        }
-        if let Some(url) = &config.grafana.url {
-            let opts = UpstreamOptions {
-                timeout: timeout(config.grafana.timeout.get()),
-                auth: config.grafana.token.clone().map(Auth::Bearer),
-                ..Default::default()
-            };
-            probes.push(Probe {
-                component: "grafana",
-                upstream: Upstream::new("Grafana", &url.0, opts)?,
-                path: "api/health",
-            });
-        }
-        if let Some(url) = &config.alertmanager.url {
-            let opts = UpstreamOptions {
-                timeout: timeout(config.alertmanager.timeout.get()),
-                ..Default::default()
-            };
-            probes.push(Probe {
-                component: "alertmanager",
-                upstream: Upstream::new("Alertmanager", &url.0, opts)?,
-                path: "-/ready",
-            });
-        }
-        if let Some(url) = &config.llm.base_url {
-            let opts = UpstreamOptions {
-                timeout: timeout(config.llm.timeout.get()),
-                auth: config.llm.api_key.clone().map(Auth::Bearer),
-                ..Default::default()
-            };
-            probes.push(Probe {
-                component: "llm",
-                upstream: Upstream::new("LLM", &url.0, opts)?,
-                path: "models",
+                component,
+                upstream: Upstream::new(service, &url.0, opts)?,
+                path,
             });
         }
         Ok(Self {

@@ -5,9 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use super::upstream::excerpt;
-use super::{Auth, Upstream, UpstreamError, UpstreamOptions, redact_url};
-use crate::config::{Secret, TruenasConfig};
+use super::{Auth, Upstream, UpstreamError, UpstreamOptions};
+use crate::config::TruenasConfig;
 
 const SERVICE: &str = "TrueNAS";
 
@@ -108,8 +107,6 @@ pub struct TruenasSmartTest {
 #[derive(Clone, Debug)]
 pub struct TruenasClient {
     upstream: Upstream,
-    http: reqwest::Client,
-    key: Secret,
 }
 
 impl TruenasClient {
@@ -133,27 +130,12 @@ impl TruenasClient {
         }
         let opts = UpstreamOptions {
             timeout: config.timeout.get(),
-            auth: Some(Auth::Bearer(key.clone())),
+            auth: Some(Auth::Bearer(key)),
             ca_file: config.ca_file.clone(),
             accept_invalid_certs: !config.verify_tls,
         };
-        // disk/temperatures is a POST (a read-only query method); Upstream only GETs.
-        let mut builder = reqwest::Client::builder()
-            .timeout(config.timeout.get())
-            .tls_danger_accept_invalid_certs(!config.verify_tls);
-        if let Some(path) = &config.ca_file {
-            let pem = std::fs::read(path)
-                .map_err(|e| setup(format!("cannot read CA file {}: {e}", path.display())))?;
-            for cert in reqwest::Certificate::from_pem_bundle(&pem)
-                .map_err(|e| setup(format!("CA file {} is not PEM: {e}", path.display())))?
-            {
-                builder = builder.add_root_certificate(cert);
-            }
-        }
         Ok(Self {
             upstream: Upstream::new(SERVICE, &base, opts)?,
-            http: builder.build().map_err(|e| setup(e.to_string()))?,
-            key,
         })
     }
 
@@ -179,34 +161,9 @@ impl TruenasClient {
 
     /// Temperatures in °C by disk name; `None` for disks that report none.
     pub async fn temperatures(&self) -> Result<BTreeMap<String, Option<f64>>, UpstreamError> {
-        let url = self.upstream.url("disk/temperatures");
-        let shown = redact_url(&url);
-        let resp = self
-            .http
-            .post(url)
-            .bearer_auth(self.key.expose())
-            .json(&serde_json::json!({"names": []}))
-            .send()
+        // A POST, but a read-only query method.
+        self.upstream
+            .post_json("disk/temperatures", &serde_json::json!({"names": []}))
             .await
-            .map_err(|e| UpstreamError::Transport {
-                service: SERVICE,
-                url: shown.clone(),
-                reason: e.to_string(),
-            })?;
-        let status = resp.status();
-        let body = resp.bytes().await.unwrap_or_default();
-        if !status.is_success() {
-            return Err(UpstreamError::Status {
-                service: SERVICE,
-                url: shown,
-                status: status.as_u16(),
-                body: excerpt(&body, 300),
-            });
-        }
-        serde_json::from_slice(&body).map_err(|e| UpstreamError::Decode {
-            service: SERVICE,
-            url: shown,
-            reason: e.to_string(),
-        })
     }
 }

@@ -1,4 +1,6 @@
-//! The HTTP plumbing every upstream client shares.
+//! The HTTP plumbing every upstream client shares: the one place a `reqwest` client is
+//! built (timeouts, user agent, extra CA file, `verify_tls = false`), authentication, and
+//! errors naming the service, the redacted URL and the status or cause.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -219,25 +221,57 @@ impl Upstream {
         query: &[(&str, String)],
     ) -> Result<bytes::Bytes, UpstreamError> {
         let url = self.url(path);
-        let req = self.authorize(self.http.get(url.clone()).query(query));
-        let resp = req
+        self.send(&url, self.http.get(url.clone()).query(query))
+            .await
+    }
+
+    /// POSTs `body` as JSON to `path` (a read-only query method, such as TrueNAS'
+    /// `disk/temperatures`) and decodes a JSON answer.
+    pub async fn post_json<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+    ) -> Result<T, UpstreamError> {
+        let url = self.url(path);
+        let answer = self
+            .send(&url, self.http.post(url.clone()).json(body))
+            .await?;
+        self.decode(path, &answer)
+    }
+
+    /// Sends `req` (authorized here) and returns the body of a 2xx answer.
+    async fn send(
+        &self,
+        url: &Url,
+        req: reqwest::RequestBuilder,
+    ) -> Result<bytes::Bytes, UpstreamError> {
+        let resp = self
+            .authorize(req)
             .send()
             .await
-            .map_err(|e| self.transport_error(&url, e))?;
+            .map_err(|e| self.transport_error(url, e))?;
         let status = resp.status();
         let body = resp
             .bytes()
             .await
-            .map_err(|e| self.transport_error(&url, e))?;
+            .map_err(|e| self.transport_error(url, e))?;
         if !status.is_success() {
             return Err(UpstreamError::Status {
                 service: self.service,
-                url: redact_url(&url),
+                url: redact_url(url),
                 status: status.as_u16(),
                 body: excerpt(&body, 300),
             });
         }
         Ok(body)
+    }
+
+    fn decode<T: DeserializeOwned>(&self, path: &str, body: &[u8]) -> Result<T, UpstreamError> {
+        serde_json::from_slice(body).map_err(|e| UpstreamError::Decode {
+            service: self.service,
+            url: redact_url(&self.url(path)),
+            reason: format!("{e}; body starts: {}", excerpt(body, 200)),
+        })
     }
 
     /// GETs `path` and decodes a JSON answer.
@@ -247,11 +281,7 @@ impl Upstream {
         query: &[(&str, String)],
     ) -> Result<T, UpstreamError> {
         let body = self.get_bytes(path, query).await?;
-        serde_json::from_slice(&body).map_err(|e| UpstreamError::Decode {
-            service: self.service,
-            url: redact_url(&self.url(path)),
-            reason: format!("{e}; body starts: {}", excerpt(&body, 200)),
-        })
+        self.decode(path, &body)
     }
 
     /// GETs `path` and succeeds on any 2xx (health checks).

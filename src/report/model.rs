@@ -182,7 +182,7 @@ pub struct ReportData {
     pub changes: Section<ChangesData>,
     /// Backup health and Proxmox guests; present only when `[pbs]` or `[proxmox]` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub homelab: Option<Section<HomelabData>>,
+    pub homelab: Option<Section<BackupHealth>>,
 }
 
 /// A backup group whose newest snapshot is older than `pbs.backup_interval`.
@@ -220,7 +220,7 @@ pub struct GuestDown {
 
 /// Backup health (PBS) and Proxmox VE guests.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct HomelabData {
+pub struct BackupHealth {
     pub backup_groups: usize,
     pub overdue_backups: Vec<OverdueBackup>,
     pub failed_tasks: Vec<FailedTask>,

@@ -3,16 +3,21 @@
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::Tool;
+use super::{Tool, ToolError};
 
 /// `current_time`: the current time in UTC and as a Unix timestamp, so the model can
 /// reason about "the last hour" and relative times.
 pub struct CurrentTime;
 
+impl CurrentTime {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "current_time";
+}
+
 #[async_trait]
 impl Tool for CurrentTime {
     fn name(&self) -> &'static str {
-        "current_time"
+        Self::NAME
     }
 
     fn description(&self) -> &'static str {
@@ -23,7 +28,7 @@ impl Tool for CurrentTime {
         json!({"type": "object", "properties": {}})
     }
 
-    async fn call(&self, _args: Value) -> Result<String, String> {
+    async fn call(&self, _args: Value) -> Result<String, ToolError> {
         let now = chrono::Utc::now();
         Ok(format!(
             "{} (unix {})",

@@ -7,9 +7,10 @@ use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::Tool;
+use super::args::{arg, lookback, parse_duration};
 use super::compact::{fit_lines, format_labels};
-use super::prometheus::{age, arg, parse_duration, summary};
+use super::format::{age, summary};
+use super::{Tool, ToolError};
 use crate::integrations::alertmanager::AmAlert;
 use crate::integrations::prometheus::Labels;
 use crate::integrations::{AlertmanagerClient, GrafanaClient};
@@ -50,10 +51,15 @@ pub struct GrafanaAlerts {
     pub budget: usize,
 }
 
+impl GrafanaAlerts {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "grafana_alerts";
+}
+
 #[async_trait]
 impl Tool for GrafanaAlerts {
     fn name(&self) -> &'static str {
-        "grafana_alerts"
+        Self::NAME
     }
     fn description(&self) -> &'static str {
         "Current Grafana-managed alert instances."
@@ -61,8 +67,8 @@ impl Tool for GrafanaAlerts {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {}})
     }
-    async fn call(&self, _args: Value) -> Result<String, String> {
-        let mut alerts = self.client.alerts().await.map_err(|e| e.to_string())?;
+    async fn call(&self, _args: Value) -> Result<String, ToolError> {
+        let mut alerts = self.client.alerts().await?;
         if alerts.is_empty() {
             return Ok("no Grafana alerts".into());
         }
@@ -78,10 +84,15 @@ pub struct GrafanaAlertRules {
     pub budget: usize,
 }
 
+impl GrafanaAlertRules {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "grafana_alert_rules";
+}
+
 #[async_trait]
 impl Tool for GrafanaAlertRules {
     fn name(&self) -> &'static str {
-        "grafana_alert_rules"
+        Self::NAME
     }
     fn description(&self) -> &'static str {
         "Grafana alert rules: group, for, labels, queries."
@@ -89,8 +100,8 @@ impl Tool for GrafanaAlertRules {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {}})
     }
-    async fn call(&self, _args: Value) -> Result<String, String> {
-        let rules = self.client.alert_rules().await.map_err(|e| e.to_string())?;
+    async fn call(&self, _args: Value) -> Result<String, ToolError> {
+        let rules = self.client.alert_rules().await?;
         if rules.is_empty() {
             return Ok("no Grafana-managed alert rules".into());
         }
@@ -129,10 +140,15 @@ pub struct GrafanaAnnotations {
     pub budget: usize,
 }
 
+impl GrafanaAnnotations {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "grafana_annotations";
+}
+
 #[async_trait]
 impl Tool for GrafanaAnnotations {
     fn name(&self) -> &'static str {
-        "grafana_annotations"
+        Self::NAME
     }
     fn description(&self) -> &'static str {
         "Grafana alert state-change annotations over the last 'since' (default 24h)."
@@ -140,15 +156,14 @@ impl Tool for GrafanaAnnotations {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"since": {"type": "string"}}})
     }
-    async fn call(&self, args: Value) -> Result<String, String> {
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
         let since = parse_duration(arg(&args, "since").unwrap_or("24h"))?;
         let to = Utc::now();
-        let from = to - chrono::Duration::from_std(since).map_err(|e| e.to_string())?;
+        let from = to - lookback(since)?;
         let mut anns = self
             .client
             .annotations(from, to, Some("alert"), 500)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if anns.is_empty() {
             return Ok("no alert annotations in that range".into());
         }
@@ -179,10 +194,15 @@ pub struct AlertmanagerAlerts {
     pub budget: usize,
 }
 
+impl AlertmanagerAlerts {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "alertmanager_alerts";
+}
+
 #[async_trait]
 impl Tool for AlertmanagerAlerts {
     fn name(&self) -> &'static str {
-        "alertmanager_alerts"
+        Self::NAME
     }
     fn description(&self) -> &'static str {
         "Alertmanager alerts (active/silenced/inhibited) and active silences."
@@ -190,10 +210,10 @@ impl Tool for AlertmanagerAlerts {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {}})
     }
-    async fn call(&self, _args: Value) -> Result<String, String> {
+    async fn call(&self, _args: Value) -> Result<String, ToolError> {
         let (alerts, silences) = tokio::join!(self.client.alerts(), self.client.silences());
-        let mut alerts = alerts.map_err(|e| e.to_string())?;
-        let silences = silences.map_err(|e| e.to_string())?;
+        let mut alerts = alerts?;
+        let silences = silences?;
         let mut lines = alert_lines(&mut alerts);
         let active: Vec<_> = silences
             .iter()

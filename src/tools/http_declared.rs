@@ -6,8 +6,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 use url::Url;
 
-use super::Tool;
-use crate::config::{HttpToolConfig, placeholders};
+use super::args::ArgError;
+use super::{CatalogError, Tool, ToolError};
+use crate::config::{ConfigError, HttpToolConfig, placeholders};
 use crate::integrations::{Auth, Upstream, UpstreamOptions};
 
 /// One configured GET tool.
@@ -22,13 +23,15 @@ pub struct HttpTool {
 }
 
 impl HttpTool {
-    /// Builds the tool from a validated config entry.
-    pub fn new(spec: &HttpToolConfig) -> anyhow::Result<Self> {
+    /// Builds the tool from a validated config entry; `key` (`tools.http[0]`) names it in
+    /// errors.
+    pub fn new(key: &str, spec: &HttpToolConfig) -> Result<Self, CatalogError> {
+        let bad_url = |why: String| ConfigError::Invalid(format!("{key}.url: {why}"));
         let probe = fill(&spec.url, &|_| Some("x".into()))
-            .ok_or_else(|| anyhow::anyhow!("url: cannot fill the template"))?;
-        let parsed = Url::parse(&probe).map_err(|e| anyhow::anyhow!("url: {e}"))?;
+            .ok_or_else(|| bad_url("cannot fill the template".into()))?;
+        let parsed = Url::parse(&probe).map_err(|e| bad_url(e.to_string()))?;
         let origin = Url::parse(&parsed.origin().ascii_serialization())
-            .map_err(|e| anyhow::anyhow!("url: {e}"))?;
+            .map_err(|e| bad_url(e.to_string()))?;
         let opts = UpstreamOptions {
             timeout: spec.timeout.get(),
             auth: spec
@@ -110,7 +113,7 @@ impl Tool for HttpTool {
         self.parameters.clone()
     }
 
-    async fn call(&self, args: Value) -> Result<String, String> {
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
         let value = |p: &str| match args.get(p) {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
@@ -121,25 +124,26 @@ impl Tool for HttpTool {
                 .into_iter()
                 .filter(|p| value(p).is_none())
                 .collect();
-            return Err(format!("missing argument(s): {}", missing.join(", ")));
+            return Err(
+                ArgError::Invalid(format!("missing argument(s): {}", missing.join(", "))).into(),
+            );
         };
-        let parsed = Url::parse(&url).map_err(|e| format!("bad URL after filling: {e}"))?;
+        let parsed = Url::parse(&url)
+            .map_err(|e| ArgError::Invalid(format!("bad URL after filling: {e}")))?;
         let mut path = parsed.path().trim_start_matches('/').to_string();
         if let Some(q) = parsed.query() {
             path = format!("{path}?{q}");
         }
-        let body = self
-            .upstream
-            .get_bytes(&path, &[])
-            .await
-            .map_err(|e| e.to_string())?;
+        let body = self.upstream.get_bytes(&path, &[]).await?;
         let body = &body[..body.len().min(self.max_bytes)];
         let truncated = body.len() == self.max_bytes;
         if let Some(jp) = &self.json_path {
-            let v: Value = serde_json::from_slice(body)
-                .map_err(|e| format!("answer is not JSON (json_path {jp:?}): {e}"))?;
-            let picked = select(&v, jp)
-                .ok_or_else(|| format!("json_path {jp:?} not found in the answer"))?;
+            let v: Value = serde_json::from_slice(body).map_err(|e| {
+                ToolError::Answer(format!("answer is not JSON (json_path {jp:?}): {e}"))
+            })?;
+            let picked = select(&v, jp).ok_or_else(|| {
+                ToolError::Answer(format!("json_path {jp:?} not found in the answer"))
+            })?;
             return Ok(match picked {
                 Value::String(s) => s,
                 other => other.to_string(),

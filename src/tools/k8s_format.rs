@@ -7,7 +7,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
-use super::homelab::human_bytes;
+use super::format::human_bytes;
 
 /// `ns/name phase=… ready=x/y restarts=n node=… [waiting=…] [last=Reason(exit n)]`.
 pub fn pod_line(pod: &Pod) -> String {

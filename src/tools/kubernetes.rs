@@ -8,9 +8,9 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
 use serde_json::{Value, json};
 
-use super::Tool;
-use super::homelab::{arg_bool, arg_i64, arg_str};
+use super::args::{arg_bool, arg_i64, arg_str};
 use super::k8s_format::{compact_logs, node_report, pod_line, workload_lines};
+use super::{Tool, ToolError};
 use crate::integrations::kubernetes::{KubeClient, event_time};
 
 /// Which Kubernetes tool.
@@ -33,6 +33,18 @@ impl K8sKind {
         Self::Nodes,
         Self::Workloads,
     ];
+
+    /// The name the tool registers under.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::ListPods => "k8s_list_pods",
+            Self::DescribePod => "k8s_describe_pod",
+            Self::PodLogs => "k8s_pod_logs",
+            Self::Events => "k8s_events",
+            Self::Nodes => "k8s_nodes",
+            Self::Workloads => "k8s_workloads",
+        }
+    }
 }
 
 /// One Kubernetes tool over a shared client.
@@ -45,14 +57,7 @@ pub struct K8sTool {
 #[async_trait]
 impl Tool for K8sTool {
     fn name(&self) -> &'static str {
-        match self.kind {
-            K8sKind::ListPods => "k8s_list_pods",
-            K8sKind::DescribePod => "k8s_describe_pod",
-            K8sKind::PodLogs => "k8s_pod_logs",
-            K8sKind::Events => "k8s_events",
-            K8sKind::Nodes => "k8s_nodes",
-            K8sKind::Workloads => "k8s_workloads",
-        }
+        self.kind.name()
     }
 
     fn description(&self) -> &'static str {
@@ -99,15 +104,14 @@ impl Tool for K8sTool {
         }
     }
 
-    async fn call(&self, args: Value) -> Result<String, String> {
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
         let c = &self.client;
         let ns = arg_str(&args, "namespace");
         let text = match self.kind {
             K8sKind::ListPods => {
                 let pods = c
                     .pods(ns.as_deref(), arg_str(&args, "selector").as_deref())
-                    .await
-                    .map_err(|e| e.to_string())?;
+                    .await?;
                 if pods.is_empty() {
                     "no pods found".to_string()
                 } else {
@@ -117,11 +121,8 @@ impl Tool for K8sTool {
             K8sKind::DescribePod => {
                 let ns = ns.unwrap_or_default();
                 let name = arg_str(&args, "name").unwrap_or_default();
-                let pod = c.pod(&ns, &name).await.map_err(|e| e.to_string())?;
-                let events = c
-                    .events_for(&ns, "Pod", &name)
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let pod = c.pod(&ns, &name).await?;
+                let events = c.events_for(&ns, "Pod", &name).await?;
                 describe_pod(&pod, &events)
             }
             K8sKind::PodLogs => {
@@ -136,27 +137,22 @@ impl Tool for K8sTool {
                         arg_bool(&args, "previous"),
                         tail,
                     )
-                    .await
-                    .map_err(|e| e.to_string())?;
+                    .await?;
                 compact_logs(&logs, self.max_chars)
             }
             K8sKind::Events => {
                 let events = c
                     .events(ns.as_deref(), arg_bool(&args, "warnings_only"))
-                    .await
-                    .map_err(|e| e.to_string())?;
+                    .await?;
                 events_text(&events, 50)
             }
             K8sKind::Nodes => {
-                let nodes = c.nodes().await.map_err(|e| e.to_string())?;
-                let pods = c.scheduled_pods().await.map_err(|e| e.to_string())?;
+                let nodes = c.nodes().await?;
+                let pods = c.scheduled_pods().await?;
                 node_report(&nodes, &pods)
             }
             K8sKind::Workloads => {
-                let (d, s, ds) = c
-                    .workloads(ns.as_deref())
-                    .await
-                    .map_err(|e| e.to_string())?;
+                let (d, s, ds) = c.workloads(ns.as_deref()).await?;
                 workload_lines(&d, &s, &ds)
             }
         };

@@ -8,9 +8,10 @@ use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::Tool;
+use super::args::{ArgError, arg, lookback, parse_duration, required};
 use super::compact::{Unit, compact_logs, compact_matrix, compact_vector, format_number};
-use super::prometheus::{arg, auto_step, parse_duration};
+use super::prometheus::auto_step;
+use super::{Tool, ToolError};
 use crate::integrations::LokiClient;
 use crate::integrations::loki::LokiResult;
 use crate::integrations::prometheus::QueryResult;
@@ -20,11 +21,13 @@ const MAX_LINES: u64 = 1000;
 /// The line filter that marks an error.
 const ERROR_FILTER: &str = r#"|~ "(?i)(error|fail|panic|fatal)""#;
 
-fn since_arg(args: &Value, default: &str) -> Result<(String, Duration), String> {
+fn since_arg(args: &Value, default: &str) -> Result<(String, Duration), ArgError> {
     let s = arg(args, "since").unwrap_or(default);
     let d = parse_duration(s)?;
     if d.is_zero() || d > Duration::from_secs(30 * 86400) {
-        return Err(format!("\"since\" must be between 1s and 30d, got {s:?}"));
+        return Err(ArgError::Invalid(format!(
+            "\"since\" must be between 1s and 30d, got {s:?}"
+        )));
     }
     Ok((s.to_string(), d))
 }
@@ -35,10 +38,15 @@ pub struct LokiQuery {
     pub budget: usize,
 }
 
+impl LokiQuery {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "loki_query";
+}
+
 #[async_trait]
 impl Tool for LokiQuery {
     fn name(&self) -> &'static str {
-        "loki_query"
+        Self::NAME
     }
     fn description(&self) -> &'static str {
         "LogQL query over the last 'since' (default 1h); log lines come back grouped by pattern."
@@ -50,15 +58,17 @@ impl Tool for LokiQuery {
             "limit": {"type": "integer", "description": "max lines, default 200"}
         }, "required": ["query"]})
     }
-    async fn call(&self, args: Value) -> Result<String, String> {
-        let query = arg(&args, "query").ok_or("\"query\" must not be empty")?;
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
+        let query = required(&args, "query")?;
         let (_, since) = since_arg(&args, "1h")?;
         let limit = args.get("limit").and_then(Value::as_u64).unwrap_or(200);
         if limit == 0 || limit > MAX_LINES {
-            return Err(format!("\"limit\" must be between 1 and {MAX_LINES}"));
+            return Err(
+                ArgError::Invalid(format!("\"limit\" must be between 1 and {MAX_LINES}")).into(),
+            );
         }
         let end = Utc::now();
-        let start = end - chrono::Duration::from_std(since).map_err(|e| e.to_string())?;
+        let start = end - lookback(since)?;
         let result = self
             .client
             .query_range(
@@ -68,8 +78,7 @@ impl Tool for LokiQuery {
                 Some(limit as u32),
                 Some(auto_step(since)),
             )
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         Ok(match result {
             LokiResult::Streams(streams) => {
                 let mut out = compact_logs(&streams, self.budget.saturating_sub(80));
@@ -93,7 +102,7 @@ pub struct LokiErrorSummary {
 }
 
 /// `selector` as a stream selector: braces added when missing.
-fn selector_arg(args: &Value) -> Result<String, String> {
+fn selector_arg(args: &Value) -> Result<String, ArgError> {
     let s = arg(args, "selector").unwrap_or(r#"job=~".+""#).trim();
     let s = if s.starts_with('{') {
         s.to_string()
@@ -101,17 +110,20 @@ fn selector_arg(args: &Value) -> Result<String, String> {
         format!("{{{s}}}")
     };
     if !s.ends_with('}') || s.len() < 3 {
-        return Err(format!(
-            "\"selector\" must be a stream selector such as {{job=\"api\"}}, got {s:?}"
-        ));
+        return Err(ArgError::StreamSelector(s));
     }
     Ok(s)
+}
+
+impl LokiErrorSummary {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "loki_error_summary";
 }
 
 #[async_trait]
 impl Tool for LokiErrorSummary {
     fn name(&self) -> &'static str {
-        "loki_error_summary"
+        Self::NAME
     }
     fn description(&self) -> &'static str {
         "Error/fail/panic log counts per job and top error patterns (default last 1h, all jobs)."
@@ -122,7 +134,7 @@ impl Tool for LokiErrorSummary {
             "selector": {"type": "string", "description": "e.g. {job=\"api\"}"}
         }})
     }
-    async fn call(&self, args: Value) -> Result<String, String> {
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
         let (since_text, since) = since_arg(&args, "1h")?;
         let selector = selector_arg(&args)?;
         let counts_query = format!(
@@ -130,14 +142,14 @@ impl Tool for LokiErrorSummary {
             since.as_secs().max(1)
         );
         let end = Utc::now();
-        let start = end - chrono::Duration::from_std(since).map_err(|e| e.to_string())?;
+        let start = end - lookback(since)?;
         let lines_query = format!("{selector} {ERROR_FILTER}");
         let (counts, lines) = tokio::join!(
             self.client.query(&counts_query, Some(end)),
             self.client
                 .query_range(&lines_query, start, end, Some(500), None)
         );
-        let counts = counts.map_err(|e| e.to_string())?;
+        let counts = counts?;
         let half = self.budget / 2;
         let mut out = format!("error lines per job, last {since_text} ({counts_query}):\n");
         let counts_text = match counts {
@@ -149,7 +161,7 @@ impl Tool for LokiErrorSummary {
         out.push_str(&counts_text);
         out.push('\n');
         let rest = self.budget.saturating_sub(out.chars().count() + 1);
-        match lines.map_err(|e| e.to_string())? {
+        match lines? {
             LokiResult::Streams(s) => out.push_str(&compact_logs(&s, rest)),
             LokiResult::Matrix(_) => {}
         }
@@ -167,10 +179,8 @@ mod tests {
         assert_eq!(sel(json!("job=\"api\"")).unwrap(), "{job=\"api\"}");
         assert_eq!(sel(json!("{app=\"x\"}")).unwrap(), "{app=\"x\"}");
         assert_eq!(selector_arg(&json!({})).unwrap(), "{job=~\".+\"}");
-        assert!(
-            sel(json!("{job=\"api\""))
-                .unwrap_err()
-                .contains("stream selector")
-        );
+        let err = sel(json!("{job=\"api\"")).unwrap_err();
+        assert_eq!(err, ArgError::StreamSelector("{job=\"api\"".into()));
+        assert!(err.to_string().contains("stream selector"));
     }
 }

@@ -1,12 +1,15 @@
-//! Read-only tools the LLM may call: the [`Tool`] trait, the [`ToolRegistry`] holding only
-//! the tools whose integration is configured, argument validation, metrics, and errors
-//! returned to the model as text. Tools never write upstream.
+//! Read-only tools the LLM may call: the [`Tool`] trait, the [`catalog`] that registers
+//! every tool whose integration is configured, the [`ToolRegistry`] (argument validation,
+//! metrics), shared argument reading ([`args`]) and formatting ([`format`]), and
+//! [`ToolError`]s returned to the model as text. Tools never write upstream.
 
+pub mod args;
 mod builtin;
 pub mod catalog;
 pub mod compact;
+mod error;
+pub mod format;
 pub mod grafana;
-pub mod homelab;
 pub mod http_declared;
 mod k8s_format;
 pub mod kubernetes;
@@ -24,7 +27,7 @@ use serde_json::Value;
 
 pub use builtin::CurrentTime;
 pub use catalog::build_registry;
-pub use homelab::register_homelab_tools;
+pub use error::{CatalogError, ToolError};
 pub use registry::{ToolDefinition, ToolOutcome, ToolRegistry};
 pub use schema::validate_arguments;
 
@@ -37,8 +40,8 @@ pub trait Tool: Send + Sync {
     fn description(&self) -> &'static str;
     /// JSON Schema (`{"type":"object","properties":{…},"required":[…]}`) of the arguments.
     fn parameters(&self) -> Value;
-    /// Runs the tool with validated arguments; `Err` text goes back to the model.
-    async fn call(&self, args: Value) -> Result<String, String>;
+    /// Runs the tool with validated arguments; an `Err` goes back to the model as text.
+    async fn call(&self, args: Value) -> Result<String, ToolError>;
 }
 
 /// Whether `name` is a valid tool name.

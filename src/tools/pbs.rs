@@ -6,8 +6,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::Tool;
-use super::homelab::{arg_bool, explain, human_age, human_bytes, percent};
+use super::args::arg_bool;
+use super::format::{human_age, human_bytes, percent};
+use super::{Tool, ToolError};
 use crate::integrations::pbs::PbsClient;
 
 const AUDIT: &str = "the Audit role (Datastore.Audit on /datastore, Sys.Audit on /system/tasks)";
@@ -21,6 +22,15 @@ pub enum PbsKind {
 
 impl PbsKind {
     pub const ALL: [PbsKind; 3] = [Self::Datastores, Self::Backups, Self::Tasks];
+
+    /// The name the tool registers under.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Datastores => "pbs_datastores",
+            Self::Backups => "pbs_backups",
+            Self::Tasks => "pbs_tasks",
+        }
+    }
 }
 
 /// One Proxmox Backup Server tool.
@@ -32,11 +42,7 @@ pub struct PbsTool {
 #[async_trait]
 impl Tool for PbsTool {
     fn name(&self) -> &'static str {
-        match self.kind {
-            PbsKind::Datastores => "pbs_datastores",
-            PbsKind::Backups => "pbs_backups",
-            PbsKind::Tasks => "pbs_tasks",
-        }
+        self.kind.name()
     }
 
     fn description(&self) -> &'static str {
@@ -62,13 +68,17 @@ impl Tool for PbsTool {
         }
     }
 
-    async fn call(&self, args: Value) -> Result<String, String> {
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
         let c = &self.client;
         let now = chrono::Utc::now().timestamp();
         let mut out = Vec::new();
         match self.kind {
             PbsKind::Datastores => {
-                for d in c.datastores().await.map_err(|e| explain(e, AUDIT))? {
+                for d in c
+                    .datastores()
+                    .await
+                    .map_err(|e| ToolError::upstream(e, AUDIT))?
+                {
                     let pos = |v: Option<i64>| v.filter(|v| *v >= 0).map(|v| v as u64);
                     let mut line = format!(
                         "{} used={}/{} ({})",
@@ -99,8 +109,15 @@ impl Tool for PbsTool {
                 }
             }
             PbsKind::Backups => {
-                for d in c.datastores().await.map_err(|e| explain(e, AUDIT))? {
-                    let mut groups = c.groups(&d.store).await.map_err(|e| explain(e, AUDIT))?;
+                for d in c
+                    .datastores()
+                    .await
+                    .map_err(|e| ToolError::upstream(e, AUDIT))?
+                {
+                    let mut groups = c
+                        .groups(&d.store)
+                        .await
+                        .map_err(|e| ToolError::upstream(e, AUDIT))?;
                     groups.sort_by_key(|g| g.last_backup);
                     for g in groups {
                         out.push(format!(
@@ -127,7 +144,7 @@ impl Tool for PbsTool {
                 for t in c
                     .tasks(errors_only, None)
                     .await
-                    .map_err(|e| explain(e, AUDIT))?
+                    .map_err(|e| ToolError::upstream(e, AUDIT))?
                 {
                     let status = t.status.as_deref().unwrap_or("running");
                     if errors_only && status == "OK" {

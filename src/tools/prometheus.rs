@@ -1,58 +1,24 @@
 //! Prometheus tools: `prometheus_query`, `prometheus_query_range`, `prometheus_alerts`,
-//! `prometheus_targets`, `prometheus_metric_names`; plus the time-argument parsing every
-//! tool shares ("2h" = two hours ago, "now-30m", RFC 3339 or Unix seconds).
+//! `prometheus_targets`, `prometheus_metric_names`; plus the step that keeps a range
+//! query small, which Loki's range queries share.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::Tool;
+use super::args::{ArgError, arg, parse_duration, parse_time, required};
 use super::compact::{Unit, compact_matrix, compact_vector, fit_lines, format_labels};
+use super::format::{age, humanize, summary};
+use super::{Tool, ToolError};
 use crate::integrations::PrometheusClient;
 use crate::integrations::prometheus::{Labels, QueryResult};
 use crate::text::truncate;
 
 /// Most points per series a range query asks for.
 pub const MAX_POINTS: f64 = 250.0;
-
-/// A duration such as "2h", "30m", "1d", "90s" (spaces and a trailing " ago" allowed).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let t = s.trim().trim_end_matches("ago").trim();
-    humantime::parse_duration(t)
-        .map_err(|_| format!("invalid duration {s:?} (use e.g. \"30m\", \"2h\", \"1d\")"))
-}
-
-/// A time argument: "now", "2h" / "now-2h" (two hours ago), RFC 3339, or Unix seconds.
-pub fn parse_time(s: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
-    let t = s.trim();
-    if t.eq_ignore_ascii_case("now") {
-        return Ok(now);
-    }
-    if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
-        return Ok(dt.with_timezone(&Utc));
-    }
-    if let Ok(secs) = t.parse::<f64>() {
-        return DateTime::from_timestamp_millis((secs * 1000.0) as i64)
-            .ok_or_else(|| format!("invalid Unix time {s:?}"));
-    }
-    let rel = t.strip_prefix("now-").unwrap_or(t);
-    let d = parse_duration(rel).map_err(|_| {
-        format!("invalid time {s:?} (use \"now\", a relative \"2h\", RFC 3339 or Unix seconds)")
-    })?;
-    chrono::Duration::from_std(d)
-        .map(|d| now - d)
-        .map_err(|_| format!("time {s:?} is too far back"))
-}
-
-/// The string argument `key`, if present and not null.
-pub fn arg<'a>(args: &'a Value, key: &str) -> Option<&'a str> {
-    args.get(key)
-        .and_then(Value::as_str)
-        .filter(|s| !s.trim().is_empty())
-}
 
 /// A step that keeps a range at ≤ [`MAX_POINTS`] points, rounded up to a familiar value.
 pub fn auto_step(range: Duration) -> Duration {
@@ -68,20 +34,21 @@ pub fn auto_step(range: Duration) -> Duration {
     Duration::from_secs(secs.max(1))
 }
 
-fn humanize(d: Duration) -> String {
-    humantime::format_duration(d).to_string().replace(' ', "")
-}
-
 /// `prometheus_query`: an instant PromQL query.
 pub struct PrometheusQuery {
     pub client: Arc<PrometheusClient>,
     pub budget: usize,
 }
 
+impl PrometheusQuery {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "prometheus_query";
+}
+
 #[async_trait]
 impl Tool for PrometheusQuery {
     fn name(&self) -> &'static str {
-        "prometheus_query"
+        Self::NAME
     }
     fn description(&self) -> &'static str {
         "Instant PromQL query (default now). Returns top series by value."
@@ -92,17 +59,13 @@ impl Tool for PrometheusQuery {
             "time": {"type": "string", "description": "RFC3339, unix, or relative like 2h"}
         }, "required": ["query"]})
     }
-    async fn call(&self, args: Value) -> Result<String, String> {
-        let query = arg(&args, "query").ok_or("\"query\" must not be empty")?;
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
+        let query = required(&args, "query")?;
         let time = arg(&args, "time")
             .map(|t| parse_time(t, Utc::now()))
             .transpose()?;
         let unit = Unit::guess(query);
-        let result = self
-            .client
-            .query(query, time)
-            .await
-            .map_err(|e| e.to_string())?;
+        let result = self.client.query(query, time).await?;
         Ok(match result {
             QueryResult::Vector(v) => compact_vector(&v, unit, self.budget),
             QueryResult::Matrix(m) => compact_matrix(&m, unit, self.budget),
@@ -120,10 +83,15 @@ pub struct PrometheusQueryRange {
     pub budget: usize,
 }
 
+impl PrometheusQueryRange {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "prometheus_query_range";
+}
+
 #[async_trait]
 impl Tool for PrometheusQueryRange {
     fn name(&self) -> &'static str {
-        "prometheus_query_range"
+        Self::NAME
     }
     fn description(&self) -> &'static str {
         "PromQL over a range (default last 1h); per series min/avg/max/last/trend."
@@ -136,8 +104,8 @@ impl Tool for PrometheusQueryRange {
             "step": {"type": "string", "description": "e.g. 1m; auto if omitted"}
         }, "required": ["query"]})
     }
-    async fn call(&self, args: Value) -> Result<String, String> {
-        let query = arg(&args, "query").ok_or("\"query\" must not be empty")?;
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
+        let query = required(&args, "query")?;
         let now = Utc::now();
         let end = arg(&args, "end")
             .map(|t| parse_time(t, now))
@@ -148,7 +116,9 @@ impl Tool for PrometheusQueryRange {
             .transpose()?
             .unwrap_or(end - chrono::Duration::hours(1));
         if end <= start {
-            return Err(format!("end ({end}) must be after start ({start})"));
+            return Err(
+                ArgError::Invalid(format!("end ({end}) must be after start ({start})")).into(),
+            );
         }
         let range = (end - start).to_std().unwrap_or_default();
         let min_step = auto_step(range);
@@ -156,11 +126,7 @@ impl Tool for PrometheusQueryRange {
             Some(s) => parse_duration(s)?.max(min_step),
             None => min_step,
         };
-        let series = self
-            .client
-            .query_range(query, start, end, step)
-            .await
-            .map_err(|e| e.to_string())?;
+        let series = self.client.query_range(query, start, end, step).await?;
         let header = format!(
             "{} to {} step {}\n",
             start.format("%Y-%m-%d %H:%M"),
@@ -178,30 +144,15 @@ pub struct PrometheusAlerts {
     pub budget: usize,
 }
 
-/// `5m` / `3h` since `t`.
-pub fn age(t: Option<DateTime<Utc>>) -> String {
-    t.map(|t| {
-        let secs = (Utc::now() - t).num_seconds().max(0) as u64;
-        let rounded = if secs >= 3600 { secs / 60 * 60 } else { secs };
-        humanize(Duration::from_secs(rounded))
-    })
-    .unwrap_or_else(|| "?".into())
-}
-
-/// The annotation worth showing: summary, else description.
-pub fn summary(annotations: &Labels) -> String {
-    let text = annotations
-        .get("summary")
-        .or_else(|| annotations.get("description"))
-        .map(String::as_str)
-        .unwrap_or("");
-    truncate(text, 160)
+impl PrometheusAlerts {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "prometheus_alerts";
 }
 
 #[async_trait]
 impl Tool for PrometheusAlerts {
     fn name(&self) -> &'static str {
-        "prometheus_alerts"
+        Self::NAME
     }
     fn description(&self) -> &'static str {
         "Pending and firing Prometheus alerts."
@@ -209,8 +160,8 @@ impl Tool for PrometheusAlerts {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {}})
     }
-    async fn call(&self, _args: Value) -> Result<String, String> {
-        let mut alerts = self.client.alerts().await.map_err(|e| e.to_string())?;
+    async fn call(&self, _args: Value) -> Result<String, ToolError> {
+        let mut alerts = self.client.alerts().await?;
         if alerts.is_empty() {
             return Ok("no pending or firing alerts".into());
         }
@@ -240,10 +191,15 @@ pub struct PrometheusTargets {
     pub budget: usize,
 }
 
+impl PrometheusTargets {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "prometheus_targets";
+}
+
 #[async_trait]
 impl Tool for PrometheusTargets {
     fn name(&self) -> &'static str {
-        "prometheus_targets"
+        Self::NAME
     }
     fn description(&self) -> &'static str {
         "Scrape targets and health; down targets first with last error."
@@ -253,13 +209,9 @@ impl Tool for PrometheusTargets {
             "state": {"type": "string", "enum": ["active", "dropped", "any"]}
         }})
     }
-    async fn call(&self, args: Value) -> Result<String, String> {
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
         let state = arg(&args, "state").unwrap_or("active");
-        let mut t = self
-            .client
-            .targets(Some(state))
-            .await
-            .map_err(|e| e.to_string())?;
+        let mut t = self.client.targets(Some(state)).await?;
         t.active_targets.sort_by_key(|t| {
             (
                 t.health == "up",
@@ -311,10 +263,15 @@ pub struct PrometheusMetricNames {
 /// Most metric names listed.
 const MAX_NAMES: usize = 200;
 
+impl PrometheusMetricNames {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "prometheus_metric_names";
+}
+
 #[async_trait]
 impl Tool for PrometheusMetricNames {
     fn name(&self) -> &'static str {
-        "prometheus_metric_names"
+        Self::NAME
     }
     fn description(&self) -> &'static str {
         "List metric names; 'match' filters by substring or regex."
@@ -322,19 +279,15 @@ impl Tool for PrometheusMetricNames {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"match": {"type": "string"}}})
     }
-    async fn call(&self, args: Value) -> Result<String, String> {
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
         let filter = arg(&args, "match");
         let re = filter
             .map(|f| {
                 regex_lite::Regex::new(&format!("(?i){f}"))
-                    .map_err(|e| format!("invalid regex {f:?}: {e}"))
+                    .map_err(|e| ArgError::Invalid(format!("invalid regex {f:?}: {e}")))
             })
             .transpose()?;
-        let names = self
-            .client
-            .label_values("__name__", &[])
-            .await
-            .map_err(|e| e.to_string())?;
+        let names = self.client.label_values("__name__", &[]).await?;
         let matched: Vec<String> = match re {
             None => names,
             Some(re) => names.into_iter().filter(|n| re.is_match(n)).collect(),
@@ -369,25 +322,6 @@ impl Tool for PrometheusMetricNames {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn time_arguments_accept_relative_absolute_and_unix_forms() {
-        let now = DateTime::parse_from_rfc3339("2026-11-23T07:00:00Z")
-            .unwrap()
-            .with_timezone(&Utc);
-        let at = |s| parse_time(s, now).unwrap().to_rfc3339();
-        assert_eq!(at("2h"), "2026-11-23T05:00:00+00:00");
-        assert_eq!(at("now-30m"), "2026-11-23T06:30:00+00:00");
-        assert_eq!(at("1d ago"), "2026-11-22T07:00:00+00:00");
-        assert_eq!(at("now"), now.to_rfc3339());
-        assert_eq!(at("2026-11-23T01:00:00Z"), "2026-11-23T01:00:00+00:00");
-        assert_eq!(at("1795380332"), "2026-11-22T20:45:32+00:00");
-        assert!(
-            parse_time("yesterday", now)
-                .unwrap_err()
-                .contains("invalid time")
-        );
-    }
 
     #[test]
     fn auto_step_keeps_ranges_at_most_250_points() {

@@ -5,8 +5,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::Tool;
-use super::homelab::{arg_bool, arg_i64, arg_str, explain, human_age, human_bytes, percent};
+use super::args::{ArgError, arg_bool, arg_i64, arg_str};
+use super::format::{human_age, human_bytes, percent};
+use super::{Tool, ToolError};
 use crate::integrations::proxmox::ProxmoxClient;
 
 const AUDIT: &str = "the PVEAuditor role (Sys.Audit, VM.Audit, Datastore.Audit) on path \"/\"";
@@ -21,6 +22,16 @@ pub enum PveKind {
 
 impl PveKind {
     pub const ALL: [PveKind; 4] = [Self::Nodes, Self::Guests, Self::Storage, Self::Tasks];
+
+    /// The name the tool registers under.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Nodes => "proxmox_nodes",
+            Self::Guests => "proxmox_guests",
+            Self::Storage => "proxmox_storage",
+            Self::Tasks => "proxmox_tasks",
+        }
+    }
 }
 
 /// One Proxmox VE tool.
@@ -32,12 +43,7 @@ pub struct PveTool {
 #[async_trait]
 impl Tool for PveTool {
     fn name(&self) -> &'static str {
-        match self.kind {
-            PveKind::Nodes => "proxmox_nodes",
-            PveKind::Guests => "proxmox_guests",
-            PveKind::Storage => "proxmox_storage",
-            PveKind::Tasks => "proxmox_tasks",
-        }
+        self.kind.name()
     }
 
     fn description(&self) -> &'static str {
@@ -65,9 +71,9 @@ impl Tool for PveTool {
         }
     }
 
-    async fn call(&self, args: Value) -> Result<String, String> {
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
         let c = &self.client;
-        let nodes = c.nodes().await.map_err(|e| explain(e, AUDIT))?;
+        let nodes = c.nodes().await.map_err(|e| ToolError::upstream(e, AUDIT))?;
         let mut out = Vec::new();
         match self.kind {
             PveKind::Nodes => {
@@ -93,13 +99,20 @@ impl Tool for PveTool {
                     && !nodes.iter().any(|n| &n.node == w)
                 {
                     let known: Vec<_> = nodes.iter().map(|n| n.node.as_str()).collect();
-                    return Err(format!("no node {w:?}; nodes: {}", known.join(", ")));
+                    return Err(ArgError::Invalid(format!(
+                        "no node {w:?}; nodes: {}",
+                        known.join(", ")
+                    ))
+                    .into());
                 }
                 for n in nodes.iter().filter(|n| n.status == "online") {
                     if want.as_ref().is_some_and(|w| w != &n.node) {
                         continue;
                     }
-                    let guests = c.guests(&n.node).await.map_err(|e| explain(e, AUDIT))?;
+                    let guests = c
+                        .guests(&n.node)
+                        .await
+                        .map_err(|e| ToolError::upstream(e, AUDIT))?;
                     for (kind, g) in guests {
                         if g.template.as_ref().is_some_and(|t| t == 1 || t == "1") {
                             continue;
@@ -131,7 +144,11 @@ impl Tool for PveTool {
             }
             PveKind::Storage => {
                 for n in nodes.iter().filter(|n| n.status == "online") {
-                    for s in c.storage(&n.node).await.map_err(|e| explain(e, AUDIT))? {
+                    for s in c
+                        .storage(&n.node)
+                        .await
+                        .map_err(|e| ToolError::upstream(e, AUDIT))?
+                    {
                         out.push(format!(
                             "{}/{} type={} active={} used={}/{} ({}){}",
                             n.node,
@@ -154,7 +171,7 @@ impl Tool for PveTool {
                     let tasks = c
                         .tasks(&n.node, errors_only, since)
                         .await
-                        .map_err(|e| explain(e, AUDIT))?;
+                        .map_err(|e| ToolError::upstream(e, AUDIT))?;
                     for t in tasks {
                         let status = t.status.as_deref().unwrap_or("running");
                         if errors_only && status == "OK" {

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{Tool, is_valid_tool_name, validate_arguments};
+use super::{Tool, ToolError, is_valid_tool_name, validate_arguments};
 use crate::telemetry::Metrics;
 
 /// What the LLM request carries for one tool.
@@ -86,12 +86,15 @@ impl ToolRegistry {
     pub async fn call(&self, name: &str, args: Value) -> ToolOutcome {
         let start = Instant::now();
         let result = match self.get(name) {
-            None => Err(format!(
-                "unknown tool \"{name}\"; available tools: {}",
-                self.names().join(", ")
-            )),
+            None => Err(ToolError::UnknownTool {
+                name: name.to_string(),
+                available: self.names().join(", "),
+            }),
             Some(tool) => match validate_arguments(&tool.parameters(), &args) {
-                Err(why) => Err(format!("invalid arguments for {name}: {why}")),
+                Err(reason) => Err(ToolError::Schema {
+                    tool: name.to_string(),
+                    reason,
+                }),
                 Ok(()) => tool.call(args).await,
             },
         };

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::Tool;
-use super::prometheus::arg;
+use super::args::required;
+use super::{Tool, ToolError};
 use crate::text::truncate;
 
 /// One `##` section of a runbook file.
@@ -179,10 +179,15 @@ pub struct RunbookSearch {
     pub budget: usize,
 }
 
+impl RunbookSearch {
+    /// The name the tool registers under.
+    pub const NAME: &'static str = "runbook_search";
+}
+
 #[async_trait]
 impl Tool for RunbookSearch {
     fn name(&self) -> &'static str {
-        "runbook_search"
+        Self::NAME
     }
     fn description(&self) -> &'static str {
         "Search the team's runbooks; returns the 3 best sections."
@@ -190,8 +195,8 @@ impl Tool for RunbookSearch {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]})
     }
-    async fn call(&self, args: Value) -> Result<String, String> {
-        let query = arg(&args, "query").ok_or("\"query\" must not be empty")?;
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
+        let query = required(&args, "query")?;
         if self.index.sections.is_empty() {
             return Ok(format!("no runbooks found in {}", self.index.dir.display()));
         }

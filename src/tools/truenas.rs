@@ -6,8 +6,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::{Value, json};
 
-use super::Tool;
-use super::homelab::{explain, human_age, human_bytes, percent};
+use super::format::{human_age, human_bytes, percent};
+use super::{Tool, ToolError};
 use crate::integrations::truenas::TruenasClient;
 
 const ROLE: &str = "an API key whose user has the READONLY_ADMIN role";
@@ -21,6 +21,15 @@ pub enum TruenasKind {
 
 impl TruenasKind {
     pub const ALL: [TruenasKind; 3] = [Self::Pools, Self::Alerts, Self::Disks];
+
+    /// The name the tool registers under.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Pools => "truenas_pools",
+            Self::Alerts => "truenas_alerts",
+            Self::Disks => "truenas_disks",
+        }
+    }
 }
 
 /// One TrueNAS tool.
@@ -32,11 +41,7 @@ pub struct TruenasTool {
 #[async_trait]
 impl Tool for TruenasTool {
     fn name(&self) -> &'static str {
-        match self.kind {
-            TruenasKind::Pools => "truenas_pools",
-            TruenasKind::Alerts => "truenas_alerts",
-            TruenasKind::Disks => "truenas_disks",
-        }
+        self.kind.name()
     }
 
     fn description(&self) -> &'static str {
@@ -53,12 +58,12 @@ impl Tool for TruenasTool {
         json!({"type": "object", "properties": {}})
     }
 
-    async fn call(&self, _args: Value) -> Result<String, String> {
+    async fn call(&self, _args: Value) -> Result<String, ToolError> {
         let c = &self.client;
         let mut out = Vec::new();
         match self.kind {
             TruenasKind::Pools => {
-                for p in c.pools().await.map_err(|e| explain(e, ROLE))? {
+                for p in c.pools().await.map_err(|e| ToolError::upstream(e, ROLE))? {
                     let used = p.allocated;
                     out.push(format!(
                         "{} status={} healthy={}{} used={}/{} ({}){}",
@@ -97,7 +102,7 @@ impl Tool for TruenasTool {
                 let mut alerts: Vec<_> = c
                     .alerts()
                     .await
-                    .map_err(|e| explain(e, ROLE))?
+                    .map_err(|e| ToolError::upstream(e, ROLE))?
                     .into_iter()
                     .filter(|a| !a.dismissed)
                     .collect();
@@ -126,7 +131,7 @@ impl Tool for TruenasTool {
                 }
             }
             TruenasKind::Disks => {
-                let disks = c.disks().await.map_err(|e| explain(e, ROLE))?;
+                let disks = c.disks().await.map_err(|e| ToolError::upstream(e, ROLE))?;
                 // Both are optional: VMs and some controllers report neither.
                 let temps = c.temperatures().await.unwrap_or_default();
                 let smart = c.smart_results().await.unwrap_or_default();

@@ -4,12 +4,16 @@
 mod support;
 
 mod agent;
+mod appliances;
 mod dashboard;
 mod foundation;
-mod homelab;
+mod http_tools;
+mod integration_config;
+mod kubernetes;
 mod notify;
 mod report;
 mod report_api;
+mod report_backups;
 mod report_sources;
 mod retention;
 mod tools;

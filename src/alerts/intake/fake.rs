@@ -10,9 +10,9 @@ use chrono::{DateTime, Utc};
 
 use super::{Intake, IntakeSummary, Investigator, NewInvestigation};
 use crate::alerts::grouping::InvState;
+use crate::alerts::store::AlertStore;
 use crate::alerts::{Alert, AlertSource, AlertStatus, WebhookBatch};
 use crate::config::AlertsConfig;
-use crate::alerts::store::AlertStore;
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 

@@ -107,8 +107,8 @@ mod tests {
     use crate::alerts::AlertStatus;
     use crate::alerts::grouping::InvState;
     use crate::alerts::intake::{Investigator, request_for};
-    use crate::store::Store;
     use crate::alerts::store::Outcome;
+    use crate::store::Store;
 
     #[tokio::test]
     async fn a_resolved_group_cancels_its_queued_investigation_and_notes_it() {

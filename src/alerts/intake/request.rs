@@ -1,8 +1,8 @@
 //! The investigation request the intake asks for: the instruction is trusted text, the
 //! alert data goes in the context, which the agent fences as untrusted.
 
-use crate::alerts::{Alert, AlertStatus};
 use crate::alerts::store::AlertGroup;
+use crate::alerts::{Alert, AlertStatus};
 
 /// A new alert investigation, as the intake asks for it.
 #[derive(Clone, Debug, PartialEq)]

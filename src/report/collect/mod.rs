@@ -4,9 +4,9 @@
 
 mod agent;
 mod alerts;
+mod backups;
 mod changes;
 mod cost;
-mod homelab;
 mod logs;
 mod slos;
 
@@ -84,8 +84,10 @@ pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData 
         changes: Section::default(),
         homelab: None,
     };
-    if homelab::configured(&ctx.config) {
-        data.homelab = Some(timed("homelab", timeout, metrics, homelab::collect(ctx)).await);
+    if backups::configured(&ctx.config) {
+        // "homelab" stays the collector label and the report field: dashboards and
+        // stored reports know them by that name.
+        data.homelab = Some(timed("homelab", timeout, metrics, backups::collect(ctx)).await);
     }
     // Changes compares the sections just collected with the previous report: no I/O.
     data.changes = timed("changes", timeout, metrics, async {

@@ -8,7 +8,7 @@ use sre_agent::config::Config;
 use sre_agent::llm::LlmClient;
 use sre_agent::store::Store;
 use sre_agent::telemetry::Metrics;
-use sre_agent::tools::{Tool, ToolRegistry};
+use sre_agent::tools::{Tool, ToolError, ToolRegistry};
 
 use super::{WAIT, wait_final};
 use crate::support::fake_llm::{FakeLlm, answer, finding_json, tool_calls};
@@ -28,7 +28,7 @@ impl Tool for Rendezvous {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {"who": {"type": "string"}}})
     }
-    async fn call(&self, args: Value) -> Result<String, String> {
+    async fn call(&self, args: Value) -> Result<String, ToolError> {
         self.0.wait().await;
         Ok(format!("met {}", args["who"]))
     }
@@ -186,7 +186,7 @@ impl Tool for Gate {
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {}})
     }
-    async fn call(&self, _args: Value) -> Result<String, String> {
+    async fn call(&self, _args: Value) -> Result<String, ToolError> {
         self.entered.notify_one();
         self.release.notified().await;
         Ok("released".into())

@@ -5,7 +5,7 @@
 
 pub mod alerts;
 pub mod external;
-pub mod fake_homelab;
+pub mod fake_appliance;
 pub mod fake_kube;
 pub mod fake_llm;
 pub mod fake_upstreams;
@@ -13,6 +13,7 @@ pub mod mail;
 pub mod receiver;
 pub mod report_external;
 pub mod report_fakes;
+pub mod tool_registry;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};

@@ -8,15 +8,15 @@ use sre_agent::report::{ReportRequest, Reporter, model::ReportTrigger, render};
 use sre_agent::store::Store;
 use sre_agent::telemetry::Metrics;
 
-use crate::support::fake_homelab::{FakeHomelab, pbs_routes, proxmox_routes};
+use crate::support::fake_appliance::{FakeAppliance, pbs_routes, proxmox_routes};
 use crate::support::test_config;
 
 #[tokio::test]
 async fn the_weekly_report_lists_overdue_backups_failed_tasks_and_guests_down() {
     sre_agent::install_crypto_provider();
     let pbs =
-        FakeHomelab::start(pbs_routes(), "PBSAPIToken=r@pbs!t:s", json!({"data": null})).await;
-    let pve = FakeHomelab::start(
+        FakeAppliance::start(pbs_routes(), "PBSAPIToken=r@pbs!t:s", json!({"data": null})).await;
+    let pve = FakeAppliance::start(
         proxmox_routes(),
         "PVEAPIToken=r@pve!t=s",
         json!({"data": null}),

@@ -1,20 +1,17 @@
-//! Homelab tools against fakes: Kubernetes (real JSON, every path recorded), Proxmox VE,
-//! Proxmox Backup Server, TrueNAS, and declarative HTTP tools; their configuration.
-
-mod appliances;
-mod config;
-mod kubernetes;
-mod report;
+//! A registry holding only the integrations' tools (Kubernetes, Proxmox VE, Proxmox Backup
+//! Server, TrueNAS, declarative HTTP), calls that must succeed or fail, and config loading
+//! that must fail, for the tests of those tools against their fakes.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 use sre_agent::config::{Config, ConfigSource};
 use sre_agent::telemetry::Metrics;
-use sre_agent::tools::{ToolRegistry, register_homelab_tools};
+use sre_agent::tools::ToolRegistry;
+use sre_agent::tools::catalog::{register_integrations, validate};
 
-use crate::support::fake_kube::FakeKube;
-use crate::support::test_config;
+use super::fake_kube::FakeKube;
+use super::test_config;
 
 pub fn registry(config: &Config) -> ToolRegistry {
     sre_agent::install_crypto_provider();
@@ -22,7 +19,7 @@ pub fn registry(config: &Config) -> ToolRegistry {
         Arc::new(Metrics::new("test-model")),
         config.llm.max_tool_output_chars,
     );
-    register_homelab_tools(&mut r, config).expect("homelab tools register");
+    register_integrations(&mut r, config).expect("integration tools register");
     r
 }
 
@@ -42,7 +39,9 @@ pub fn load_err(toml: &str) -> String {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("config.toml");
     std::fs::write(&file, toml).unwrap();
+    // As `check-config` and the daemon do: the config, then the tool names it declares.
     Config::load(&ConfigSource { file: Some(file) })
+        .and_then(|c| validate(&c))
         .expect_err("config must be rejected")
         .to_string()
 }

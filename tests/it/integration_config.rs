@@ -1,18 +1,18 @@
-//! Registration when unconfigured, declarative HTTP tools, and homelab config validation.
+//! The integrations' configuration: nothing registered when unconfigured, each section
+//! validated naming the key, a bad kubeconfig, and the commented examples in config.toml.
 
 use std::sync::Arc;
 
-use serde_json::json;
 use sre_agent::config::Config;
 use sre_agent::telemetry::Metrics;
-use sre_agent::tools::{ToolRegistry, register_homelab_tools};
+use sre_agent::tools::ToolRegistry;
+use sre_agent::tools::catalog::register_integrations;
 
-use super::{call, call_err, load_err, registry};
-use crate::support::fake_homelab::FakeHomelab;
 use crate::support::test_config;
+use crate::support::tool_registry::{load_err, registry};
 
 #[tokio::test]
-async fn an_unconfigured_registry_holds_none_of_the_homelab_tools() {
+async fn an_unconfigured_registry_holds_none_of_the_integration_tools() {
     let r = registry(&Config::default());
     assert!(r.is_empty(), "unexpected tools: {:?}", r.names());
     assert!(
@@ -22,113 +22,8 @@ async fn an_unconfigured_registry_holds_none_of_the_homelab_tools() {
     );
 }
 
-#[tokio::test]
-async fn a_declarative_http_tool_fills_its_template_sends_its_header_and_follows_the_json_path() {
-    let fake = FakeHomelab::start(
-        vec![(
-            "GET /api/v1/devices/living%20room/state".into(),
-            json!({"data": {"sensors": [{"name": "temp", "value": 21.5}, {"name": "humidity", "value": 48}]}}),
-        )],
-        "Token hass-secret",
-        json!({}),
-    )
-    .await;
-    let dir = tempfile::tempdir().unwrap();
-    let toml = format!(
-        r#"
-[[tools.http]]
-name = "room_sensor"
-description = "Sensor value of a room"
-url = "{}/api/v1/devices/{{room}}/state?index={{index}}"
-header_name = "Authorization"
-header_value = "Token hass-secret"
-json_path = "data.sensors[1].value"
-[tools.http.parameters]
-type = "object"
-required = ["room", "index"]
-[tools.http.parameters.properties.room]
-type = "string"
-[tools.http.parameters.properties.index]
-type = "integer"
-"#,
-        fake.url
-    );
-    let config = test_config(dir.path(), &toml);
-    assert!(!config.redacted_toml().contains("hass-secret"));
-    let r = registry(&config);
-    assert_eq!(r.names(), ["room_sensor"]);
-    let out = call(
-        &r,
-        "room_sensor",
-        json!({"room": "living room", "index": 1}),
-    )
-    .await;
-    assert_eq!(out, "48");
-    assert_eq!(
-        fake.requests(),
-        ["GET /api/v1/devices/living%20room/state?index=1"]
-    );
-    let err = call_err(&r, "room_sensor", json!({"room": "x"})).await;
-    assert!(err.contains("missing required argument \"index\""), "{err}");
-}
-
 #[test]
-fn bad_declarative_http_tools_are_rejected_at_load_naming_the_key() {
-    let tool = |body: &str| format!("[[tools.http]]\ndescription = \"d\"\n{body}\n");
-    let ok_params = "[tools.http.parameters]\ntype = \"object\"\n[tools.http.parameters.properties.q]\ntype = \"string\"\n";
-    let cases = [
-        (
-            tool("name = \"bad name!\"\nurl = \"http://h/x\""),
-            "tools.http[0].name: invalid name \"bad name!\"",
-        ),
-        (
-            tool("name = \"k8s_nodes\"\nurl = \"http://h/x\""),
-            "tools.http[0].name: \"k8s_nodes\" clashes with a built-in tool",
-        ),
-        (
-            format!(
-                "{}{}",
-                tool("name = \"a\"\nurl = \"http://h/x\""),
-                tool("name = \"a\"\nurl = \"http://h/y\"")
-            ),
-            "tools.http[1].name: duplicate name \"a\"",
-        ),
-        (
-            tool("name = \"a\"\nurl = \"http://h/{q}\""),
-            "tools.http[0].url: placeholder {q} is not declared",
-        ),
-        (
-            format!(
-                "{}{ok_params}",
-                tool("name = \"a\"\nurl = \"http://{q}/x\"")
-            ),
-            "tools.http[0].url:",
-        ),
-        (
-            tool("name = \"a\"\nurl = \"not a url\""),
-            "tools.http[0].url: invalid URL template",
-        ),
-        (
-            tool("name = \"a\"\nurl = \"http://h/x\"\nheader_name = \"X-Key\""),
-            "tools.http[0].header_value: header_name and header_value must be set together",
-        ),
-        (
-            tool("name = \"a\"\nurl = \"http://h/x\"\nmax_bytes = 0"),
-            "tools.http[0].max_bytes",
-        ),
-        (
-            tool("name = \"a\"\nurl = \"http://h/x\"\nmethod = \"POST\""),
-            "unknown",
-        ),
-    ];
-    for (toml, want) in cases {
-        let err = load_err(&toml);
-        assert!(err.contains(want), "want {want:?}, got {err:?} for\n{toml}");
-    }
-}
-
-#[test]
-fn homelab_sections_are_validated_naming_the_key() {
+fn integration_sections_are_validated_naming_the_key() {
     let cases = [
         (
             "[proxmox]\nurl = \"https://pve:8006\"\ntoken_secret = \"x\"\n",
@@ -176,12 +71,12 @@ fn a_bad_kubeconfig_fails_at_registration_naming_the_file() {
     );
     let config = test_config(dir.path(), &toml);
     let mut r = ToolRegistry::new(Arc::new(Metrics::new("m")), 4000);
-    let err = format!("{:#}", register_homelab_tools(&mut r, &config).unwrap_err());
+    let err = format!("{:#}", register_integrations(&mut r, &config).unwrap_err());
     assert!(err.contains("kubernetes.kubeconfig"), "{err}");
 }
 
 #[test]
-fn build_registry_adds_the_configured_homelab_tools_next_to_the_core_ones() {
+fn build_registry_adds_the_configured_integration_tools_next_to_the_core_ones() {
     sre_agent::install_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
     let toml = "[truenas]\nurl = \"https://nas.lan\"\napi_key = \"k\"\n";
@@ -202,7 +97,7 @@ fn build_registry_adds_the_configured_homelab_tools_next_to_the_core_ones() {
 }
 
 #[test]
-fn the_commented_homelab_examples_in_config_toml_are_valid_when_uncommented() {
+fn the_commented_integration_examples_in_config_toml_are_valid_when_uncommented() {
     let example =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/config.toml")).unwrap();
     let homelab = example

@@ -21,13 +21,13 @@ pub struct FakeState {
     pub forbidden: AtomicBool,
 }
 
-pub struct FakeHomelab {
+pub struct FakeAppliance {
     pub url: String,
     pub addr: SocketAddr,
     pub state: Arc<FakeState>,
 }
 
-impl FakeHomelab {
+impl FakeAppliance {
     /// `routes` maps "GET /path" to the JSON answer; `auth` is the expected header value.
     pub async fn start(routes: Vec<(String, Value)>, auth: &str, forbidden_body: Value) -> Self {
         let state = Arc::new(FakeState {
@@ -272,8 +272,8 @@ impl axum::serve::Listener for TlsListener {
     }
 }
 
-impl FakeHomelab {
-    /// Like [`FakeHomelab::start`] over HTTPS with `certs/leaf-fullchain.pem` and
+impl FakeAppliance {
+    /// Like [`FakeAppliance::start`] over HTTPS with `certs/leaf-fullchain.pem` and
     /// `certs/leaf.key` (from tests/support/gen_test_certs.sh).
     pub async fn start_tls(
         routes: Vec<(String, Value)>,

@@ -2,12 +2,12 @@
 
 use serde_json::{Value, json};
 
-use super::{call, call_err, registry};
-use crate::support::fake_homelab::{FakeHomelab, pbs_routes, proxmox_routes, truenas_routes};
+use crate::support::fake_appliance::{FakeAppliance, pbs_routes, proxmox_routes, truenas_routes};
 use crate::support::test_config;
+use crate::support::tool_registry::{call, call_err, registry};
 
-async fn proxmox_fake(routes: Vec<(String, Value)>, auth: &str) -> FakeHomelab {
-    FakeHomelab::start(routes, auth, json!({"data": null})).await
+async fn proxmox_fake(routes: Vec<(String, Value)>, auth: &str) -> FakeAppliance {
+    FakeAppliance::start(routes, auth, json!({"data": null})).await
 }
 
 #[tokio::test]
@@ -93,7 +93,7 @@ async fn proxmox_tools_summarise_nodes_guests_storage_and_failed_tasks() {
 
 #[tokio::test]
 async fn pbs_tools_show_datastores_backup_ages_and_failed_tasks() {
-    let fake = FakeHomelab::start(
+    let fake = FakeAppliance::start(
         pbs_routes(),
         "PBSAPIToken=sre@pbs!agent:pbs-secret",
         json!({"data": null, "message": "permission check failed"}),
@@ -144,7 +144,7 @@ async fn pbs_tools_show_datastores_backup_ages_and_failed_tasks() {
 
 #[tokio::test]
 async fn truenas_tools_show_pool_health_active_alerts_and_disk_smart_results() {
-    let fake = FakeHomelab::start(
+    let fake = FakeAppliance::start(
         truenas_routes(),
         "Bearer 1-truenaskey",
         json!({"message": "Not authorized"}),
@@ -196,7 +196,7 @@ async fn a_self_signed_proxmox_is_trusted_through_ca_file_or_verify_tls_false_an
     if !crate::support::report_external::gen_certs(certs.path()) {
         return;
     }
-    let fake = FakeHomelab::start_tls(
+    let fake = FakeAppliance::start_tls(
         proxmox_routes(),
         "PVEAPIToken=sre@pve!agent=s",
         certs.path(),

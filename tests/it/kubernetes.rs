@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{call, call_err, kube_registry};
+use crate::support::tool_registry::{call, call_err, kube_registry};
 
 #[tokio::test]
 async fn every_kubernetes_tool_answers_from_real_json_and_never_requests_secrets_or_configmaps() {

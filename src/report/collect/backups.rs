@@ -8,7 +8,7 @@ use super::CollectContext;
 use crate::config::Config;
 use crate::integrations::pbs::PbsClient;
 use crate::integrations::proxmox::ProxmoxClient;
-use crate::report::model::{FailedTask, GuestDown, HomelabData, OverdueBackup, Section};
+use crate::report::model::{BackupHealth, FailedTask, GuestDown, OverdueBackup, Section};
 
 /// Whether this section applies.
 pub fn configured(config: &Config) -> bool {
@@ -19,8 +19,8 @@ fn at(unix: i64) -> DateTime<Utc> {
     DateTime::from_timestamp(unix, 0).unwrap_or_default()
 }
 
-pub async fn collect(ctx: &CollectContext) -> Section<HomelabData> {
-    let mut s = Section::<HomelabData>::default();
+pub async fn collect(ctx: &CollectContext) -> Section<BackupHealth> {
+    let mut s = Section::<BackupHealth>::default();
     let start = ctx.window.start.timestamp();
     let end = ctx.window.end;
     if ctx.config.pbs.url.is_some()
@@ -39,7 +39,7 @@ pub async fn collect(ctx: &CollectContext) -> Section<HomelabData> {
 
 async fn pbs(
     ctx: &CollectContext,
-    data: &mut HomelabData,
+    data: &mut BackupHealth,
     start: i64,
     end: DateTime<Utc>,
 ) -> Result<(), String> {
@@ -86,7 +86,7 @@ async fn pbs(
     Ok(())
 }
 
-async fn proxmox(ctx: &CollectContext, data: &mut HomelabData, start: i64) -> Result<(), String> {
+async fn proxmox(ctx: &CollectContext, data: &mut BackupHealth, start: i64) -> Result<(), String> {
     let client = ProxmoxClient::new(&ctx.config.proxmox).map_err(|e| e.to_string())?;
     for node in client.nodes().await.map_err(|e| e.to_string())? {
         if node.status != "online" {

@@ -1,5 +1,6 @@
 //! Label matchers in Prometheus syntax: `name="value"`, `name!="value"`, `name=~"re"`,
-//! `name!~"re"` (regex anchored like Prometheus'). Used by `alerts.ignore`.
+//! `name!~"re"` (regex anchored like Prometheus'). A config value type: `alerts.ignore`
+//! is validated with it at load, and alert intake matches with it.
 
 use std::collections::BTreeMap;
 

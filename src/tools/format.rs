@@ -1,0 +1,84 @@
+//! Formatting shared by the tools: sizes, ages, percentages, alert ages and summaries,
+//! written the way a person would write them.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+
+use crate::integrations::prometheus::Labels;
+use crate::text::truncate;
+
+/// `1.5 GiB`-style sizes.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = n as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i < UNITS.len() - 1 {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[i])
+    }
+}
+
+/// `3d4h`-style durations from seconds.
+pub fn human_age(secs: i64) -> String {
+    let s = secs.max(0);
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s / 60),
+        3600..86400 => format!("{}h{}m", s / 3600, s % 3600 / 60),
+        _ => format!("{}d{}h", s / 86400, s % 86400 / 3600),
+    }
+}
+
+/// Percentage `part/whole`, or "?" when the whole is unknown.
+pub fn percent(part: Option<u64>, whole: Option<u64>) -> String {
+    match (part, whole) {
+        (Some(p), Some(w)) if w > 0 => format!("{:.1}%", p as f64 * 100.0 / w as f64),
+        _ => "?".into(),
+    }
+}
+
+/// A duration without spaces: `1h30m`.
+pub fn humanize(d: Duration) -> String {
+    humantime::format_duration(d).to_string().replace(' ', "")
+}
+
+/// `5m` / `3h` since `t`.
+pub fn age(t: Option<DateTime<Utc>>) -> String {
+    t.map(|t| {
+        let secs = (Utc::now() - t).num_seconds().max(0) as u64;
+        let rounded = if secs >= 3600 { secs / 60 * 60 } else { secs };
+        humanize(Duration::from_secs(rounded))
+    })
+    .unwrap_or_else(|| "?".into())
+}
+
+/// The annotation worth showing: summary, else description.
+pub fn summary(annotations: &Labels) -> String {
+    let text = annotations
+        .get("summary")
+        .or_else(|| annotations.get("description"))
+        .map(String::as_str)
+        .unwrap_or("");
+    truncate(text, 160)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_ages_read_like_a_human_wrote_them() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(3 * 1024 * 1024 * 1024), "3.0 GiB");
+        assert_eq!(human_age(90), "1m");
+        assert_eq!(human_age(2 * 86400 + 3 * 3600), "2d3h");
+        assert_eq!(percent(Some(1), Some(4)), "25.0%");
+        assert_eq!(percent(Some(1), None), "?");
+    }
+}
