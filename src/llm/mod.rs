@@ -3,6 +3,11 @@
 //! with backoff honouring `Retry-After`, and the `sre_agent_llm_*` metrics (calls, latency,
 //! tokens, estimated cost). The API key is only ever sent in the Authorization header.
 //!
+//! What small local models send is read leniently: tool calls written as text become tool
+//! calls (`text_calls`), broken argument JSON is repaired (`repair`), tool names match the
+//! offered ones loosely (`names`), and `budget` estimates prompt tokens and fits a
+//! conversation into the model's context window.
+//!
 //! Why reqwest and not `async_openai::Client::create_byot`: async-openai 0.43 turns an
 //! error response into `OpenAIError::ApiError` after dropping the response headers (so
 //! `Retry-After` is lost), and parses the error body with `code: Option<String>`, so the
@@ -10,7 +15,11 @@
 //! handling needs both, so the HTTP exchange is done here with reqwest; async-openai still
 //! provides the typed tool definitions of the request (`ChatCompletionTools`).
 
+mod budget;
+mod names;
+mod repair;
 mod retry;
+mod text_calls;
 mod wire;
 
 use std::sync::Arc;
@@ -24,7 +33,11 @@ use crate::config::{LlmConfig, ModelPricing, Secret};
 use crate::telemetry::Metrics;
 use crate::tools::ToolDefinition;
 
+pub use budget::{ContextBudget, Fit, estimate_tokens, summarise_fenced, summarise_lines};
+pub use names::match_tool_name;
+pub use repair::{parse_lenient, tool_arguments};
 pub use retry::{backoff_delay, parse_retry_after};
+pub use text_calls::{TextCalls, extract_text_calls};
 pub use wire::request_body;
 
 /// One message of the conversation, in the roles the Chat Completions API knows.
@@ -83,6 +96,9 @@ pub struct ChatResponse {
     pub usage: Usage,
     pub cost_usd: f64,
     pub model: String,
+    /// What was repaired to read this answer ("1 tool call(s) read from the text of the
+    /// answer", "tool name … read as …"); empty for a well-formed answer.
+    pub repairs: Vec<String>,
 }
 
 /// Why an LLM call failed; every message names the endpoint URL.
@@ -107,6 +123,30 @@ pub enum LlmError {
 }
 
 impl LlmError {
+    /// Whether the server refused the request because it does not fit the model's context
+    /// window (OpenAI `context_length_exceeded`, llama.cpp `exceed_context_size_error`,
+    /// vLLM "maximum context length").
+    pub fn is_context_overflow(&self) -> bool {
+        let Self::Status {
+            status,
+            message,
+            code,
+            ..
+        } = self
+        else {
+            return false;
+        };
+        let code = code.as_deref().unwrap_or_default();
+        let m = message.to_lowercase();
+        matches!(*status, 400 | 413 | 422)
+            && (code.contains("context")
+                || (m.contains("context")
+                    && ["length", "size", "window", "exceed"]
+                        .iter()
+                        .any(|k| m.contains(k)))
+                || m.contains("too many tokens"))
+    }
+
     /// Whether another attempt may succeed (429 except quota, 408/409, 5xx, timeouts).
     fn is_transient(&self) -> bool {
         match self {
@@ -212,6 +252,9 @@ impl LlmClient {
         let status = if result.is_ok() { "ok" } else { "error" };
         m.llm_calls.with_label_values(&[status]).inc();
         let (content, tool_calls, usage) = result?;
+        let offered: Vec<&str> = tools.iter().map(|t| t.name).collect();
+        let (content, tool_calls, repairs) =
+            text_calls::normalize_response(content, tool_calls, &offered);
         let cost_usd = self.cost(usage);
         m.llm_tokens
             .with_label_values(&["prompt"])
@@ -231,6 +274,7 @@ impl LlmClient {
             usage,
             cost_usd,
             model: inner.model.clone(),
+            repairs,
         })
     }
 
@@ -332,6 +376,34 @@ mod tests {
             cached: 500_000,
         };
         assert!((cost_of(&p, usage) - (0.5 + 0.25 + 2.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn context_overflow_errors_of_every_server_are_recognised() {
+        let status = |s: u16, message: &str, code: Option<&str>| LlmError::Status {
+            url: "u".into(),
+            status: s,
+            message: message.into(),
+            code: code.map(str::to_string),
+        };
+        let overflows = [
+            status(
+                400,
+                "the request exceeds the available context size, try increasing it (exceed_context_size_error)",
+                Some("exceed_context_size_error"),
+            ),
+            status(
+                400,
+                "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens",
+                Some("BadRequestError"),
+            ),
+            status(400, "too long", Some("context_length_exceeded")),
+        ];
+        for e in overflows {
+            assert!(e.is_context_overflow(), "{e}");
+        }
+        assert!(!status(400, "invalid tool schema", None).is_context_overflow());
+        assert!(!status(500, "context size exceeded", None).is_context_overflow());
     }
 
     #[test]

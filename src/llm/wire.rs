@@ -1,11 +1,13 @@
 //! The Chat Completions wire format: the request body, and lenient parsing of responses
-//! and error bodies across providers (missing `usage`, object `arguments`, missing tool
-//! call ids, null or empty `content`, integer error `code`s, non-JSON error pages).
+//! and error bodies across providers (missing `usage`, object or broken `arguments`,
+//! missing tool call ids, null or empty `content`, integer error `code`s, non-JSON error
+//! pages).
 
 use async_openai::types::chat::{ChatCompletionTool, ChatCompletionTools, FunctionObject};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::repair::tool_arguments;
 use super::{ChatMessage, ToolCall, Usage};
 use crate::text::first_chars;
 use crate::tools::ToolDefinition;
@@ -164,7 +166,7 @@ pub(super) fn parse_response(bytes: &[u8]) -> Result<Parsed, String> {
                 .filter(|i| !i.is_empty())
                 .unwrap_or_else(|| format!("call_{n}")),
             name: f.name,
-            arguments: parse_arguments(f.arguments),
+            arguments: tool_arguments(f.arguments),
         })
         .collect();
     let u = resp.usage.unwrap_or_default();
@@ -177,17 +179,6 @@ pub(super) fn parse_response(bytes: &[u8]) -> Result<Parsed, String> {
             .unwrap_or(0),
     };
     Ok((content, tool_calls, usage))
-}
-
-/// Arguments as an object: a JSON string is parsed, an object kept; invalid text stays a
-/// JSON string so the agent can tell the model what was wrong.
-fn parse_arguments(raw: Option<Value>) -> Value {
-    match raw {
-        None | Some(Value::Null) => json!({}),
-        Some(Value::String(s)) if s.trim().is_empty() => json!({}),
-        Some(Value::String(s)) => serde_json::from_str(&s).unwrap_or(Value::String(s)),
-        Some(other) => other,
-    }
 }
 
 /// The provider's machine-readable error code: `error.code`, else `error.type` (OpenAI
@@ -240,7 +231,8 @@ mod tests {
         let body = br#"{"choices":[{"message":{"content":"","tool_calls":[
             {"function":{"name":"a","arguments":{"x":1}}},
             {"id":"","type":"function","function":{"name":"b","arguments":"{\"y\":2}"}},
-            {"id":"k","function":{"name":"c","arguments":"not json"}}]}}]}"#;
+            {"id":"k","function":{"name":"c","arguments":"not json"}},
+            {"id":"m","function":{"name":"d","arguments":"{'z': 3,}"}}]}}]}"#;
         let (content, calls, usage) = parse_response(body).unwrap();
         assert_eq!(content, None);
         assert_eq!(usage, Usage::default());
@@ -249,6 +241,7 @@ mod tests {
         assert_eq!(calls[1].id, "call_1");
         assert_eq!(calls[1].arguments, json!({"y": 2}));
         assert_eq!(calls[2].arguments, json!("not json"));
+        assert_eq!(calls[3].arguments, json!({"z": 3}));
     }
 
     #[test]

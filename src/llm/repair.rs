@@ -1,0 +1,234 @@
+//! Reading the almost-JSON that small models write: single-quoted strings, trailing commas,
+//! unquoted keys, Python literals, raw newlines in strings, missing closing brackets, code
+//! fences, arguments given as a JSON string that contains JSON, and empty arguments.
+
+use serde_json::{Map, Value};
+
+/// Parses `text` as JSON, repairing the common mistakes of small models when strict
+/// parsing fails. `None` when even the repaired text is not JSON.
+pub fn parse_lenient(text: &str) -> Option<Value> {
+    let t = strip_code_fence(text.trim());
+    if t.is_empty() {
+        return None;
+    }
+    if let Ok(v) = serde_json::from_str(t) {
+        return Some(v);
+    }
+    serde_json::from_str(&repair(t)).ok()
+}
+
+/// Tool call arguments as a JSON object when they can be read as one: missing, `null` and
+/// empty text are `{}`, text is parsed leniently (also text that is a JSON string holding
+/// the object). Anything else is kept (unreadable text as a JSON string) so the agent can
+/// tell the model what was wrong.
+pub fn tool_arguments(raw: Option<Value>) -> Value {
+    match raw {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::String(s)) => arguments_from_text(&s, 2),
+        Some(other) => other,
+    }
+}
+
+fn arguments_from_text(s: &str, depth: u8) -> Value {
+    if strip_code_fence(s.trim()).is_empty() {
+        return Value::Object(Map::new());
+    }
+    match parse_lenient(s) {
+        Some(Value::Object(m)) => Value::Object(m),
+        Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::String(inner)) if depth > 0 && inner != s => {
+            match arguments_from_text(&inner, depth - 1) {
+                Value::Object(m) => Value::Object(m),
+                _ => Value::String(s.to_string()),
+            }
+        }
+        _ => Value::String(s.to_string()),
+    }
+}
+
+/// The inside of a ```` ```lang … ``` ```` block when `text` is one, else `text`.
+pub(super) fn strip_code_fence(text: &str) -> &str {
+    let Some(rest) = text.strip_prefix("```") else {
+        return text;
+    };
+    let body = rest.split_once('\n').map_or("", |(_, b)| b);
+    body.trim_end().strip_suffix("```").unwrap_or(body).trim()
+}
+
+/// Rewrites almost-JSON into JSON in one pass: strings in either quote become
+/// double-quoted (raw control characters escaped), bare keys are quoted, Python literals
+/// become JSON ones, commas before a closing bracket are dropped, and brackets left open at
+/// the end are closed. Text that is far from JSON stays invalid.
+fn repair(s: &str) -> String {
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len() + 8);
+    let mut open: Vec<char> = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '"' | '\'' => i = copy_string(&chars, i, &mut out),
+            '{' | '[' => {
+                open.push(if c == '{' { '}' } else { ']' });
+                out.push(c);
+                i += 1;
+            }
+            '}' | ']' => {
+                drop_trailing_comma(&mut out);
+                if open.last() == Some(&c) {
+                    open.pop();
+                }
+                out.push(c);
+                i += 1;
+            }
+            c if c.is_alphabetic() || c == '_' => {
+                let start = i;
+                while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                    i += 1;
+                }
+                let word: String = chars[start..i].iter().collect();
+                let next = chars[i..].iter().find(|c| !c.is_whitespace());
+                if next == Some(&':') {
+                    out.push('"');
+                    out.push_str(&word);
+                    out.push('"');
+                } else {
+                    out.push_str(match word.as_str() {
+                        "True" => "true",
+                        "False" => "false",
+                        "None" => "null",
+                        w => w,
+                    });
+                }
+            }
+            _ => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    drop_trailing_comma(&mut out);
+    while let Some(close) = open.pop() {
+        out.push(close);
+    }
+    out
+}
+
+/// Copies the string starting at `chars[start]` (a `"` or `'`) as a JSON string; returns
+/// the index after its closing quote. An unterminated string is closed at the end.
+fn copy_string(chars: &[char], start: usize, out: &mut String) -> usize {
+    let quote = chars[start];
+    out.push('"');
+    let mut i = start + 1;
+    while i < chars.len() {
+        let d = chars[i];
+        if d == '\\' && i + 1 < chars.len() {
+            match chars[i + 1] {
+                // `\'` is not a JSON escape.
+                '\'' => out.push('\''),
+                e => {
+                    out.push('\\');
+                    out.push(e);
+                }
+            }
+            i += 2;
+            continue;
+        }
+        if d == quote {
+            i += 1;
+            break;
+        }
+        match d {
+            '"' => out.push_str("\\\""),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            d => out.push(d),
+        }
+        i += 1;
+    }
+    out.push('"');
+    i
+}
+
+fn drop_trailing_comma(out: &mut String) {
+    let kept = out.trim_end().len();
+    if out[..kept].ends_with(',') {
+        out.truncate(kept - 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_usual_mistakes_of_small_models_are_repaired() {
+        let cases = [
+            (
+                "{'query': 'up', 'time': 'now'}",
+                json!({"query": "up", "time": "now"}),
+            ),
+            ("{\"query\": \"up\",}", json!({"query": "up"})),
+            (
+                "{query: \"up\", limit: 5}",
+                json!({"query": "up", "limit": 5}),
+            ),
+            (
+                "{\"a\": [1, 2,], \"b\": True, \"c\": None}",
+                json!({"a": [1, 2], "b": true, "c": null}),
+            ),
+            (
+                "{\"query\": \"rate(x[5m])\"",
+                json!({"query": "rate(x[5m])"}),
+            ),
+            (
+                "```json\n{\"node\": \"pve1\"}\n```",
+                json!({"node": "pve1"}),
+            ),
+            (
+                "{'msg': 'say \"hi\"', 'it': 'it\\'s'}",
+                json!({"msg": "say \"hi\"", "it": "it's"}),
+            ),
+            ("{\"q\": \"line1\nline2\"}", json!({"q": "line1\nline2"})),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_lenient(text), Some(want), "{text}");
+        }
+    }
+
+    #[test]
+    fn promql_quotes_inside_a_double_quoted_string_are_left_alone() {
+        let text = r#"{"query":"sum(vz_stat_disk_usage{type='root'})","time":"now"}"#;
+        assert_eq!(
+            parse_lenient(text).unwrap()["query"],
+            "sum(vz_stat_disk_usage{type='root'})"
+        );
+    }
+
+    #[test]
+    fn arguments_are_an_object_when_they_can_be_read_as_one() {
+        assert_eq!(tool_arguments(None), json!({}));
+        assert_eq!(tool_arguments(Some(json!(""))), json!({}));
+        assert_eq!(tool_arguments(Some(json!("  "))), json!({}));
+        assert_eq!(tool_arguments(Some(json!({"x": 1}))), json!({"x": 1}));
+        assert_eq!(tool_arguments(Some(json!("{'x': 1,}"))), json!({"x": 1}));
+        // Arguments double-encoded as a JSON string of JSON.
+        let twice = serde_json::to_string(r#"{"query":"up"}"#).unwrap();
+        assert_eq!(tool_arguments(Some(json!(twice))), json!({"query": "up"}));
+        assert_eq!(tool_arguments(Some(json!("not json"))), json!("not json"));
+        assert_eq!(tool_arguments(Some(json!("{not json"))), json!("{not json"));
+    }
+
+    #[test]
+    fn text_far_from_json_is_not_invented_into_json() {
+        assert_eq!(parse_lenient("The disk is full."), None);
+        assert_eq!(parse_lenient(""), None);
+        assert_eq!(
+            parse_lenient("<tools>{\"type\": \"function\", \"function\":}</tools>"),
+            None
+        );
+    }
+}
