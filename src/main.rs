@@ -73,7 +73,7 @@ enum Command {
 enum InvestigationsCommand {
     /// Newest first.
     List {
-        /// queued, running, finished, failed, limit_reached or cancelled.
+        /// queued, running, finished, inconclusive, failed, limit_reached or cancelled.
         #[arg(long)]
         status: Option<String>,
         #[arg(long, default_value_t = 50)]

@@ -45,6 +45,9 @@ pub enum InvestigationStatus {
     Queued,
     Running,
     Finished,
+    /// Ended without a usable answer from the model (garbage, loops, unknown tools, an
+    /// overflowing context): the finding lists the evidence gathered, at low confidence.
+    Inconclusive,
     Failed,
     LimitReached,
     Cancelled,
@@ -56,6 +59,7 @@ impl InvestigationStatus {
             Self::Queued => "queued",
             Self::Running => "running",
             Self::Finished => "finished",
+            Self::Inconclusive => "inconclusive",
             Self::Failed => "failed",
             Self::LimitReached => "limit_reached",
             Self::Cancelled => "cancelled",
@@ -69,6 +73,22 @@ impl InvestigationStatus {
 
     pub fn parse(s: &str) -> Option<Self> {
         serde_json::from_value(Value::String(s.to_string())).ok()
+    }
+
+    /// Every status, in life order (for help texts and metric labels).
+    pub const ALL: [Self; 7] = [
+        Self::Queued,
+        Self::Running,
+        Self::Finished,
+        Self::Inconclusive,
+        Self::Failed,
+        Self::LimitReached,
+        Self::Cancelled,
+    ];
+
+    /// "queued, running, finished, …": the statuses for error messages.
+    pub fn names() -> String {
+        Self::ALL.map(Self::as_str).join(", ")
     }
 }
 
@@ -225,5 +245,28 @@ impl Event {
             EventKind::Error { message } => format!("step {}: error: {message}", self.step),
             EventKind::Note { message } => format!("step {}: {message}", self.step),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_reads_back_from_its_name_and_the_final_ones_are_the_metric_labels() {
+        for s in InvestigationStatus::ALL {
+            assert_eq!(InvestigationStatus::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(
+            InvestigationStatus::parse("inconclusive"),
+            Some(InvestigationStatus::Inconclusive)
+        );
+        assert!(InvestigationStatus::Inconclusive.is_final());
+        let finals: Vec<&str> = InvestigationStatus::ALL
+            .into_iter()
+            .filter(|s| s.is_final())
+            .map(InvestigationStatus::as_str)
+            .collect();
+        assert_eq!(finals, crate::telemetry::INVESTIGATION_END_STATES);
     }
 }

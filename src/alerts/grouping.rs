@@ -14,7 +14,7 @@ use crate::alerts::store::{GroupState, Outcome};
 pub enum InvState {
     Queued,
     Running,
-    /// Finished, failed or limit_reached: blocks new ones during the cooldown.
+    /// Finished, inconclusive, failed or limit_reached: blocks new ones during the cooldown.
     Done {
         status: String,
         finished_at: DateTime<Utc>,

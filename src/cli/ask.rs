@@ -74,7 +74,9 @@ pub async fn run(config: &Config, question: &str, json: bool) -> anyhow::Result<
     }
     Ok(matches!(
         inv.status,
-        InvestigationStatus::Finished | InvestigationStatus::LimitReached
+        InvestigationStatus::Finished
+            | InvestigationStatus::Inconclusive
+            | InvestigationStatus::LimitReached
     ) && inv.finding.is_some())
 }
 

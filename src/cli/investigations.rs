@@ -13,14 +13,13 @@ use crate::config::Config;
 
 /// `sre-agent investigations list [--status S] [--limit N]`, newest first.
 pub async fn list(config: &Config, status: Option<&str>, limit: usize) -> anyhow::Result<()> {
-    let parsed = match status {
-        None => None,
-        Some(s) => Some(InvestigationStatus::parse(s).with_context(|| {
-            format!(
-                "unknown status {s:?} (queued, running, finished, failed, limit_reached, cancelled)"
-            )
-        })?),
-    };
+    let parsed =
+        match status {
+            None => None,
+            Some(s) => Some(InvestigationStatus::parse(s).with_context(|| {
+                format!("unknown status {s:?} ({})", InvestigationStatus::names())
+            })?),
+        };
     let backend = Backend::connect(config, Duration::from_secs(30)).await?;
     let page: InvestigationPage = match &backend {
         Backend::Local { dispatcher, .. } => dispatcher.list(parsed, limit, None)?,

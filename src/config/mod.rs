@@ -163,6 +163,15 @@ impl Config {
         if self.llm.max_parallel_tools == 0 {
             return bad("llm.max_parallel_tools", "must be at least 1".into());
         }
+        if self.llm.context_tokens <= 1024 {
+            return bad(
+                "llm.context_tokens",
+                format!(
+                    "{} is too small (must be more than 1024; the prompt alone needs ~1000)",
+                    self.llm.context_tokens
+                ),
+            );
+        }
         if self.llm.max_tool_output_chars < 200 {
             return bad("llm.max_tool_output_chars", "must be at least 200".into());
         }

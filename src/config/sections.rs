@@ -116,6 +116,9 @@ pub struct LlmConfig {
     pub max_cost_per_investigation_usd: f64,
     pub max_tool_output_chars: usize,
     pub max_parallel_tools: usize,
+    /// The model's context window in tokens; requests are fitted into it, and at 8192 or
+    /// less only the tools relevant to the question are offered.
+    pub context_tokens: u64,
     pub pricing: BTreeMap<String, ModelPricing>,
 }
 
@@ -133,6 +136,7 @@ impl Default for LlmConfig {
             max_cost_per_investigation_usd: 0.25,
             max_tool_output_chars: 4_000,
             max_parallel_tools: 4,
+            context_tokens: 8192,
             pricing: BTreeMap::from([(
                 "gpt-4o-mini".to_string(),
                 ModelPricing {

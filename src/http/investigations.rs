@@ -65,7 +65,8 @@ async fn list(
         None => None,
         Some(s) => Some(InvestigationStatus::parse(s).ok_or_else(|| {
             ApiError::BadRequest(format!(
-                "unknown status {s:?} (queued, running, finished, failed, limit_reached, cancelled)"
+                "unknown status {s:?} ({})",
+                InvestigationStatus::names()
             ))
         })?),
     };

@@ -23,7 +23,13 @@ pub const ENDPOINTS: &[&str] = &[
 ];
 
 pub const TRIGGERS: &[&str] = &["ask", "alert", "schedule"];
-pub const INVESTIGATION_END_STATES: &[&str] = &["finished", "failed", "limit_reached", "cancelled"];
+pub const INVESTIGATION_END_STATES: &[&str] = &[
+    "finished",
+    "inconclusive",
+    "failed",
+    "limit_reached",
+    "cancelled",
+];
 pub const ALERT_SOURCES: &[&str] = &["grafana", "alertmanager"];
 pub const ALERT_OUTCOMES: &[&str] = &[
     "queued", "deduped", "cooldown", "budget", "ignored", "resolved",

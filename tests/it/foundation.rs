@@ -172,6 +172,10 @@ fn bad_config_values_exit_2_naming_the_key_and_value() {
             "server.listen: invalid address \"localhost\"",
         ),
         ("[llm]\ntimeuot = \"1s\"\n", "llm.timeuot: unknown key"),
+        (
+            "[llm]\ncontext_tokens = 512\n",
+            "llm.context_tokens: 512 is too small",
+        ),
         ("[smtp]\nsecurity = \"ssl\"\n", "smtp.security"),
         (
             "[alerts]\nignore = [\"severity\"]\n",
