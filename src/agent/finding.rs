@@ -1,9 +1,12 @@
 //! The structured result of an investigation, parsed leniently from the model's final
-//! answer (JSON, possibly inside a code fence or prose; fallback: the text as summary),
-//! and rendered as markdown for email, CLI and reports.
+//! answer (JSON, possibly broken, inside a code fence or prose), or built from the evidence
+//! gathered when the model gave no usable answer; rendered as markdown for email, CLI and
+//! reports. A finding never has an empty summary.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+
+use super::call_log::CallRecord;
 
 /// A claim and the tool calls that support it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -34,20 +37,97 @@ pub struct Finding {
 }
 
 impl Finding {
-    /// Parses the model's final answer; anything that is not a JSON finding becomes the
-    /// summary as-is.
-    pub fn parse(answer: &str) -> Self {
+    /// The finding in the model's final answer: a JSON object (repaired when broken, also
+    /// inside a code fence or prose, also wrapped as `{"finding": {…}}`) with something to
+    /// say. Placeholders copied from the prompt (`"str"`, `"..."`) count as nothing. An
+    /// empty summary is filled from the probable cause or the first claim.
+    pub fn from_answer(answer: &str) -> Option<Self> {
         let trimmed = answer.trim();
         let candidate = match (trimmed.find('{'), trimmed.rfind('}')) {
             (Some(a), Some(b)) if a < b => &trimmed[a..=b],
-            _ => "",
+            (Some(a), _) => &trimmed[a..],
+            _ => return None,
         };
-        match serde_json::from_str::<Finding>(candidate) {
-            Ok(f) if !f.summary.is_empty() || !f.probable_cause.is_empty() => f,
-            _ => Finding {
-                summary: trimmed.to_string(),
-                ..Default::default()
-            },
+        let mut v = crate::llm::parse_lenient(candidate)?;
+        if let Some(inner) = v
+            .as_object()
+            .filter(|m| m.len() == 1)
+            .and_then(|m| m.values().next())
+            .filter(|i| i.get("summary").is_some())
+        {
+            v = inner.clone();
+        }
+        let mut f: Finding = serde_json::from_value(v).ok()?;
+        for field in [&mut f.summary, &mut f.probable_cause] {
+            if is_placeholder(field) {
+                field.clear();
+            }
+        }
+        f.evidence.retain(|e| !is_placeholder(&e.claim));
+        f.next_steps.retain(|s| !is_placeholder(s));
+        if f.summary.trim().is_empty() {
+            f.summary = [f.probable_cause.as_str()]
+                .into_iter()
+                .chain(f.evidence.iter().map(|e| e.claim.as_str()))
+                .find(|t| !t.trim().is_empty())?
+                .to_string();
+        }
+        Some(f)
+    }
+
+    /// Parses the model's final answer; anything that is not a JSON finding becomes the
+    /// summary as-is.
+    pub fn parse(answer: &str) -> Self {
+        Self::from_answer(answer).unwrap_or_else(|| Finding {
+            summary: answer.trim().to_string(),
+            ..Default::default()
+        })
+    }
+
+    /// The finding of an investigation the model could not conclude: says what went wrong,
+    /// and lists what the calls in `gathered` returned (excerpts) as the evidence, at low
+    /// confidence.
+    pub fn inconclusive(what_went_wrong: &str, gathered: &[&CallRecord]) -> Self {
+        let with_data = gathered.iter().filter(|g| g.ok).count();
+        let summary = match (gathered.len(), with_data) {
+            (0, _) => format!(
+                "Inconclusive: {what_went_wrong}. No tool was called, so there is no evidence \
+                 to report."
+            ),
+            (n, 0) => format!(
+                "Inconclusive: {what_went_wrong}. None of the {n} tool calls returned data; \
+                 their errors are listed below."
+            ),
+            (n, k) => format!(
+                "Inconclusive: {what_went_wrong}. {k} of {n} tool calls returned data; what \
+                 they returned is listed below as evidence, without a conclusion."
+            ),
+        };
+        let evidence = gathered
+            .iter()
+            .rev()
+            .take(MAX_GATHERED)
+            .rev()
+            .map(|r| Evidence {
+                claim: format!(
+                    "{} {}: {}",
+                    r.describe(),
+                    if r.ok { "returned" } else { "failed" },
+                    one_line(&r.output, GATHERED_EXCERPT_CHARS)
+                ),
+                tool_call_ids: vec![r.id.clone()],
+            })
+            .collect();
+        Finding {
+            summary,
+            probable_cause: "Not determined: the model gave no usable conclusion.".into(),
+            severity: String::new(),
+            confidence: "low".into(),
+            evidence,
+            next_steps: vec![
+                "Read the evidence above and check the affected system by hand.".into(),
+                "If this happens often, try a larger model or a more specific question.".into(),
+            ],
         }
     }
 
@@ -92,6 +172,26 @@ impl Finding {
         }
         md
     }
+}
+
+/// The most tool results listed in an inconclusive finding (the latest ones).
+const MAX_GATHERED: usize = 8;
+
+/// The longest excerpt of one tool result in an inconclusive finding.
+const GATHERED_EXCERPT_CHARS: usize = 300;
+
+/// Text that only repeats the prompt's schema ("str", "...") instead of saying something.
+fn is_placeholder(s: &str) -> bool {
+    matches!(
+        s.trim().trim_matches('.').to_lowercase().as_str(),
+        "" | "str" | "string" | "…" | "text"
+    )
+}
+
+/// `text` on one line (whitespace runs become one space), at most `max` characters.
+fn one_line(text: &str, max: usize) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    crate::text::truncate(&flat, max)
 }
 
 fn value_text(v: &Value) -> String {
@@ -149,6 +249,96 @@ mod tests {
         assert_eq!(f.next_steps, vec!["rotate logs"]);
         let md = f.to_markdown();
         assert!(md.contains("## Summary\n\nDisk full") && md.contains("(tool calls: call_1)"));
+    }
+
+    #[test]
+    fn the_real_small_model_answer_is_read_despite_its_fence() {
+        let sample: Value =
+            serde_json::from_str(include_str!("../llm/testdata/7tools-system.response.json"))
+                .unwrap();
+        let answer = sample["choices"][0]["message"]["content"].as_str().unwrap();
+        let f = Finding::from_answer(answer).unwrap();
+        assert_eq!(f.confidence, "high");
+        assert_eq!(
+            f.evidence[0].tool_call_ids,
+            ["proxmox_storage", "current_time"]
+        );
+    }
+
+    #[test]
+    fn broken_or_wrapped_json_findings_are_read_and_empty_ones_are_not() {
+        let broken = "{'summary': 'Disk 87.3% full', 'confidence': 'low',}";
+        assert_eq!(
+            Finding::from_answer(broken).unwrap().summary,
+            "Disk 87.3% full"
+        );
+        let wrapped = r#"{"finding": {"summary": "ok", "severity": "info"}}"#;
+        assert_eq!(Finding::from_answer(wrapped).unwrap().summary, "ok");
+        let cause_only = r#"{"summary": "", "probable_cause": "logs grow"}"#;
+        assert_eq!(
+            Finding::from_answer(cause_only).unwrap().summary,
+            "logs grow"
+        );
+        for nothing in [
+            "",
+            "   ",
+            "The disk is probably full.",
+            "{}",
+            r#"{"summary": "str", "probable_cause": "str", "evidence": [{"claim": "str"}]}"#,
+            r#"{"summary": ""}"#,
+        ] {
+            assert_eq!(Finding::from_answer(nothing), None, "{nothing:?}");
+        }
+    }
+
+    #[test]
+    fn an_inconclusive_finding_says_what_went_wrong_and_lists_the_evidence() {
+        let record = |id: &str, name: &str, args: Value, ok: bool, output: &str| CallRecord {
+            id: id.into(),
+            name: name.into(),
+            arguments: args,
+            ok,
+            output: output.into(),
+            repeat_of: None,
+        };
+        let gathered = [
+            record(
+                "call_1",
+                "prometheus_query",
+                serde_json::json!({"query": "up"}),
+                true,
+                "1 series:\n{instance=\"pve1:9100\"} = 1",
+            ),
+            record(
+                "call_2",
+                "loki_query",
+                serde_json::json!({}),
+                false,
+                "error: missing query",
+            ),
+        ];
+        let gathered: Vec<&CallRecord> = gathered.iter().collect();
+        let f = Finding::inconclusive("the model answered with an empty message", &gathered);
+        assert!(
+            f.summary
+                .starts_with("Inconclusive: the model answered with an empty message. 1 of 2"),
+            "{}",
+            f.summary
+        );
+        assert_eq!(f.confidence, "low");
+        assert_eq!(f.evidence.len(), 2);
+        assert_eq!(f.evidence[0].tool_call_ids, ["call_1"]);
+        assert!(
+            f.evidence[0]
+                .claim
+                .contains("prometheus_query {\"query\":\"up\"} returned: 1 series: {instance=\"pve1:9100\"} = 1"),
+            "{}",
+            f.evidence[0].claim
+        );
+        assert!(f.evidence[1].claim.starts_with("loki_query failed: error"));
+        let none = Finding::inconclusive("garbage", &[]);
+        assert!(none.summary.contains("No tool was called"));
+        assert!(!none.summary.is_empty());
     }
 
     #[test]

@@ -1,7 +1,11 @@
 //! Investigations: the types shared with alerts, schedules and reports, the
-//! [`Dispatcher`] (durable queue + workers), the investigation loop (`runner`), its prompt
-//! with fenced untrusted data (`prompt`), the structured [`Finding`], and their store.
+//! [`Dispatcher`] (durable queue + workers), the investigation loop (`runner`) with its
+//! bounded corrections of small models, its prompt with fenced untrusted data (`prompt`),
+//! the tools offered in a small context (`context`), the calls made and their citation
+//! check ([`CallLog`]), the structured [`Finding`], and their store.
 
+mod call_log;
+mod context;
 mod dispatcher;
 mod finding;
 mod prompt;
@@ -12,10 +16,12 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use call_log::{CallLog, CallRecord};
+pub use context::{MAX_SMALL_TOOLS, SMALL_CONTEXT_TOKENS, select_tools};
 pub use dispatcher::{Dispatcher, DispatcherError, build_tools};
 pub use finding::{Evidence, Finding};
 pub use prompt::{fence, system_prompt, user_message};
-pub use runner::{Runner, first_request_body};
+pub use runner::{MAX_CONTEXT_RETRIES, MAX_CORRECTIONS, Runner, first_request_body};
 
 use crate::llm::Usage;
 

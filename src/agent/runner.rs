@@ -1,23 +1,50 @@
 //! The investigation loop: call the LLM with the tool definitions, run the tool calls of
 //! one turn in parallel (bounded), feed fenced results back, until a final answer or a
-//! limit (steps, tokens, cost); on a limit one last call without tools asks for the
-//! finding. Repeated calls (same tool, same canonical arguments) are not run again.
+//! limit (steps, tokens, cost, context); on a limit one last call without tools asks for
+//! the finding.
+//!
+//! Small models go astray, so the loop corrects them a bounded number of times:
+//! - a call identical to an earlier one (same tool, same canonical arguments) is not run
+//!   again: it gets the earlier result with a note;
+//! - unknown tools get the list of offered ones; unreadable arguments get the reason;
+//!   after [`MAX_CORRECTIONS`] turns in which no call could run, the investigation ends
+//!   `inconclusive`;
+//! - an answer before any tool ran gets one request to call tools first;
+//! - an empty or unparseable final answer gets one request for the JSON; then the finding
+//!   is built from the evidence gathered, `inconclusive`, never an empty summary;
+//! - a finding's citations are checked against the calls that ran; without a cited result
+//!   that returned data its confidence is lowered to low;
+//! - before each call the conversation is fitted into `llm.context_tokens`; a server that
+//!   still says it does not fit gets a tighter fit, [`MAX_CONTEXT_RETRIES`] times.
 
-use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
 use serde_json::Value;
 
-use super::prompt::{fence, system_prompt, user_message};
+use super::call_log::{CallLog, CallRecord};
+use super::context::select_tools;
+use super::prompt::{self, system_prompt, tool_result, user_message};
 use super::{Event, EventKind, Finding, Investigation, InvestigationStatus};
 use crate::agent::store::InvestigationStore;
 use crate::config::LlmConfig;
-use crate::llm::{ChatMessage, LlmClient, LlmError, ToolCall};
+use crate::llm::{
+    ChatMessage, ChatResponse, ContextBudget, Fit, LlmClient, LlmError, ToolCall, estimate_tokens,
+    match_tool_name,
+};
+use crate::text::truncate;
 use crate::tools::{ToolDefinition, ToolRegistry};
 
 /// Longest tool output excerpt kept in stored events.
 const EXCERPT_CHARS: usize = 500;
+
+/// Turns in which no call could run (unknown tools, unreadable arguments, the same call
+/// again) that a model is corrected for; one more ends the investigation `inconclusive`.
+pub const MAX_CORRECTIONS: u32 = 2;
+
+/// Retries after the server said a request does not fit the model's context.
+pub const MAX_CONTEXT_RETRIES: u32 = 2;
 
 /// Runs investigations; shared by the dispatcher's workers.
 #[derive(Clone)]
@@ -29,6 +56,7 @@ pub struct Runner {
     max_tokens: u64,
     max_cost: f64,
     max_parallel: usize,
+    context_tokens: u64,
 }
 
 /// The JSON body of the first request of an investigation (for size checks and benches).
@@ -38,19 +66,16 @@ pub fn first_request_body(
     prompt: &str,
     context: Option<&str>,
 ) -> Value {
-    let messages = [
-        ChatMessage::System(system_prompt().into()),
-        ChatMessage::User(user_message(prompt, context)),
-    ];
-    crate::llm::request_body(&config.model, &messages, tools)
+    crate::llm::request_body(&config.model, &initial_messages(prompt, context), tools)
 }
 
-/// What one tool call of a turn turned into.
-struct CallResult {
-    call: ToolCall,
-    ok: bool,
-    text: String,
-    duration_ms: u64,
+/// The messages an investigation starts with: the system prompt and the question with its
+/// fenced context.
+fn initial_messages(prompt: &str, context: Option<&str>) -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::System(system_prompt().into()),
+        ChatMessage::User(user_message(prompt, context)),
+    ]
 }
 
 impl Runner {
@@ -68,6 +93,7 @@ impl Runner {
             max_tokens: config.max_tokens_per_investigation,
             max_cost: config.max_cost_per_investigation_usd,
             max_parallel: config.max_parallel_tools.max(1),
+            context_tokens: config.context_tokens,
         }
     }
 
@@ -76,152 +102,23 @@ impl Runner {
     }
 
     /// Runs `inv` (already marked running) to a final status; events are stored as they happen.
-    pub async fn run(&self, mut inv: Investigation) -> Investigation {
-        let mut seq = self.store.events(&inv.id).map(|e| e.len()).unwrap_or(0) as u32;
-        let mut record = |inv: &Investigation, step: u32, kind: EventKind| {
-            if let Err(e) = self
-                .store
-                .append_event(&inv.id, seq, &Event::new(step, kind))
-            {
-                tracing::error!(id = %inv.id, error = %e, "cannot store investigation event");
-            }
-            seq += 1;
-        };
-        let Some(llm) = &self.llm else {
-            let msg = LlmError::NotConfigured.to_string();
-            record(
-                &inv,
-                0,
-                EventKind::Error {
-                    message: msg.clone(),
-                },
-            );
-            inv.status = InvestigationStatus::Failed;
-            inv.error = Some(msg);
-            return inv;
-        };
-        if inv.attempts > 1 {
+    pub async fn run(&self, inv: Investigation) -> Investigation {
+        let seq = self.store.events(&inv.id).map(|e| e.len()).unwrap_or(0) as u32;
+        let messages = initial_messages(&inv.prompt, inv.context.as_deref());
+        let log = CallLog::default();
+        // Alert-first evidence joins here: appended to `messages` (fenced, with its id) and
+        // made citable with `log.add_evidence(id, source, text)`.
+        let about = format!("{}\n{}", inv.prompt, inv.context.as_deref().unwrap_or(""));
+        let tools = select_tools(self.tools.definitions(), self.context_tokens, &about);
+        let mut s = Session::new(self, self.llm.as_ref(), inv, seq, messages, tools, log);
+        if self.llm.is_none() {
+            return s.fail(&LlmError::NotConfigured);
+        }
+        if s.inv.attempts > 1 {
             let message = "restarted from the beginning after an interruption".to_string();
-            record(&inv, 0, EventKind::Note { message });
+            s.record(EventKind::Note { message });
         }
-        let defs = self.tools.definitions();
-        let mut messages = vec![
-            ChatMessage::System(system_prompt().into()),
-            ChatMessage::User(user_message(&inv.prompt, inv.context.as_deref())),
-        ];
-        let mut seen: HashMap<String, String> = HashMap::new();
-        let mut step = 0;
-        let limit = loop {
-            if let Some(why) = self.limit_hit(&inv, step) {
-                break why;
-            }
-            step += 1;
-            let start = Instant::now();
-            let resp = match llm.chat(&messages, &defs).await {
-                Ok(r) => r,
-                Err(e) => {
-                    let message = e.to_string();
-                    record(
-                        &inv,
-                        step,
-                        EventKind::Error {
-                            message: message.clone(),
-                        },
-                    );
-                    inv.status = InvestigationStatus::Failed;
-                    inv.error = Some(message);
-                    return inv;
-                }
-            };
-            inv.steps = step;
-            inv.tokens += resp.usage;
-            inv.cost_usd += resp.cost_usd;
-            record(
-                &inv,
-                step,
-                EventKind::LlmCall {
-                    tokens: resp.usage,
-                    cost_usd: resp.cost_usd,
-                    latency_ms: start.elapsed().as_millis() as u64,
-                    tool_calls: resp.tool_calls.iter().map(|c| c.name.clone()).collect(),
-                },
-            );
-            if resp.tool_calls.is_empty() {
-                inv.finding = Some(Finding::parse(resp.content.as_deref().unwrap_or("")));
-                inv.status = InvestigationStatus::Finished;
-                return inv;
-            }
-            if let Err(e) = self.store.put(&inv) {
-                tracing::warn!(id = %inv.id, error = %e, "cannot store investigation progress");
-            }
-            messages.push(ChatMessage::Assistant {
-                content: resp.content.clone(),
-                tool_calls: resp.tool_calls.clone(),
-            });
-            for r in self.run_tools(resp.tool_calls, &mut seen).await {
-                let output_excerpt: String = r.text.chars().take(EXCERPT_CHARS).collect();
-                messages.push(ChatMessage::Tool {
-                    tool_call_id: r.call.id.clone(),
-                    content: fence("tool", &r.text),
-                });
-                record(
-                    &inv,
-                    step,
-                    EventKind::ToolCall {
-                        id: r.call.id,
-                        name: r.call.name,
-                        arguments: r.call.arguments,
-                        duration_ms: r.duration_ms,
-                        ok: r.ok,
-                        output_excerpt,
-                    },
-                );
-            }
-        };
-        record(
-            &inv,
-            step,
-            EventKind::Note {
-                message: limit.clone(),
-            },
-        );
-        inv.notes.push(limit.clone());
-        messages.push(ChatMessage::User(format!(
-            "{limit}. No more tool calls: give the final JSON answer now from what you gathered."
-        )));
-        step += 1;
-        let start = Instant::now();
-        match llm.chat(&messages, &[]).await {
-            Ok(resp) => {
-                inv.steps = step;
-                inv.tokens += resp.usage;
-                inv.cost_usd += resp.cost_usd;
-                record(
-                    &inv,
-                    step,
-                    EventKind::LlmCall {
-                        tokens: resp.usage,
-                        cost_usd: resp.cost_usd,
-                        latency_ms: start.elapsed().as_millis() as u64,
-                        tool_calls: Vec::new(),
-                    },
-                );
-                inv.finding = Some(Finding::parse(resp.content.as_deref().unwrap_or("")));
-            }
-            Err(e) => {
-                let message = e.to_string();
-                record(
-                    &inv,
-                    step,
-                    EventKind::Error {
-                        message: message.clone(),
-                    },
-                );
-                inv.error = Some(message);
-            }
-        }
-        inv.status = InvestigationStatus::LimitReached;
-        inv
+        s.investigate().await
     }
 
     /// Which limit stops the loop before step `step + 1`, if any.
@@ -244,78 +141,458 @@ impl Runner {
         }
         None
     }
+}
 
-    /// Runs one turn's calls in parallel (bounded), in order; repeats are not run again.
-    async fn run_tools(
-        &self,
-        calls: Vec<ToolCall>,
-        seen: &mut HashMap<String, String>,
-    ) -> Vec<CallResult> {
-        let plan: Vec<(ToolCall, Option<String>)> = calls
-            .into_iter()
-            .map(|call| {
-                let key = format!("{}\u{0}{}", call.name, canonical(&call.arguments));
-                let earlier = seen.get(&key).cloned();
-                if earlier.is_none() {
-                    seen.insert(key, call.id.clone());
-                }
-                (call, earlier)
-            })
-            .collect();
-        futures::stream::iter(plan)
-            .map(|(call, earlier)| self.run_one(call, earlier))
-            .buffered(self.max_parallel)
-            .collect()
-            .await
-    }
+/// What went wrong so far, to bound corrections and to say why an investigation ended.
+#[derive(Default)]
+struct Trouble {
+    /// Turns in which no call could run.
+    bad_turns: u32,
+    repeats: u32,
+    unknown_tools: Vec<String>,
+    bad_arguments: u32,
+    asked_for_json: bool,
+    asked_for_tools: bool,
+    context_retries: u32,
+}
 
-    async fn run_one(&self, call: ToolCall, earlier: Option<String>) -> CallResult {
-        let start = Instant::now();
-        let (ok, text) = if let Some(prev) = earlier {
-            (
-                false,
-                format!(
-                    "error: not run again: this exact call (same tool and arguments) was already \
-                     made as {prev}; use that result or try something different"
-                ),
-            )
-        } else if let Value::String(raw) = &call.arguments {
-            let why = serde_json::from_str::<Value>(raw)
-                .err()
-                .map_or_else(|| "not an object".to_string(), |e| e.to_string());
-            (
-                false,
-                format!(
-                    "error: arguments are not a valid JSON object ({why}); send a JSON object \
-                     matching the parameters of {}",
-                    call.name
-                ),
-            )
-        } else {
-            let out = self.tools.call(&call.name, call.arguments.clone()).await;
-            (out.ok, out.text)
-        };
-        CallResult {
-            call,
-            ok,
-            text,
-            duration_ms: start.elapsed().as_millis() as u64,
+impl Trouble {
+    fn describe_bad_turns(&self) -> String {
+        let mut what = Vec::new();
+        if self.repeats > 0 {
+            what.push(format!("repeated identical calls {} times", self.repeats));
         }
+        if !self.unknown_tools.is_empty() {
+            what.push(format!(
+                "called unknown tools ({})",
+                self.unknown_tools.join(", ")
+            ));
+        }
+        if self.bad_arguments > 0 {
+            what.push(format!(
+                "sent arguments that are not JSON {} times",
+                self.bad_arguments
+            ));
+        }
+        format!(
+            "the model kept making calls that could not run ({}), also after {MAX_CORRECTIONS} \
+             corrections",
+            what.join("; ")
+        )
     }
 }
 
-/// JSON with object keys sorted at every level, so equal arguments give equal text.
-fn canonical(v: &Value) -> String {
-    fn sort(v: &Value) -> Value {
-        match v {
-            Value::Object(m) => {
-                let sorted: std::collections::BTreeMap<_, _> =
-                    m.iter().map(|(k, v)| (k.clone(), sort(v))).collect();
-                Value::Object(sorted.into_iter().collect())
-            }
-            Value::Array(a) => Value::Array(a.iter().map(sort).collect()),
-            other => other.clone(),
+/// How one call of a turn is handled.
+enum Plan {
+    Run,
+    /// A tool the registry does not know: run anyway (counted as `unknown`), answered
+    /// with the offered tools.
+    Unknown,
+    BadArguments(String),
+    /// Identical to an earlier call (of this or an earlier turn): its record.
+    Repeat(CallRecord),
+    /// Identical to the call at this index of the same turn.
+    RepeatInTurn(usize),
+}
+
+/// One investigation in progress.
+struct Session<'a> {
+    runner: &'a Runner,
+    llm: Option<&'a LlmClient>,
+    inv: Investigation,
+    seq: u32,
+    step: u32,
+    messages: Vec<ChatMessage>,
+    tools: Arc<Vec<ToolDefinition>>,
+    log: CallLog,
+    budget: ContextBudget,
+    trouble: Trouble,
+}
+
+impl<'a> Session<'a> {
+    fn new(
+        runner: &'a Runner,
+        llm: Option<&'a LlmClient>,
+        inv: Investigation,
+        seq: u32,
+        messages: Vec<ChatMessage>,
+        tools: Vec<ToolDefinition>,
+        log: CallLog,
+    ) -> Self {
+        Self {
+            runner,
+            llm,
+            inv,
+            seq,
+            step: 0,
+            messages,
+            tools: Arc::new(tools),
+            log,
+            budget: ContextBudget::new(runner.context_tokens),
+            trouble: Trouble::default(),
         }
     }
-    sort(v).to_string()
+
+    fn record(&mut self, kind: EventKind) {
+        let event = Event::new(self.step, kind);
+        if let Err(e) = self
+            .runner
+            .store
+            .append_event(&self.inv.id, self.seq, &event)
+        {
+            tracing::error!(id = %self.inv.id, error = %e, "cannot store investigation event");
+        }
+        self.seq += 1;
+    }
+
+    /// A remark on the investigation: in its notes and its timeline.
+    fn note(&mut self, message: String) {
+        self.inv.notes.push(message.clone());
+        self.record(EventKind::Note { message });
+    }
+
+    async fn investigate(mut self) -> Investigation {
+        loop {
+            if let Some(why) = self.runner.limit_hit(&self.inv, self.step) {
+                return self.at_limit(why).await;
+            }
+            let fit = self.fit(true);
+            if !fit.fits {
+                let why = format!(
+                    "context limit reached (~{} prompt tokens of {} after summarising older \
+                     tool output; llm.context_tokens = {})",
+                    fit.estimate,
+                    self.budget.prompt_limit(),
+                    self.runner.context_tokens
+                );
+                return self.at_limit(why).await;
+            }
+            let resp = match self.chat(true).await {
+                Ok(r) => r,
+                Err(e) if e.is_context_overflow() => {
+                    self.trouble.context_retries += 1;
+                    if self.trouble.context_retries > MAX_CONTEXT_RETRIES {
+                        return self.inconclusive(format!(
+                            "the conversation does not fit the model's context window, also \
+                             after summarising older tool output ({e}); set llm.context_tokens \
+                             to the server's context size"
+                        ));
+                    }
+                    self.budget.tighten();
+                    continue;
+                }
+                Err(e) => return self.fail(&e),
+            };
+            if resp.tool_calls.is_empty() {
+                if let Some(done) = self.conclude(resp.content) {
+                    return done;
+                }
+                continue;
+            }
+            if let Err(e) = self.runner.store.put(&self.inv) {
+                tracing::warn!(id = %self.inv.id, error = %e, "cannot store investigation progress");
+            }
+            if self.run_turn(resp.content, resp.tool_calls).await {
+                self.trouble.bad_turns += 1;
+                if self.trouble.bad_turns > MAX_CORRECTIONS {
+                    let why = self.trouble.describe_bad_turns();
+                    return self.inconclusive(why);
+                }
+            }
+        }
+    }
+
+    /// Fits the conversation into the context budget (with or without the tools).
+    fn fit(&mut self, with_tools: bool) -> Fit {
+        let tools = if with_tools { &self.tools[..] } else { &[] };
+        let fit = self.budget.fit(&mut self.messages, tools);
+        if fit.summarised > 0 {
+            let message = format!(
+                "summarised {} older messages to fit the context (~{} of {} prompt tokens)",
+                fit.summarised,
+                fit.estimate,
+                self.budget.prompt_limit()
+            );
+            self.record(EventKind::Note { message });
+        }
+        fit
+    }
+
+    /// One LLM call (one step), counted and recorded.
+    async fn chat(&mut self, with_tools: bool) -> Result<ChatResponse, LlmError> {
+        let llm = self.llm.ok_or(LlmError::NotConfigured)?;
+        let tools = if with_tools {
+            self.tools.clone()
+        } else {
+            Arc::default()
+        };
+        let estimated = estimate_tokens(&self.messages, &tools);
+        self.step += 1;
+        let start = Instant::now();
+        let resp = match llm.chat(&self.messages, &tools).await {
+            Ok(r) => r,
+            Err(e) => {
+                self.record(EventKind::Error {
+                    message: e.to_string(),
+                });
+                return Err(e);
+            }
+        };
+        self.budget.calibrate(estimated, resp.usage.prompt);
+        self.inv.steps = self.step;
+        self.inv.tokens += resp.usage;
+        self.inv.cost_usd += resp.cost_usd;
+        self.record(EventKind::LlmCall {
+            tokens: resp.usage,
+            cost_usd: resp.cost_usd,
+            latency_ms: start.elapsed().as_millis() as u64,
+            tool_calls: resp.tool_calls.iter().map(|c| c.name.clone()).collect(),
+        });
+        if !resp.repairs.is_empty() {
+            let message = format!("read leniently: {}", resp.repairs.join("; "));
+            self.record(EventKind::Note { message });
+        }
+        Ok(resp)
+    }
+
+    /// Handles an answer without tool calls: the finding, or a correction (then `None`:
+    /// the loop goes on), or the inconclusive end.
+    fn conclude(&mut self, content: Option<String>) -> Option<Investigation> {
+        let text = content.unwrap_or_default();
+        let Some(finding) = Finding::from_answer(&text) else {
+            if self.trouble.asked_for_json {
+                if !text.trim().is_empty() {
+                    self.note(format!(
+                        "the model's last answer (not a JSON finding): {}",
+                        truncate(text.trim(), 300)
+                    ));
+                }
+                let what = if text.trim().is_empty() {
+                    "empty"
+                } else {
+                    "not the JSON finding"
+                };
+                return Some(self.inconclusive(format!(
+                    "the model's final answer was {what}, also after one correction"
+                )));
+            }
+            self.trouble.asked_for_json = true;
+            let empty = text.trim().is_empty();
+            self.record(EventKind::Note {
+                message: "the answer was empty or not the JSON finding; asked once more".into(),
+            });
+            self.messages.push(ChatMessage::Assistant {
+                content: Some(text),
+                tool_calls: Vec::new(),
+            });
+            self.messages
+                .push(ChatMessage::User(prompt::answer_again(empty)));
+            return None;
+        };
+        if self.log.is_empty() && !self.tools.is_empty() && !self.trouble.asked_for_tools {
+            self.trouble.asked_for_tools = true;
+            self.record(EventKind::Note {
+                message: "the model answered before calling any tool; asked it to call tools first"
+                    .into(),
+            });
+            self.messages.push(ChatMessage::Assistant {
+                content: Some(text),
+                tool_calls: Vec::new(),
+            });
+            self.messages
+                .push(ChatMessage::User(prompt::CALL_TOOLS_FIRST.into()));
+            return None;
+        }
+        Some(self.finish(InvestigationStatus::Finished, finding))
+    }
+
+    /// A finding checked against the calls that ran, stored with `status`.
+    fn finish(&mut self, status: InvestigationStatus, mut finding: Finding) -> Investigation {
+        for n in self.log.check_citations(&mut finding) {
+            self.note(n);
+        }
+        self.inv.finding = Some(finding);
+        self.inv.status = status;
+        self.inv.clone()
+    }
+
+    /// Ends with the finding built from the evidence gathered.
+    fn inconclusive(&mut self, what_went_wrong: String) -> Investigation {
+        self.record(EventKind::Note {
+            message: format!("inconclusive: {what_went_wrong}"),
+        });
+        self.inv.finding = Some(self.log.inconclusive_finding(&what_went_wrong));
+        self.inv.status = InvestigationStatus::Inconclusive;
+        self.inv.clone()
+    }
+
+    fn fail(&mut self, e: &LlmError) -> Investigation {
+        let message = e.to_string();
+        if matches!(e, LlmError::NotConfigured) {
+            self.record(EventKind::Error {
+                message: message.clone(),
+            });
+        }
+        self.inv.status = InvestigationStatus::Failed;
+        self.inv.error = Some(message);
+        self.inv.clone()
+    }
+
+    /// A limit stopped the loop: one last call without tools asks for the finding.
+    async fn at_limit(mut self, why: String) -> Investigation {
+        self.note(why.clone());
+        self.messages
+            .push(ChatMessage::User(prompt::final_answer_now(&why)));
+        self.fit(false);
+        match self.chat(false).await {
+            Ok(resp) => match Finding::from_answer(resp.content.as_deref().unwrap_or("")) {
+                Some(f) => self.finish(InvestigationStatus::LimitReached, f),
+                None => self.inconclusive(format!(
+                    "{why}, and the final answer was empty or not the JSON finding"
+                )),
+            },
+            Err(e) => {
+                self.inv.error = Some(e.to_string());
+                self.inv.finding = Some(
+                    self.log
+                        .inconclusive_finding(&format!("{why}, and the final call failed")),
+                );
+                self.inv.status = InvestigationStatus::LimitReached;
+                self.inv.clone()
+            }
+        }
+    }
+
+    /// Runs one turn's calls; returns whether none of them could run.
+    async fn run_turn(&mut self, content: Option<String>, mut calls: Vec<ToolCall>) -> bool {
+        let registry = &self.runner.tools;
+        let known = registry.names();
+        let mut ids: Vec<String> = Vec::new();
+        for call in &mut calls {
+            call.id = self.log.unique_id(&call.id, &ids);
+            ids.push(call.id.clone());
+            if registry.get(&call.name).is_none()
+                && let Some(name) = match_tool_name(&call.name, &known)
+            {
+                call.name = name.to_string();
+            }
+        }
+        self.messages.push(ChatMessage::Assistant {
+            content,
+            tool_calls: calls.clone(),
+        });
+        let plans: Vec<Plan> = calls
+            .iter()
+            .enumerate()
+            .map(|(i, call)| {
+                if let Some(earlier) = self.log.earlier(&call.name, &call.arguments) {
+                    return Plan::Repeat(earlier.clone());
+                }
+                let same = |c: &ToolCall| {
+                    c.name == call.name
+                        && super::call_log::canonical(&c.arguments)
+                            == super::call_log::canonical(&call.arguments)
+                };
+                if let Some(j) = calls[..i].iter().position(same) {
+                    return Plan::RepeatInTurn(j);
+                }
+                if let Value::String(raw) = &call.arguments {
+                    let why = serde_json::from_str::<Value>(raw)
+                        .err()
+                        .map_or_else(|| "not an object".to_string(), |e| e.to_string());
+                    return Plan::BadArguments(why);
+                }
+                if registry.get(&call.name).is_none() {
+                    return Plan::Unknown;
+                }
+                Plan::Run
+            })
+            .collect();
+        let jobs: Vec<Option<(String, Value)>> = calls
+            .iter()
+            .zip(&plans)
+            .map(|(call, plan)| {
+                matches!(plan, Plan::Run | Plan::Unknown)
+                    .then(|| (call.name.clone(), call.arguments.clone()))
+            })
+            .collect();
+        let runs: Vec<Option<(bool, String, u64)>> = futures::stream::iter(jobs)
+            .map(|job| run_call(registry, job))
+            .buffered(self.runner.max_parallel)
+            .collect()
+            .await;
+        let offered: Vec<&str> = self.tools.iter().map(|t| t.name).collect();
+        let mut all_bad = true;
+        let mut turn: Vec<CallRecord> = Vec::new();
+        for ((call, plan), ran) in calls.into_iter().zip(plans).zip(runs) {
+            let ran_ok = matches!(plan, Plan::Run);
+            let (ok, output, message, repeat_of, duration_ms) = match (plan, ran) {
+                (Plan::Run, Some((ok, text, ms))) => {
+                    all_bad = false;
+                    (ok, text.clone(), tool_result(&call.id, &text), None, ms)
+                }
+                (Plan::Unknown, Some((_, _, ms))) => {
+                    self.trouble.unknown_tools.push(call.name.clone());
+                    let text = prompt::unknown_tool(&call.name, &offered);
+                    (false, text.clone(), text, None, ms)
+                }
+                (Plan::BadArguments(why), _) => {
+                    self.trouble.bad_arguments += 1;
+                    let text = prompt::bad_arguments(&call.name, &why);
+                    (false, text.clone(), text, None, 0)
+                }
+                (Plan::Repeat(earlier), _) => {
+                    self.trouble.repeats += 1;
+                    let text = prompt::repeated_call(&earlier.id, &earlier.output);
+                    (earlier.ok, earlier.output, text, Some(earlier.id), 0)
+                }
+                (Plan::RepeatInTurn(j), _) => {
+                    self.trouble.repeats += 1;
+                    let earlier = &turn[j];
+                    let text = prompt::repeated_call(&earlier.id, &earlier.output);
+                    let id = earlier.repeat_of.clone().unwrap_or(earlier.id.clone());
+                    (earlier.ok, earlier.output.clone(), text, Some(id), 0)
+                }
+                (Plan::Run | Plan::Unknown, None) => unreachable!("every run yields an outcome"),
+            };
+            self.messages.push(ChatMessage::Tool {
+                tool_call_id: call.id.clone(),
+                content: message.clone(),
+            });
+            self.record(EventKind::ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: call.arguments.clone(),
+                duration_ms,
+                ok,
+                output_excerpt: if ran_ok { &output } else { &message }
+                    .chars()
+                    .take(EXCERPT_CHARS)
+                    .collect(),
+            });
+            turn.push(CallRecord {
+                id: call.id,
+                name: call.name,
+                arguments: call.arguments,
+                ok,
+                output,
+                repeat_of,
+            });
+        }
+        for r in turn {
+            self.log.push(r);
+        }
+        all_bad
+    }
+}
+
+/// Runs one call, if there is one to run: whether it returned data, its text, milliseconds.
+async fn run_call(
+    registry: &ToolRegistry,
+    job: Option<(String, Value)>,
+) -> Option<(bool, String, u64)> {
+    let (name, arguments) = job?;
+    let start = Instant::now();
+    let out = registry.call(&name, arguments).await;
+    Some((out.ok, out.text, start.elapsed().as_millis() as u64))
 }

@@ -10,6 +10,7 @@ use crate::support::{TestApp, eventually, metric_value, spawn_app};
 
 mod cli;
 mod dispatch;
+mod small_models;
 
 pub const WAIT: Duration = Duration::from_secs(20);
 
@@ -178,11 +179,12 @@ async fn a_429_with_retry_after_is_retried_and_the_investigation_finishes() {
     let id = ask(&app, "retry please").await;
     let inv = wait_final(&app, &id).await;
     assert_eq!(inv["status"], "finished", "{inv:#}");
-    assert_eq!(fake.requests().len(), 2);
+    // The 429, the answer, and (no tool ran yet) the one request to call tools first.
+    assert_eq!(fake.requests().len(), 3);
     let m = app.metrics().await;
     assert_eq!(
         metric_value(&m, "sre_agent_llm_calls_total{status=\"ok\"}"),
-        Some(1.0)
+        Some(2.0)
     );
     app.stop().await;
 }
@@ -282,9 +284,30 @@ async fn malformed_tool_arguments_go_back_to_the_model_as_error_text() {
     let app = spawn_app(&fake.config("")).await;
     let id = ask(&app, "bad args").await;
     let inv = wait_final(&app, &id).await;
-    assert_eq!(inv["status"], "finished");
-    assert_eq!(inv["finding"]["summary"], "plain text, not JSON");
+    // Prose is not a finding: one request for the JSON, then an inconclusive finding built
+    // from the evidence (here: the failed call).
+    assert_eq!(inv["status"], "inconclusive", "{inv:#}");
+    let summary = inv["finding"]["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("Inconclusive: the model's final answer was not the JSON finding"),
+        "{summary}"
+    );
+    assert_eq!(inv["finding"]["confidence"], "low");
+    assert_eq!(inv["finding"]["evidence"][0]["tool_call_ids"][0], "call_1");
+    assert!(
+        inv["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("plain text, not JSON")
+    );
     let reqs = fake.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(
+        reqs[2].messages().last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .contains("not the JSON object")
+    );
     assert!(reqs[1].tool_results()[0].contains("not a valid JSON object"));
     // The echoed assistant message carries valid JSON arguments.
     let echoed = &reqs[1].messages()[2]["tool_calls"][0]["function"]["arguments"];
