@@ -9,8 +9,8 @@
 //! - an integration's tools when the text has one of its words (`pve1` → proxmox, `zfs` →
 //!   truenas, `pod` → kubernetes, `backup` → pbs, `log`/`dns`/`5xx` → loki, …);
 //!
-//! ranked in that order (name hits before integration hits, registration order within),
-//! at most [`MAX_SMALL_TOOLS`]. The same tools are offered at every step, so a server's
+//! ranked in that order (an integration with a tool named by the text first, then by how
+//! many of its words the text has, registration order within), at most [`MAX_SMALL_TOOLS`]. The same tools are offered at every step, so a server's
 //! prompt cache stays valid.
 
 use crate::tools::ToolDefinition;
@@ -156,23 +156,38 @@ pub fn select_tools(
             words.iter().any(|w| w.starts_with(k))
         }
     };
-    let score = |name: &str| -> u8 {
-        if CORE.contains(&name) {
-            return 3;
-        }
-        let parts: Vec<&str> = name.split('_').filter(|p| p.len() >= 3).skip(1).collect();
-        if parts.iter().any(|p| {
+    let name_hit = |name: &str| {
+        name.split('_').filter(|p| p.len() >= 3).skip(1).any(|p| {
             let stem = p.trim_end_matches('s');
             words
                 .iter()
-                .any(|w| *w == *p || w.trim_end_matches('s') == stem)
-        }) {
-            return 2;
+                .any(|w| *w == p || w.trim_end_matches('s') == stem)
+        })
+    };
+    let family_of = |name: &str| FAMILIES.iter().find(|(prefix, _)| name.starts_with(prefix));
+    // An integration is confirmed when one of its tools is named by a word of the text
+    // ("backup" → pbs_backups): its other tools then rank above other integrations'.
+    let confirmed: Vec<&str> = all
+        .iter()
+        .filter(|t| name_hit(t.name))
+        .filter_map(|t| family_of(t.name).map(|(prefix, _)| *prefix))
+        .collect();
+    let score = |name: &str| -> u8 {
+        if CORE.contains(&name) {
+            return 20;
         }
-        let family_hit = FAMILIES
-            .iter()
-            .any(|(prefix, keys)| name.starts_with(prefix) && keys.iter().any(|k| has_word(k)));
-        u8::from(family_hit)
+        if name_hit(name) {
+            return 10;
+        }
+        let Some((prefix, keys)) = family_of(name) else {
+            return 0;
+        };
+        let hits = keys.iter().filter(|k| has_word(k)).count().min(4) as u8;
+        match hits {
+            0 => 0,
+            n if confirmed.contains(prefix) => 5 + n,
+            n => n,
+        }
     };
     let mut ranked: Vec<(usize, u8)> = all
         .iter()

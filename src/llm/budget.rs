@@ -109,7 +109,8 @@ impl ContextBudget {
     /// server counted `measured` prompt tokens (0: the server did not say).
     pub fn calibrate(&mut self, estimated: u64, measured: u64) {
         if estimated > 0 && measured > 0 {
-            self.scale = (measured as f64 / estimated as f64).clamp(0.3, 4.0);
+            // Barely below 1: some servers (Ollama) count only the uncached prompt tokens.
+            self.scale = (measured as f64 / estimated as f64).clamp(0.8, 4.0);
         }
     }
 

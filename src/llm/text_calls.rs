@@ -81,16 +81,16 @@ pub fn extract_text_calls(content: &str, offered: &[&str]) -> Option<TextCalls> 
                 continue;
             }
             let end = matching_end(bytes, i);
-            let found = parse_lenient(&text[i..end])
-                .map(|v| calls_in(&v, offered))
-                .unwrap_or_default();
-            if found.is_empty() {
-                // Not a call (or not JSON): look inside it too, e.g. a broken wrapper.
-                i += 1;
-            } else {
-                calls.extend(found);
-                taken.push((i, end));
-                i = end;
+            match parse_lenient(&text[i..end]).map(|v| calls_in(&v, offered)) {
+                Some(found) if !found.is_empty() => {
+                    calls.extend(found);
+                    taken.push((i, end));
+                    i = end;
+                }
+                // JSON but no call (a finding): nothing inside it is a call either.
+                Some(_) => i = end,
+                // Not JSON: look inside it too, e.g. at a call after a stray bracket.
+                None => i += 1,
             }
         }
     }

@@ -168,3 +168,11 @@ fn a_text_call_replaces_an_empty_tool_call_list_and_structured_names_are_matched
     assert_eq!(calls[0].name, "proxmox_storage");
     assert_eq!(notes.len(), 1);
 }
+
+#[test]
+fn a_call_after_a_stray_bracket_is_found_and_nothing_inside_a_finding_is_a_call() {
+    let text = "Use {braces like this. {\"name\": \"current_time\", \"arguments\": {}}";
+    assert_eq!(one(text).0, "current_time");
+    let finding = r#"{"summary": "s", "evidence": [{"name": "current_time", "claim": "c"}]}"#;
+    assert_eq!(extract_text_calls(finding, SEVEN), None);
+}
