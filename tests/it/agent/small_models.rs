@@ -256,3 +256,28 @@ async fn a_small_context_offers_only_the_relevant_tools_and_a_large_one_all() {
         app.stop().await;
     }
 }
+
+#[tokio::test]
+async fn an_inconclusive_investigation_is_notified_like_a_finished_one() {
+    let receiver = crate::support::receiver::Receiver::start().await;
+    let fake = FakeLlm::start(vec![answer("", (10, 1, 0))]).await;
+    let toml = format!(
+        "{}\n[notify]\nretry_backoff = \"200ms\"\n\n[[notify.webhooks]]\nurl = \"{}/json\"\n",
+        fake.config(""),
+        receiver.base
+    );
+    let app = spawn_app(&toml).await;
+    let id = ask(&app, "anything wrong?").await;
+    assert_eq!(wait_final(&app, &id).await["status"], "inconclusive");
+    let posted = crate::support::eventually(super::WAIT, "the webhook post", || async {
+        receiver.at("/json").map(|r| r.json())
+    })
+    .await;
+    assert_eq!(posted["investigation"]["status"], "inconclusive");
+    let summary = posted["finding"]["summary"].as_str().unwrap();
+    assert!(
+        summary.starts_with("Inconclusive: the model's final answer was empty"),
+        "{summary}"
+    );
+    app.stop().await;
+}
