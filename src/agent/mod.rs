@@ -3,8 +3,10 @@
 //! with fenced untrusted data (`prompt`), the structured [`Finding`], and their store.
 
 mod dispatcher;
+mod evidence;
 mod finding;
 mod prompt;
+mod promql;
 mod runner;
 pub mod store;
 
