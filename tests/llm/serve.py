@@ -7,6 +7,8 @@ this is a stdlib HTTP server in front of it, bound to loopback:
   POST /v1/chat/completions   OpenAI chat completions: a JSON answer, or with "stream": true
                               a server-sent-event stream of chat.completion.chunk objects,
                               token by token, ending with `data: [DONE]`
+  POST /v1/completions        OpenAI (legacy) text completions of a raw prompt: what the model
+                              writes, before any chat-template or tool-call processing
   GET  /v1/models             the one model
   GET  /health                {"status": "ok"} once the model is loaded
 
@@ -129,7 +131,8 @@ class Stats:
         t = obj.get("timings") or {}
         if t:
             self.timings = t
-            self.prompt = self.prompt if self.prompt is not None else t.get("prompt_n")
+            if self.prompt is None and t.get("prompt_n") is not None:  # a stream without usage
+                self.prompt = t["prompt_n"] + (t.get("cache_n") or 0)
             self.completion = self.completion if self.completion is not None else t.get("predicted_n")
         for ch in obj.get("choices") or []:
             if ch.get("finish_reason"):
@@ -192,7 +195,11 @@ def main():
             if n < 0:
                 return self._json(411, {"error": {"message": "Content-Length required", "code": 411}})
             raw = self.rfile.read(n)
-            if path not in ("/v1/chat/completions", "/chat/completions"):
+            if path in ("/v1/chat/completions", "/chat/completions"):
+                generate = server.handle_chat_completions
+            elif path in ("/v1/completions", "/completions"):
+                generate = server.handle_completions
+            else:
                 return self._json(404, {"error": {"message": f"no route POST {path}", "type": "not_found", "code": 404}})
             try:
                 req = json.loads(raw)
@@ -201,7 +208,7 @@ def main():
             except ValueError as e:
                 return self._json(400, {"error": {"message": f"bad request body: {e}", "type": "invalid_request_error", "code": 400}})
             stream = bool(req.get("stream"))
-            line = {"event": "request", "stream": stream, "bytes": len(raw),
+            line = {"event": "request", "path": path, "stream": stream, "bytes": len(raw),
                     "messages": len(req.get("messages") or []), "tools": len(req.get("tools") or []),
                     "temperature": req.get("temperature"), "seed": req.get("seed", args.seed)}
             stats = Stats()
@@ -212,9 +219,9 @@ def main():
                 t_start = time.time()
                 try:
                     if stream:
-                        status, err = self._stream(req, stats)
+                        status, err = self._stream(generate, req, stats)
                     else:
-                        res = server.handle_chat_completions(req)
+                        res = generate(req)
                         if is_chunk(res):
                             stats.take(res)
                             status = 200
@@ -241,7 +248,7 @@ def main():
                         cached_tokens=t.get("cache_n"), error=err)
             log(**line)
 
-        def _stream(self, req, stats):
+        def _stream(self, generate, req, stats):
             """Token-by-token SSE. An error before the first chunk is a plain JSON error answer
             (as OpenAI and llama-server do); later errors are sent as an `error` event."""
             state = {"started": False, "status": 200, "err": None}
@@ -279,7 +286,7 @@ def main():
                     return True
 
 
-            server.handle_chat_completions(req, on_result)
+            generate(req, on_result)
             if state["started"]:
                 try:
                     chunk(b"data: [DONE]\n\n")
