@@ -193,6 +193,7 @@ def main():
             except ValueError:
                 n = -1
             if n < 0:
+                log(event="request", path=path, status=411, error="bad Content-Length")
                 return self._json(411, {"error": {"message": "Content-Length required", "code": 411}})
             raw = self.rfile.read(n)
             if path in ("/v1/chat/completions", "/chat/completions"):
@@ -200,16 +201,19 @@ def main():
             elif path in ("/v1/completions", "/completions"):
                 generate = server.handle_completions
             else:
+                log(event="request", path=path, status=404, error="no such route")
                 return self._json(404, {"error": {"message": f"no route POST {path}", "type": "not_found", "code": 404}})
             try:
                 req = json.loads(raw)
                 if not isinstance(req, dict):
                     raise ValueError("the body must be a JSON object")
             except ValueError as e:
+                log(event="request", path=path, status=400, bytes=len(raw), error=f"bad request body: {e}")
                 return self._json(400, {"error": {"message": f"bad request body: {e}", "type": "invalid_request_error", "code": 400}})
             stream = bool(req.get("stream"))
             line = {"event": "request", "path": path, "stream": stream, "bytes": len(raw),
-                    "messages": len(req.get("messages") or []), "tools": len(req.get("tools") or []),
+                    "messages": len(req["messages"]) if isinstance(req.get("messages"), list) else None,
+                    "tools": len(req["tools"]) if isinstance(req.get("tools"), list) else 0,
                     "temperature": req.get("temperature"), "seed": req.get("seed", args.seed)}
             stats = Stats()
             t_arrive = time.time()

@@ -6,8 +6,8 @@
 #   SRE_TEST_LLM_URL=http://127.0.0.1:PORT/v1
 #   SRE_TEST_LLM_MODEL=qwen2.5-coder-1.5b-instruct-q4_k_m
 #
-# so a harness can do:  eval "export $(tests/llm/start.sh | tr '\n' ' ')"  and later
-# tests/llm/stop.sh. Run it after the cargo build, never beside it (2 cores).
+# so a harness can do:  vars=$(tests/llm/start.sh) && export $vars  (a failed start fails the
+# assignment), and later tests/llm/stop.sh. Run it after the cargo build, never beside it (2 cores).
 #
 # Files in the run dir ($SRE_LLM_RUN_DIR, default target/llm-server in this checkout, so that
 # two checkouts on one machine do not stop each other's server): serve.pid, serve.url,
