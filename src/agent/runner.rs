@@ -9,6 +9,7 @@ use std::time::Instant;
 use futures::StreamExt;
 use serde_json::Value;
 
+use super::evidence::EvidencePlanner;
 use super::prompt::{fence, system_prompt, user_message};
 use super::{Event, EventKind, Finding, Investigation, InvestigationStatus};
 use crate::agent::store::InvestigationStore;
@@ -29,6 +30,7 @@ pub struct Runner {
     max_tokens: u64,
     max_cost: f64,
     max_parallel: usize,
+    evidence: EvidencePlanner,
 }
 
 /// The JSON body of the first request of an investigation (for size checks and benches).
@@ -68,7 +70,14 @@ impl Runner {
             max_tokens: config.max_tokens_per_investigation,
             max_cost: config.max_cost_per_investigation_usd,
             max_parallel: config.max_parallel_tools.max(1),
+            evidence: EvidencePlanner::default(),
         }
+    }
+
+    /// Gathers alert-first evidence with `planner` before the first LLM call.
+    pub fn with_evidence(mut self, planner: EvidencePlanner) -> Self {
+        self.evidence = planner;
+        self
     }
 
     pub fn model(&self) -> Option<&str> {
@@ -110,6 +119,43 @@ impl Runner {
             ChatMessage::User(user_message(&inv.prompt, inv.context.as_deref())),
         ];
         let mut seen: HashMap<String, String> = HashMap::new();
+        // Alert-first evidence: run as the model's own earlier calls (`evidence_N`), so it
+        // sees the facts even if it calls no tool, and can cite them.
+        let planned = self.evidence.plan(&inv, &self.tools).await;
+        if !planned.is_empty() {
+            let calls: Vec<ToolCall> = planned
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| ToolCall {
+                    id: format!("evidence_{}", i + 1),
+                    name: p.name.to_string(),
+                    arguments: p.arguments,
+                })
+                .collect();
+            messages.push(ChatMessage::Assistant {
+                content: None,
+                tool_calls: calls.clone(),
+            });
+            for r in self.run_tools(calls, &mut seen).await {
+                let output_excerpt: String = r.text.chars().take(EXCERPT_CHARS).collect();
+                messages.push(ChatMessage::Tool {
+                    tool_call_id: r.call.id.clone(),
+                    content: fence("tool", &r.text),
+                });
+                record(
+                    &inv,
+                    0,
+                    EventKind::ToolCall {
+                        id: r.call.id,
+                        name: r.call.name,
+                        arguments: r.call.arguments,
+                        duration_ms: r.duration_ms,
+                        ok: r.ok,
+                        output_excerpt,
+                    },
+                );
+            }
+        }
         let mut step = 0;
         let limit = loop {
             if let Some(why) = self.limit_hit(&inv, step) {
