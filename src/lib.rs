@@ -14,6 +14,7 @@
 //! - [`notify`]: email (`Mailer`) and webhook notifications from a durable outbox.
 //! - [`llm`]: the OpenAI-compatible chat client (retries, lenient parsing, cost metrics).
 //! - [`agent`]: investigations: dispatcher (durable queue + workers), the loop, findings, CLI.
+//! - [`eval`]: `sre-agent eval`: scenarios, worlds on a real Prometheus and fakes, scoring.
 //! - [`report`]: the weekly reliability report (collectors, summary, rendering, email).
 //! - [`schedule`]: cron jobs: the weekly report with catch-up, and scheduled investigations.
 
@@ -23,6 +24,7 @@ pub mod api;
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod eval;
 pub mod http;
 pub mod integrations;
 pub mod llm;
