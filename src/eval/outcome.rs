@@ -21,6 +21,8 @@ pub struct RunOutcome {
     pub seconds: f64,
     pub cost_usd: f64,
     pub tools_called: Vec<String>,
+    /// `name: first part of the output` of each tool call that failed.
+    pub tool_errors: Vec<String>,
     pub summary: String,
 }
 

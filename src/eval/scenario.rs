@@ -298,7 +298,8 @@ impl Scenario {
 }
 
 /// Replaces `{{now}}`, `{{now-9d}}`, `{{now+1h30m}}` with unix seconds, or another form
-/// with a suffix: `{{now-5m:rfc3339}}`, `{{now:ms}}`, `{{now:ns}}`.
+/// with a suffix: `{{now-5m:rfc3339}}`, `{{now:ms}}`, `{{now:ns}}`. Other `{{…}}` (Grafana
+/// or Prometheus templates such as `{{ $labels.instance }}`) stay as they are.
 pub fn fill_placeholders(text: &str, now: DateTime<Utc>) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -308,7 +309,12 @@ pub fn fill_placeholders(text: &str, now: DateTime<Utc>) -> Result<String, Strin
         let end = after
             .find("}}")
             .ok_or_else(|| format!("unclosed placeholder near {:?}", &rest[start..]))?;
-        out.push_str(&placeholder(after[..end].trim(), now)?);
+        let expr = after[..end].trim();
+        if expr.starts_with("now") {
+            out.push_str(&placeholder(expr, now)?);
+        } else {
+            out.push_str(&rest[start..start + end + 4]);
+        }
         rest = &after[end + 2..];
     }
     out.push_str(rest);
@@ -380,7 +386,9 @@ mod tests {
             fill_placeholders(text, now).unwrap(),
             r#"{"a": 1768046400, "b": "2026-01-10T11:00:00Z", "c": 1768132800000}"#
         );
-        assert!(fill_placeholders("{{later}}", now).is_err());
+        let template = "{{ $labels.instance }} is {{ $value }}";
+        assert_eq!(fill_placeholders(template, now).unwrap(), template);
+        assert!(fill_placeholders("{{now~1h}}", now).is_err());
         assert!(fill_placeholders("{{now", now).is_err());
         assert!(fill_placeholders("{{now:weeks}}", now).is_err());
     }

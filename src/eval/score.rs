@@ -46,6 +46,22 @@ pub fn tools_called(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
+/// `name: output excerpt` of the tool calls that failed.
+pub fn tool_errors(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::ToolCall {
+                name,
+                ok: false,
+                output_excerpt,
+                ..
+            } => Some(format!("{name}: {output_excerpt}")),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Whether `text` states a number within `fact`'s tolerance (followed by its unit when
 /// one is given). Thousands separators are read as part of the number.
 fn states_number(text: &str, fact: &NumberFact) -> bool {

@@ -5,6 +5,7 @@ mod support;
 
 mod agent;
 mod dashboard;
+mod eval;
 mod foundation;
 mod homelab;
 mod notify;
