@@ -141,6 +141,8 @@ async fn attempt(
     scenario: &Scenario,
     timeout: Duration,
 ) -> anyhow::Result<RunOutcome> {
+    // Loaded again so times in scenario.toml are relative to this run.
+    let scenario = &Scenario::load(&scenario.dir).unwrap_or_else(|_| scenario.clone());
     let now = Utc::now();
     let world = World::build(scenario, now)
         .await

@@ -207,6 +207,12 @@ impl Scenario {
     pub fn load(dir: &Path) -> Result<Self, EvalError> {
         let file = dir.join("scenario.toml");
         let text = std::fs::read_to_string(&file).map_err(|e| EvalError::io(&file, e))?;
+        // Placeholders in scenario.toml itself (a series value such as a certificate's
+        // expiry time) are filled at load; `cli::eval` loads again before each run.
+        let text = fill_placeholders(&text, Utc::now()).map_err(|reason| EvalError::Scenario {
+            path: file.clone(),
+            reason,
+        })?;
         let spec: ScenarioSpec = toml::from_str(&text).map_err(|e| EvalError::Scenario {
             path: file.clone(),
             reason: e.to_string(),
