@@ -12,6 +12,7 @@
 //! - [`app`]: every component built in one place; the shared [`AppState`]; retention.
 //! - [`schedule`], [`report`], [`notify`], [`alerts`], [`agent`]: the domain (cron jobs, the
 //!   weekly report, notifications, alert intake, investigations), each with its own store.
+//! - [`eval`]: `sre-agent eval`: scenarios, worlds on a real Prometheus and fakes, scoring.
 //! - [`llm`]: the OpenAI-compatible client; [`tools`]: the read-only tools and their catalog.
 //! - [`integrations`]: typed clients for the user's upstreams and the health checker.
 //! - [`config`], [`store`] (generic sled trees), [`telemetry`], [`text`]: foundations.
@@ -22,6 +23,7 @@ pub mod api;
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod eval;
 pub mod http;
 pub mod integrations;
 pub mod llm;
