@@ -109,7 +109,25 @@ async fn a_wrong_scripted_answer_fails_with_the_reasons() {
     if !tools_available() {
         return;
     }
-    let scenario = Scenario::load(&shipped().join("disk-filling")).unwrap();
+    // Alert-first evidence already calls Prometheus tools: a copy of the scenario requires
+    // one that only the model would call.
+    let copy = tempfile::tempdir().unwrap();
+    let dir = copy.path().join("disk-filling");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(shipped().join("disk-filling"))
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let toml = dir.join("scenario.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = text.replace(
+        r#"tools = ["^prometheus_"]"#,
+        r#"tools = ["^grafana_alert_rules$"]"#,
+    );
+    std::fs::write(&toml, text).unwrap();
+    let scenario = Scenario::load(&dir).unwrap();
     let turns: Vec<Value> = serde_json::from_str(
         r#"[{"tool_calls": [{"name": "loki_query", "arguments": {"query": "{job=\"x\"}"}}]},
             {"finding": {"summary": "The disk on pve2 is fine; no data was found.",
@@ -123,7 +141,7 @@ async fn a_wrong_scripted_answer_fails_with_the_reasons() {
         "missing fact /pve1/",
         "missing number: used percent",
         "forbidden claim",
-        "no call of a tool /^prometheus_/",
+        "no call of a tool /^grafana_alert_rules$/",
     ] {
         assert!(
             reasons.contains(expected),
