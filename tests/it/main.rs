@@ -12,6 +12,7 @@ mod http_tools;
 mod integration_config;
 mod kubernetes;
 mod notify;
+mod real_model;
 mod report;
 mod report_api;
 mod report_backups;
