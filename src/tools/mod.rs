@@ -6,6 +6,7 @@
 pub mod args;
 mod builtin;
 pub mod catalog;
+pub mod closest;
 pub mod compact;
 mod error;
 pub mod format;
@@ -16,6 +17,7 @@ pub mod kubernetes;
 pub mod loki;
 pub mod pbs;
 pub mod prometheus;
+pub mod promql;
 pub mod proxmox;
 mod registry;
 pub mod runbooks;
