@@ -11,6 +11,7 @@ use super::grafana::{AlertmanagerAlerts, GrafanaAlertRules, GrafanaAlerts, Grafa
 use super::http_declared::HttpTool;
 use super::kubernetes::{K8sKind, K8sTool};
 use super::loki::{LokiErrorSummary, LokiQuery};
+use super::no_data::PromNoData;
 use super::pbs::{PbsKind, PbsTool};
 use super::prometheus::{
     PrometheusAlerts, PrometheusMetricNames, PrometheusQuery, PrometheusQueryRange,
@@ -68,14 +69,17 @@ const INTEGRATIONS: [Family; 8] = [
         },
         build: |config, budget| {
             let client = Arc::new(PrometheusClient::new(&config.prometheus)?);
+            let hints = Arc::new(PromNoData::new(client.clone()));
             Ok(vec![
                 Arc::new(PrometheusQuery {
                     client: client.clone(),
                     budget,
+                    hints: hints.clone(),
                 }),
                 Arc::new(PrometheusQueryRange {
                     client: client.clone(),
                     budget,
+                    hints,
                 }),
                 Arc::new(PrometheusAlerts {
                     client: client.clone(),

@@ -6,6 +6,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
+use super::trend::{Measure, Sizes, describe, join_key, used_note};
 use crate::integrations::loki::LogStream;
 use crate::integrations::prometheus::{Labels, Sample, Series};
 use crate::text::truncate;
@@ -219,8 +220,22 @@ fn desc(v: f64) -> f64 {
     if v.is_nan() { f64::NEG_INFINITY } else { v }
 }
 
-/// A range query as one line per series, most relevant (highest max, then last) first.
+/// A range query as one line per series, most relevant (highest max, then last) first,
+/// each followed by its computed change and rate (see [`compact_matrix_with`]).
 pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
+    compact_matrix_with(series, unit, budget, Measure::Other, &Sizes::new())
+}
+
+/// [`compact_matrix`] for a query whose values are `measure`: a gauge moving toward a
+/// limit also gets the time until it gets there, and free bytes with a size in `sizes`
+/// (by [`join_key`]) the share used.
+pub fn compact_matrix_with(
+    series: &[Series],
+    unit: Unit,
+    budget: usize,
+    measure: Measure,
+    sizes: &Sizes,
+) -> String {
     if series.is_empty() {
         return "no data: the query returned no series in this range".into();
     }
@@ -234,7 +249,7 @@ pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
     let f = |v| format_number(v, unit);
     let line = |i: usize| {
         let (st, s) = &rows[i];
-        format!(
+        let mut line = format!(
             "{} min={} avg={} max={} last={} trend={} ({} point{})",
             format_labels(&s.metric, &common),
             f(st.min),
@@ -244,7 +259,14 @@ pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
             st.trend,
             st.n,
             if st.n == 1 { "" } else { "s" }
-        )
+        );
+        // One entry with its computed line, so both fit or both are dropped.
+        let size = sizes.get(&join_key(&s.metric)).copied();
+        if let Some(computed) = describe(&s.values, unit, measure, size) {
+            line.push('\n');
+            line.push_str(&computed);
+        }
+        line
     };
     let mut header = format!("{} series", series.len());
     if !common.is_empty() {
@@ -259,6 +281,18 @@ pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
 
 /// An instant vector, highest values first.
 pub fn compact_vector(samples: &[Sample], unit: Unit, budget: usize) -> String {
+    compact_vector_with(samples, unit, budget, Measure::Other, &Sizes::new())
+}
+
+/// [`compact_vector`] for a query whose values are `measure`: shares and free bytes with
+/// a size in `sizes` also say how much is used.
+pub fn compact_vector_with(
+    samples: &[Sample],
+    unit: Unit,
+    budget: usize,
+    measure: Measure,
+    sizes: &Sizes,
+) -> String {
     if samples.is_empty() {
         return "no data: the query returned an empty vector".into();
     }
@@ -268,10 +302,12 @@ pub fn compact_vector(samples: &[Sample], unit: Unit, budget: usize) -> String {
     let lines: Vec<String> = sorted
         .iter()
         .map(|s| {
+            let size = sizes.get(&join_key(&s.metric)).copied();
             format!(
-                "{} {}",
+                "{} {}{}",
                 format_labels(&s.metric, &common),
-                format_number(s.value, unit)
+                format_number(s.value, unit),
+                used_note(s.value, measure, size)
             )
         })
         .collect();

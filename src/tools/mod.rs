@@ -15,6 +15,7 @@ pub mod http_declared;
 mod k8s_format;
 pub mod kubernetes;
 pub mod loki;
+pub mod no_data;
 pub mod pbs;
 pub mod prometheus;
 pub mod promql;
@@ -22,6 +23,7 @@ pub mod proxmox;
 mod registry;
 pub mod runbooks;
 mod schema;
+pub mod trend;
 pub mod truenas;
 
 use async_trait::async_trait;
