@@ -12,6 +12,7 @@ use super::http_declared::HttpTool;
 use super::kubernetes::{K8sKind, K8sTool};
 use super::loki::{LokiErrorSummary, LokiQuery};
 use super::no_data::PromNoData;
+use super::overview::PrometheusInstanceOverview;
 use super::pbs::{PbsKind, PbsTool};
 use super::prometheus::{
     PrometheusAlerts, PrometheusMetricNames, PrometheusQuery, PrometheusQueryRange,
@@ -65,6 +66,7 @@ const INTEGRATIONS: [Family; 8] = [
                 PrometheusAlerts::NAME,
                 PrometheusTargets::NAME,
                 PrometheusMetricNames::NAME,
+                PrometheusInstanceOverview::NAME,
             ]
         },
         build: |config, budget| {
@@ -89,7 +91,11 @@ const INTEGRATIONS: [Family; 8] = [
                     client: client.clone(),
                     budget,
                 }),
-                Arc::new(PrometheusMetricNames { client, budget }),
+                Arc::new(PrometheusMetricNames {
+                    client: client.clone(),
+                    budget,
+                }),
+                Arc::new(PrometheusInstanceOverview { client, budget }),
             ])
         },
     },

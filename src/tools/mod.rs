@@ -16,6 +16,7 @@ mod k8s_format;
 pub mod kubernetes;
 pub mod loki;
 pub mod no_data;
+pub mod overview;
 pub mod pbs;
 pub mod prometheus;
 pub mod promql;

@@ -40,7 +40,7 @@ pub fn auto_step(range: Duration) -> Duration {
 }
 
 /// `instance` values as an anchored PromQL regex alternative (`a|b`), escaped.
-fn alternatives<'a>(values: impl Iterator<Item = &'a str>) -> String {
+pub(crate) fn alternatives<'a>(values: impl Iterator<Item = &'a str>) -> String {
     let mut set: Vec<String> = values
         .map(|v| {
             let mut e = String::new();

@@ -161,6 +161,60 @@ async fn a_filling_disk_reads_as_how_full_how_fast_and_when_full_and_empty_queri
     );
 }
 
+#[tokio::test]
+async fn the_instance_overview_answers_the_disk_question_without_promql() {
+    let Some((prom, expected)) = start_backfilled_prometheus() else {
+        return;
+    };
+    let end = expected["end"].as_i64().unwrap();
+    let (reg, ..) = registry(&format!("[prometheus]\nurl = \"{}\"", prom.url));
+    let out = call_ok(
+        &reg,
+        "prometheus_instance_overview",
+        json!({"instance": "pve1", "since": "12h"}),
+    )
+    .await;
+    println!("example: prometheus_instance_overview pve1 since=12h\n{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("pve1:9100 over the last 12h ("),
+        "{out}"
+    );
+    assert!(
+        lines.contains(&"up (job=node): up now; down ~0 min in range"),
+        "{out}"
+    );
+    assert!(out.contains("\ncpu used: last "), "{out}");
+    assert!(
+        out.contains(
+            "\nmemory used: no data (node_memory_MemAvailable_bytes not exported for this instance)"
+        ),
+        "{out}"
+    );
+    let vz = lines
+        .iter()
+        .find(|l| l.starts_with("filesystem /var/lib/vz: used 9"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        vz.contains("free of 1 TiB") && vz.contains("falling 4") && vz.contains(" GiB/day ("),
+        "{out}"
+    );
+    // 12 hours of a line with a 6-hour wave on it: the rate is 48.6 ± 0.5 GiB/day.
+    assert_full_at(vz, end);
+    assert!(out.contains("filesystem /: used 42."), "{out}");
+
+    let out = call_ok(
+        &reg,
+        "prometheus_instance_overview",
+        json!({"instance": "pve3"}),
+    )
+    .await;
+    assert!(
+        out.starts_with("instance \"pve3\" has no data in this range; instances: "),
+        "{out}"
+    );
+}
+
 /// The "full in … (date)" of `out` is within 30 minutes of the truth: 60 GiB left at the
 /// backfill's `end`, falling 340 GiB a week.
 fn assert_full_at(out: &str, end: i64) {
