@@ -9,8 +9,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use super::compact::{Unit, format_number};
-use super::format::humanize;
+use super::format::{Unit, format_number, humanize};
 use crate::integrations::prometheus::Labels;
 
 /// What a query's values measure, when they approach a limit.
