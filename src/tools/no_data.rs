@@ -206,7 +206,15 @@ impl PromNoData {
             }
             return Ok(vec![hint]);
         }
-        // Series exist: is their newest sample older than the queried time?
+        // Series exist: do they have samples in the queried window (cheap), and if not,
+        // when is their newest (a subquery over the lookback, only for stale series)?
+        let window = (end - from).num_seconds().max(1);
+        let fresh = format!("count(last_over_time({text}[{window}s]))");
+        if let QueryResult::Vector(v) = self.client.query(&fresh, Some(end)).await?
+            && !v.is_empty()
+        {
+            return Ok(Vec::new());
+        }
         let newest = format!("max(max_over_time(timestamp({text})[{LOOKBACK_DAYS}d:5m]))");
         if let QueryResult::Vector(v) = self.client.query(&newest, Some(end)).await?
             && let Some(ts) = v.first().map(|s| s.value)
