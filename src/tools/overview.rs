@@ -156,7 +156,7 @@ impl Tool for PrometheusInstanceOverview {
             let job = s.metric.get("job").map_or("?", String::as_str);
             let state = if last == 1.0 { "up" } else { "DOWN" };
             out.push_str(&format!(
-                "\nup (job={job}): {state} now; down ~{} min in range",
+                "\nup (job={job}): {state} at the newest point; down ~{} min in range",
                 down / 60
             ));
         }

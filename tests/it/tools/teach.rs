@@ -181,7 +181,7 @@ async fn the_instance_overview_answers_the_disk_question_without_promql() {
         "{out}"
     );
     assert!(
-        lines.contains(&"up (job=node): up now; down ~0 min in range"),
+        lines.contains(&"up (job=node): up at the newest point; down ~0 min in range"),
         "{out}"
     );
     assert!(out.contains("\ncpu used: last "), "{out}");
