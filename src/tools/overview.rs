@@ -68,11 +68,14 @@ impl PrometheusInstanceOverview {
     }
 }
 
-/// `last 21.3 %, avg 20.1 %, max 25 %` of the finite points of a percentage series.
-fn percent_summary(s: &Series) -> String {
+/// `last 21.3 %, avg 20.1 %, max 25 %` of the finite points of a percentage series up to
+/// `until`: a `rate()` over a window where the data stops reads wrong, so the last 5
+/// minutes before the newest data are left out.
+fn percent_summary(s: &Series, until: f64) -> String {
     let vs: Vec<f64> = s
         .values
         .iter()
+        .filter(|p| p.0 <= until || until.is_nan())
         .map(|p| p.1)
         .filter(|v| v.is_finite())
         .collect();
@@ -161,7 +164,7 @@ impl Tool for PrometheusInstanceOverview {
             ));
         }
         let line = |name: &str, s: &[Series], missing: &str| match s.first() {
-            Some(s) => format!("\n{name}: {}", percent_summary(s)),
+            Some(s) => format!("\n{name}: {}", percent_summary(s, newest - 300.0)),
             None => format!("\n{name}: no data ({missing} not exported for this instance)"),
         };
         out.push_str(&line("cpu used", &cpu, "node_cpu_seconds_total"));
