@@ -28,6 +28,7 @@ const MAX_CALLS: usize = 4;
 const LOOKBACK: &str = "24h";
 const QUERY: &str = "prometheus_query";
 const QUERY_RANGE: &str = "prometheus_query_range";
+const OVERVIEW: &str = crate::tools::overview::PrometheusInstanceOverview::NAME;
 
 /// A tool call decided before the loop.
 #[derive(Clone, Debug, PartialEq)]
@@ -73,22 +74,23 @@ impl EvidencePlanner {
         if self.prometheus.is_none() || tools.get(QUERY).is_none() {
             return Vec::new();
         }
+        let overview = tools.get(OVERVIEW).is_some();
         let mut calls = match inv.trigger {
             Trigger::Alert => match inv.context.as_deref().and_then(alert_facts) {
-                Some(facts) => self.for_alert(&facts).await,
+                Some(facts) => self.for_alert(&facts, overview).await,
                 None => Vec::new(),
             },
-            Trigger::Ask | Trigger::Schedule => self.for_question(&inv.prompt).await,
+            Trigger::Ask | Trigger::Schedule => self.for_question(&inv.prompt, overview).await,
         };
         calls.retain(|c| tools.get(c.name).is_some());
         calls.truncate(MAX_CALLS);
         calls
     }
 
-    async fn for_alert(&self, facts: &AlertFacts) -> Vec<PlannedCall> {
+    async fn for_alert(&self, facts: &AlertFacts, overview: bool) -> Vec<PlannedCall> {
         let Some(expr) = self.rule_expr(facts).await else {
             return match facts.labels.get("instance") {
-                Some(instance) => instance_calls(instance, None),
+                Some(instance) => instance_calls(instance, None, overview),
                 None => Vec::new(),
             };
         };
@@ -139,7 +141,7 @@ impl EvidencePlanner {
             .find_map(|q| q.text().map(str::to_string))
     }
 
-    async fn for_question(&self, question: &str) -> Vec<PlannedCall> {
+    async fn for_question(&self, question: &str, overview: bool) -> Vec<PlannedCall> {
         let Some(prom) = &self.prometheus else {
             return Vec::new();
         };
@@ -167,24 +169,35 @@ impl EvidencePlanner {
                     .any(|w| *w == host || *w == i.to_ascii_lowercase())
             })
             .take(2)
-            .flat_map(|i| instance_calls(i, path))
+            .flat_map(|i| instance_calls(i, path, overview))
             .collect()
     }
 }
 
-/// `up` and filesystem usage of `instance` (over the day for the filesystem at `path`).
-fn instance_calls(instance: &str, path: Option<&str>) -> Vec<PlannedCall> {
+/// `up` and filesystem usage of `instance` (the overview tool when there is one; the used
+/// ratio over the day of the filesystem at `path`).
+fn instance_calls(instance: &str, path: Option<&str>, overview: bool) -> Vec<PlannedCall> {
+    let mut calls = Vec::new();
+    if overview {
+        calls.push(PlannedCall {
+            name: OVERVIEW,
+            arguments: json!({ "instance": instance }),
+        });
+    }
     let instance = escape(instance);
-    let mut calls = vec![query(&format!("up{{instance=\"{instance}\"}}"))];
+    if !overview {
+        calls.push(query(&format!("up{{instance=\"{instance}\"}}")));
+    }
     match path {
         Some(p) => {
             let sel = format!("{{instance=\"{instance}\",mountpoint=\"{}\"}}", escape(p));
             calls.push(query_range(&used_ratio(&sel)));
         }
-        None => {
+        None if !overview => {
             let sel = format!("{{instance=\"{instance}\",fstype!~\"tmpfs|overlay|squashfs\"}}");
             calls.push(query(&used_ratio(&sel)));
         }
+        None => {}
     }
     calls
 }
@@ -253,7 +266,7 @@ mod tests {
             "generator_url": "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%2F+node_filesystem_size_bytes+%3C+0.1&g0.tab=1"
         }]});
         let facts = alert_facts(&context.to_string()).unwrap();
-        let calls = EvidencePlanner::default().for_alert(&facts).await;
+        let calls = EvidencePlanner::default().for_alert(&facts, false).await;
         let sel = "{instance=\"pve1:9100\",mountpoint=\"/var/lib/vz\"}";
         assert_eq!(
             names(&calls),
@@ -279,7 +292,7 @@ mod tests {
                 .collect(),
             generator_url: None,
         };
-        let calls = EvidencePlanner::default().for_alert(&facts).await;
+        let calls = EvidencePlanner::default().for_alert(&facts, false).await;
         assert_eq!(
             names(&calls)[0],
             "prometheus_query up{instance=\"nas:9100\"}"

@@ -1,9 +1,11 @@
-//! Just enough PromQL reading for alert-first evidence: the expression of a Prometheus
+//! Just enough PromQL for alert-first evidence: the expression of a Prometheus
 //! `generatorURL`, the value side of an alerting expression (without its threshold), the
-//! metric names it reads, and a selector for the alert's identifying labels. A scanner, not
-//! a parser: what it cannot read it leaves out, and the agent then simply gathers less.
+//! metric names it reads (via `tools::promql`'s lexer), and a selector for the alert's
+//! identifying labels. What it cannot read it leaves out; the agent then gathers less.
 
 use std::collections::BTreeMap;
+
+use crate::tools::promql::selectors;
 
 /// Labels that identify what an alert is about (rule-added labels like `severity` are not
 /// on the series and would make a selector match nothing).
@@ -19,41 +21,6 @@ const IDENTITY_LABELS: &[&str] = &[
     "service",
     "vmid",
     "name",
-];
-
-/// Aggregation operators, which may be followed by `by (…)` instead of their parentheses.
-const AGGREGATIONS: &[&str] = &[
-    "sum",
-    "avg",
-    "min",
-    "max",
-    "count",
-    "group",
-    "stddev",
-    "stdvar",
-    "topk",
-    "bottomk",
-    "quantile",
-    "count_values",
-    "limitk",
-    "limit_ratio",
-];
-
-/// Words that look like metric names but are PromQL keywords.
-const KEYWORDS: &[&str] = &[
-    "by",
-    "without",
-    "on",
-    "ignoring",
-    "group_left",
-    "group_right",
-    "and",
-    "or",
-    "unless",
-    "bool",
-    "offset",
-    "inf",
-    "nan",
 ];
 
 /// The `g0.expr` of a Prometheus graph URL (an Alertmanager alert's `generatorURL`).
@@ -128,82 +95,16 @@ fn is_word(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_' || c == ':'
 }
 
-/// The metric names an expression reads, in order of appearance, without duplicates.
+/// The metric names an expression reads, in order of appearance, without duplicates
+/// (the selectors found by the tools' PromQL lexer).
 pub fn metric_names(expr: &str) -> Vec<String> {
-    let chars: Vec<char> = expr.chars().collect();
-    let mut names = Vec::new();
-    let (mut i, mut braces, mut brackets) = (0, 0, 0);
-    while i < chars.len() {
-        let c = chars[i];
-        match c {
-            '"' | '\'' | '`' => {
-                i += 1;
-                while i < chars.len() && chars[i] != c {
-                    i += if chars[i] == '\\' { 2 } else { 1 };
-                }
-            }
-            '{' => braces += 1,
-            '}' => braces -= 1,
-            '[' => brackets += 1,
-            ']' => brackets -= 1,
-            // Numbers and durations (`5m`, `1e3`) are not names.
-            c if c.is_ascii_digit() => {
-                while i < chars.len() && is_word(chars[i]) {
-                    i += 1;
-                }
-                continue;
-            }
-            c if (c.is_ascii_alphabetic() || c == '_' || c == ':')
-                && braces == 0
-                && brackets == 0 =>
-            {
-                let start = i;
-                while i < chars.len() && is_word(chars[i]) {
-                    i += 1;
-                }
-                let word: String = chars[start..i].iter().collect();
-                let next = chars[i..].iter().find(|c| !c.is_whitespace());
-                let is_call = next == Some(&'(');
-                let after_grouping = names_before_is_grouping(&chars[..start]);
-                let is_aggregation = AGGREGATIONS.contains(&word.as_str());
-                if !is_call
-                    && !is_aggregation
-                    && !after_grouping
-                    && !KEYWORDS.contains(&word.to_ascii_lowercase().as_str())
-                    && !names.contains(&word)
-                {
-                    names.push(word);
-                }
-                continue;
-            }
-            _ => {}
+    let mut names: Vec<String> = Vec::new();
+    for name in selectors(expr).into_iter().filter_map(|s| s.name) {
+        if !names.contains(&name) {
+            names.push(name);
         }
-        i += 1;
     }
     names
-}
-
-/// Whether the text before a word ends in `by (` / `without (` / `on (` … `,` — i.e. the word
-/// is a label in a grouping clause.
-fn names_before_is_grouping(before: &[char]) -> bool {
-    let text: String = before.iter().collect();
-    let Some(open) = text.rfind('(') else {
-        return false;
-    };
-    if text[open..].contains(')') {
-        return false;
-    }
-    let head = text[..open].trim_end().to_ascii_lowercase();
-    [
-        "by",
-        "without",
-        "on",
-        "ignoring",
-        "group_left",
-        "group_right",
-    ]
-    .iter()
-    .any(|k| head.ends_with(k))
 }
 
 /// `{instance="pve1:9100",mountpoint="/var/lib/vz"}` from the identifying labels present in
