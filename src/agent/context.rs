@@ -3,8 +3,9 @@
 //! CPU), and a 1.5B model picks worse among many. So for a context of
 //! [`SMALL_CONTEXT_TOKENS`] or less only the tools relevant to the question are offered:
 //!
-//! - always the core Prometheus tools (`prometheus_query`, `prometheus_query_range`,
-//!   `prometheus_metric_names`) and `current_time` (for "when will it be full");
+//! - always the core Prometheus tools (`prometheus_instance_overview`, `prometheus_query`,
+//!   `prometheus_query_range`, `prometheus_metric_names`) and `current_time` (for "when
+//!   will it be full");
 //! - a tool whose name has a word of the alert or question in it (`storage`, `pods`, `logs`);
 //! - an integration's tools when the text has one of its words (`pve1` → proxmox, `zfs` →
 //!   truenas, `pod` → kubernetes, `backup` → pbs, `log`/`dns`/`5xx` → loki, …);
@@ -21,7 +22,8 @@ pub const SMALL_CONTEXT_TOKENS: u64 = 8192;
 /// The most tools offered in a small context.
 pub const MAX_SMALL_TOOLS: usize = 8;
 
-const CORE: [&str; 4] = [
+const CORE: [&str; 5] = [
+    "prometheus_instance_overview",
     "prometheus_query",
     "prometheus_query_range",
     "prometheus_metric_names",

@@ -12,6 +12,7 @@ use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::evidence::EvidencePlanner;
 use super::runner::Runner;
 use super::{Event, Investigation, InvestigationRequest, InvestigationStatus};
 use crate::agent::store::{InvestigationStore, Page};
@@ -58,6 +59,8 @@ pub enum DispatcherError {
     Tools(#[from] crate::tools::CatalogError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("building the evidence clients: {0}")]
+    Evidence(#[from] crate::integrations::UpstreamError),
 }
 
 impl Dispatcher {
@@ -70,10 +73,13 @@ impl Dispatcher {
     ) -> Result<Self, DispatcherError> {
         let llm = LlmClient::new(&config.llm, metrics.clone())?;
         let tools = build_tools(config, metrics.clone())?;
-        Ok(Self::with_parts(config, store, metrics, llm, tools)?)
+        let evidence = EvidencePlanner::new(config)?;
+        Ok(Self::assemble(
+            config, store, metrics, llm, tools, evidence,
+        )?)
     }
 
-    /// A dispatcher with an explicit LLM client and tool registry.
+    /// A dispatcher with an explicit LLM client and tool registry (no alert-first evidence).
     pub fn with_parts(
         config: &Config,
         store: &Store,
@@ -81,8 +87,26 @@ impl Dispatcher {
         llm: Option<LlmClient>,
         tools: ToolRegistry,
     ) -> Result<Self, StoreError> {
+        Self::assemble(
+            config,
+            store,
+            metrics,
+            llm,
+            tools,
+            EvidencePlanner::default(),
+        )
+    }
+
+    fn assemble(
+        config: &Config,
+        store: &Store,
+        metrics: Arc<Metrics>,
+        llm: Option<LlmClient>,
+        tools: ToolRegistry,
+        evidence: EvidencePlanner,
+    ) -> Result<Self, StoreError> {
         let store = InvestigationStore::open(store)?;
-        let runner = Runner::new(&config.llm, llm, tools, store.clone());
+        let runner = Runner::new(&config.llm, llm, tools, store.clone()).with_evidence(evidence);
         let (tx, rx) = mpsc::unbounded_channel();
         let (finished, _) = broadcast::channel(256);
         let d = Self {

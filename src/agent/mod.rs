@@ -7,8 +7,10 @@
 mod call_log;
 mod context;
 mod dispatcher;
+mod evidence;
 mod finding;
 mod prompt;
+mod promql;
 mod runner;
 pub mod store;
 

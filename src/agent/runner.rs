@@ -26,12 +26,13 @@ use serde_json::Value;
 
 use super::call_log::CallLog;
 use super::context::select_tools;
+use super::evidence::EvidencePlanner;
 use super::prompt::{self, system_prompt, user_message};
 use super::{Event, EventKind, Finding, Investigation, InvestigationStatus};
 use crate::agent::store::InvestigationStore;
 use crate::config::LlmConfig;
 use crate::llm::{
-    ChatMessage, ChatResponse, ContextBudget, Fit, LlmClient, LlmError, estimate_tokens,
+    ChatMessage, ChatResponse, ContextBudget, Fit, LlmClient, LlmError, ToolCall, estimate_tokens,
 };
 use crate::text::truncate;
 use crate::tools::{ToolDefinition, ToolRegistry};
@@ -54,6 +55,7 @@ pub struct Runner {
     max_cost: f64,
     max_parallel: usize,
     context_tokens: u64,
+    evidence: EvidencePlanner,
 }
 
 /// The JSON body of the first request of an investigation (for size checks and benches).
@@ -91,7 +93,14 @@ impl Runner {
             max_cost: config.max_cost_per_investigation_usd,
             max_parallel: config.max_parallel_tools.max(1),
             context_tokens: config.context_tokens,
+            evidence: EvidencePlanner::default(),
         }
+    }
+
+    /// Gathers alert-first evidence with `planner` before the first LLM call.
+    pub fn with_evidence(mut self, planner: EvidencePlanner) -> Self {
+        self.evidence = planner;
+        self
     }
 
     pub fn model(&self) -> Option<&str> {
@@ -103,8 +112,6 @@ impl Runner {
         let seq = self.store.events(&inv.id).map(|e| e.len()).unwrap_or(0) as u32;
         let messages = initial_messages(&inv.prompt, inv.context.as_deref());
         let log = CallLog::default();
-        // Alert-first evidence joins here: appended to `messages` (fenced, with its id) and
-        // made citable with `log.add_evidence(id, source, text)`.
         let about = format!("{}\n{}", inv.prompt, inv.context.as_deref().unwrap_or(""));
         let tools = select_tools(self.tools.definitions(), self.context_tokens, &about);
         let mut s = Session::new(self, self.llm.as_ref(), inv, seq, messages, tools, log);
@@ -114,6 +121,21 @@ impl Runner {
         if s.inv.attempts > 1 {
             let message = "restarted from the beginning after an interruption".to_string();
             s.record(EventKind::Note { message });
+        }
+        // Alert-first evidence: run as the model's own earlier calls (`evidence_N`), so it
+        // sees the facts even if it calls no tool, and can cite them.
+        let planned = self.evidence.plan(&s.inv, &self.tools).await;
+        if !planned.is_empty() {
+            let calls = planned
+                .into_iter()
+                .enumerate()
+                .map(|(i, p)| ToolCall {
+                    id: format!("evidence_{}", i + 1),
+                    name: p.name.to_string(),
+                    arguments: p.arguments,
+                })
+                .collect();
+            s.run_turn(None, calls).await;
         }
         s.investigate().await
     }

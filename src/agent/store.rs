@@ -59,14 +59,7 @@ impl InvestigationStore {
     pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
         let existed = self.records.remove(id)?.is_some();
         self.queue.remove(id)?;
-        let keys: Vec<Vec<u8>> = self
-            .events
-            .scan_prefix(format!("{id}/"))
-            .filter_map(|r| r.ok().map(|(k, _)| k))
-            .collect();
-        for k in keys {
-            self.events.remove(k)?;
-        }
+        self.clear_events(id)?;
         Ok(existed)
     }
 

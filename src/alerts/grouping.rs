@@ -129,13 +129,7 @@ mod tests {
     use super::*;
     use crate::alerts::store::AlertGroup;
     use crate::alerts::{Alert, AlertSource, AlertStatus};
-
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::config::matcher::labels;
 
     fn group_by() -> Vec<String> {
         ["alertname", "instance", "job"].map(String::from).to_vec()

@@ -96,16 +96,7 @@ impl Daemon {
     /// Succeeds when `GET /healthz` answers 2xx within `timeout`.
     pub async fn healthz(&self, timeout: Duration) -> Result<(), DaemonError> {
         let url = self.url("/healthz");
-        let resp = self
-            .http
-            .get(&url)
-            .timeout(timeout)
-            .send()
-            .await
-            .map_err(|source| DaemonError::Unreachable {
-                url: url.clone(),
-                source,
-            })?;
+        let resp = send(self.http.get(&url).timeout(timeout), &url).await?;
         match resp.status() {
             s if s.is_success() => Ok(()),
             status => Err(DaemonError::Unhealthy { url, status }),
@@ -132,13 +123,7 @@ impl Daemon {
         if let Some(b) = body {
             req = req.json(b);
         }
-        let resp = req
-            .send()
-            .await
-            .map_err(|source| DaemonError::Unreachable {
-                url: url.clone(),
-                source,
-            })?;
+        let resp = send(req, &url).await?;
         let status = resp.status();
         let text = resp.text().await.unwrap_or_default();
         if !status.is_success() {
@@ -150,4 +135,11 @@ impl Daemon {
         }
         serde_json::from_str(&text).map_err(|source| DaemonError::Decode { url, source })
     }
+}
+
+async fn send(req: reqwest::RequestBuilder, url: &str) -> Result<reqwest::Response, DaemonError> {
+    req.send().await.map_err(|source| DaemonError::Unreachable {
+        url: url.to_string(),
+        source,
+    })
 }

@@ -1,5 +1,5 @@
 //! The commands of the `sre-agent` binary (`main.rs` only parses and dispatches):
-//! `serve`, `ask`, `investigations list|show`, `report`, `check-config`, `healthcheck`.
+//! `serve`, `ask`, `investigations list|show`, `report`, `eval`, `check-config`, `healthcheck`.
 //! Commands that read or start investigations use the running daemon's API when one answers
 //! (`daemon.rs`, the one way to find it), else open the store in-process (`backend.rs`).
 
@@ -7,6 +7,7 @@ pub mod ask;
 mod backend;
 pub mod check_config;
 mod daemon;
+pub mod eval;
 pub mod healthcheck;
 pub mod investigations;
 pub mod report;

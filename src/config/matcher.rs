@@ -72,16 +72,18 @@ impl LabelMatcher {
     }
 }
 
+/// A label set from `(name, value)` pairs (for tests of matchers and grouping).
+#[cfg(test)]
+pub(crate) fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
 
     #[test]
     fn matchers_follow_prometheus_semantics() {

@@ -9,7 +9,7 @@
 
 mod http_tools;
 mod kubernetes;
-mod matcher;
+pub(crate) mod matcher;
 mod pbs;
 mod proxmox;
 mod secrets;

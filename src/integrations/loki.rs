@@ -208,6 +208,43 @@ impl LokiClient {
         decode_query_data(data).map_err(|reason| self.decode_error(PATH, reason))
     }
 
+    /// Label names of streams with entries between `start` and `end`.
+    pub async fn labels(
+        &self,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<String>, UpstreamError> {
+        self.strings("loki/api/v1/labels", start, end).await
+    }
+
+    /// Values of `label` among streams with entries between `start` and `end`.
+    pub async fn label_values(
+        &self,
+        label: &str,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<String>, UpstreamError> {
+        self.strings(&format!("loki/api/v1/label/{label}/values"), start, end)
+            .await
+    }
+
+    /// A `{"status":"success","data":[…strings]}` answer (`data` may be absent or null).
+    async fn strings(
+        &self,
+        path: &str,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<String>, UpstreamError> {
+        #[derive(Deserialize)]
+        struct Strings {
+            #[serde(default, deserialize_with = "nullable")]
+            data: Vec<String>,
+        }
+        let q = [("start", ns(start)), ("end", ns(end))];
+        let answer: Strings = self.upstream.get_json(path, &q).await?;
+        Ok(answer.data)
+    }
+
     fn decode_error(&self, path: &str, reason: String) -> UpstreamError {
         UpstreamError::Decode {
             service: "Loki",

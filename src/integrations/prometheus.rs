@@ -127,6 +127,11 @@ fn unix(t: DateTime<Utc>) -> String {
     format!("{:.3}", t.timestamp_millis() as f64 / 1000.0)
 }
 
+/// `start` and `end` query parameters.
+fn window(start: DateTime<Utc>, end: DateTime<Utc>) -> Vec<(&'static str, String)> {
+    vec![("start", unix(start)), ("end", unix(end))]
+}
+
 /// A client for one Prometheus server.
 #[derive(Clone, Debug)]
 pub struct PrometheusClient {
@@ -296,6 +301,53 @@ impl PrometheusClient {
         let path = format!("api/v1/label/{label}/values");
         let values: Option<Vec<String>> = self.api(&path, &q).await?;
         Ok(values.unwrap_or_default())
+    }
+
+    /// Values of `label` among series matching `matchers` that had samples between `start`
+    /// and `end` (a window keeps the lookup cheap; Prometheus searches everything without).
+    pub async fn label_values_between(
+        &self,
+        label: &str,
+        matchers: &[&str],
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<String>, UpstreamError> {
+        let mut q = window(start, end);
+        q.extend(matchers.iter().map(|m| ("match[]", m.to_string())));
+        let path = format!("api/v1/label/{label}/values");
+        let values: Option<Vec<String>> = self.api(&path, &q).await?;
+        Ok(values.unwrap_or_default())
+    }
+
+    /// Label names of series matching `matchers` between `start` and `end`.
+    pub async fn label_names(
+        &self,
+        matchers: &[&str],
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<String>, UpstreamError> {
+        let mut q = window(start, end);
+        q.extend(matchers.iter().map(|m| ("match[]", m.to_string())));
+        let names: Option<Vec<String>> = self.api("api/v1/labels", &q).await?;
+        Ok(names.unwrap_or_default())
+    }
+
+    /// Label sets of the series matching `selector` between `start` and `end`, at most
+    /// `limit` of them (cut client side: `limit=` needs Prometheus 2.54+).
+    pub async fn series(
+        &self,
+        selector: &str,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+        limit: usize,
+    ) -> Result<Vec<Labels>, UpstreamError> {
+        let mut q = window(start, end);
+        q.push(("match[]", selector.to_string()));
+        q.push(("limit", limit.to_string()));
+        let series: Option<Vec<Labels>> = self.api("api/v1/series", &q).await?;
+        let mut series = series.unwrap_or_default();
+        series.truncate(limit);
+        Ok(series)
     }
 
     /// Rule groups with their alerting and recording rules.

@@ -11,6 +11,8 @@ use super::grafana::{AlertmanagerAlerts, GrafanaAlertRules, GrafanaAlerts, Grafa
 use super::http_declared::HttpTool;
 use super::kubernetes::{K8sKind, K8sTool};
 use super::loki::{LokiErrorSummary, LokiQuery};
+use super::no_data::PromNoData;
+use super::overview::PrometheusInstanceOverview;
 use super::pbs::{PbsKind, PbsTool};
 use super::prometheus::{
     PrometheusAlerts, PrometheusMetricNames, PrometheusQuery, PrometheusQueryRange,
@@ -64,18 +66,22 @@ const INTEGRATIONS: [Family; 8] = [
                 PrometheusAlerts::NAME,
                 PrometheusTargets::NAME,
                 PrometheusMetricNames::NAME,
+                PrometheusInstanceOverview::NAME,
             ]
         },
         build: |config, budget| {
             let client = Arc::new(PrometheusClient::new(&config.prometheus)?);
+            let hints = Arc::new(PromNoData::new(client.clone()));
             Ok(vec![
                 Arc::new(PrometheusQuery {
                     client: client.clone(),
                     budget,
+                    hints: hints.clone(),
                 }),
                 Arc::new(PrometheusQueryRange {
                     client: client.clone(),
                     budget,
+                    hints,
                 }),
                 Arc::new(PrometheusAlerts {
                     client: client.clone(),
@@ -85,7 +91,11 @@ const INTEGRATIONS: [Family; 8] = [
                     client: client.clone(),
                     budget,
                 }),
-                Arc::new(PrometheusMetricNames { client, budget }),
+                Arc::new(PrometheusMetricNames {
+                    client: client.clone(),
+                    budget,
+                }),
+                Arc::new(PrometheusInstanceOverview { client, budget }),
             ])
         },
     },

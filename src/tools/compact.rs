@@ -6,87 +6,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
+pub use super::format::{Unit, format_number};
+use super::trend::{Measure, Sizes, describe, join_key, used_note};
 use crate::integrations::loki::LogStream;
 use crate::integrations::prometheus::{Labels, Sample, Series};
 use crate::text::truncate;
-
-/// How values of a query are best shown.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Unit {
-    Plain,
-    Seconds,
-    Bytes,
-}
-
-impl Unit {
-    /// Guesses the unit from metric names in a query (`_seconds`, `_bytes`); counters
-    /// (`_total`, `_count`) and rates of them stay plain.
-    pub fn guess(query: &str) -> Self {
-        let q = query.to_ascii_lowercase();
-        if q.contains("_total") || q.contains("_count") || q.contains("count(") {
-            Self::Plain
-        } else if q.contains("_bytes") {
-            Self::Bytes
-        } else if q.contains("_seconds") && !q.contains("_timestamp_seconds") {
-            Self::Seconds
-        } else {
-            Self::Plain
-        }
-    }
-}
-
-/// `v` with 3 significant digits, trailing zeros removed.
-fn sig3(v: f64) -> String {
-    if v == 0.0 {
-        return "0".into();
-    }
-    let mag = v.abs().log10().floor() as i32;
-    if !(-3..15).contains(&mag) {
-        return format!("{v:.2e}");
-    }
-    let decimals = (2 - mag).max(0) as usize;
-    let s = format!("{v:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
-/// A compact number: 3 significant digits, SI or binary prefixes, `s`/`ms` for seconds.
-pub fn format_number(v: f64, unit: Unit) -> String {
-    if v.is_nan() {
-        return "NaN".into();
-    }
-    if v.is_infinite() {
-        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
-    }
-    let a = v.abs();
-    match unit {
-        Unit::Seconds if a != 0.0 && a < 1e-3 => format!("{}µs", sig3(v * 1e6)),
-        Unit::Seconds if a != 0.0 && a < 1.0 => format!("{}ms", sig3(v * 1e3)),
-        Unit::Seconds if a >= 86_400.0 => format!("{}d", sig3(v / 86_400.0)),
-        Unit::Seconds if a >= 3_600.0 => format!("{}h", sig3(v / 3_600.0)),
-        Unit::Seconds => format!("{}s", sig3(v)),
-        Unit::Bytes => {
-            let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-            let mut x = v;
-            let mut i = 0;
-            while x.abs() >= 1024.0 && i < units.len() - 1 {
-                x /= 1024.0;
-                i += 1;
-            }
-            format!("{}{}", sig3(x), units[i])
-        }
-        Unit::Plain => {
-            let prefixes = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
-            match prefixes.iter().find(|(p, _)| a >= *p) {
-                Some((p, s)) if a < 1e15 => format!("{}{s}", sig3(v / p)),
-                _ => sig3(v),
-            }
-        }
-    }
-}
 
 /// `name{a="1",b="2"}` without the labels in `skip`.
 pub fn format_labels(metric: &Labels, skip: &Labels) -> String {
@@ -219,8 +143,22 @@ fn desc(v: f64) -> f64 {
     if v.is_nan() { f64::NEG_INFINITY } else { v }
 }
 
-/// A range query as one line per series, most relevant (highest max, then last) first.
+/// A range query as one line per series, most relevant (highest max, then last) first,
+/// each followed by its computed change and rate (see [`compact_matrix_with`]).
 pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
+    compact_matrix_with(series, unit, budget, Measure::Other, &Sizes::new())
+}
+
+/// [`compact_matrix`] for a query whose values are `measure`: a gauge moving toward a
+/// limit also gets the time until it gets there, and free bytes with a size in `sizes`
+/// (by [`join_key`]) the share used.
+pub fn compact_matrix_with(
+    series: &[Series],
+    unit: Unit,
+    budget: usize,
+    measure: Measure,
+    sizes: &Sizes,
+) -> String {
     if series.is_empty() {
         return "no data: the query returned no series in this range".into();
     }
@@ -234,7 +172,7 @@ pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
     let f = |v| format_number(v, unit);
     let line = |i: usize| {
         let (st, s) = &rows[i];
-        format!(
+        let mut line = format!(
             "{} min={} avg={} max={} last={} trend={} ({} point{})",
             format_labels(&s.metric, &common),
             f(st.min),
@@ -244,7 +182,14 @@ pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
             st.trend,
             st.n,
             if st.n == 1 { "" } else { "s" }
-        )
+        );
+        // One entry with its computed line, so both fit or both are dropped.
+        let size = sizes.get(&join_key(&s.metric)).copied();
+        if let Some(computed) = describe(&s.values, unit, measure, size) {
+            line.push('\n');
+            line.push_str(&computed);
+        }
+        line
     };
     let mut header = format!("{} series", series.len());
     if !common.is_empty() {
@@ -259,6 +204,18 @@ pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
 
 /// An instant vector, highest values first.
 pub fn compact_vector(samples: &[Sample], unit: Unit, budget: usize) -> String {
+    compact_vector_with(samples, unit, budget, Measure::Other, &Sizes::new())
+}
+
+/// [`compact_vector`] for a query whose values are `measure`: shares and free bytes with
+/// a size in `sizes` also say how much is used.
+pub fn compact_vector_with(
+    samples: &[Sample],
+    unit: Unit,
+    budget: usize,
+    measure: Measure,
+    sizes: &Sizes,
+) -> String {
     if samples.is_empty() {
         return "no data: the query returned an empty vector".into();
     }
@@ -268,10 +225,12 @@ pub fn compact_vector(samples: &[Sample], unit: Unit, budget: usize) -> String {
     let lines: Vec<String> = sorted
         .iter()
         .map(|s| {
+            let size = sizes.get(&join_key(&s.metric)).copied();
             format!(
-                "{} {}",
+                "{} {}{}",
                 format_labels(&s.metric, &common),
-                format_number(s.value, unit)
+                format_number(s.value, unit),
+                used_note(s.value, measure, size)
             )
         })
         .collect();

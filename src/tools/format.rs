@@ -1,5 +1,5 @@
 //! Formatting shared by the tools: sizes, ages, percentages, alert ages and summaries,
-//! written the way a person would write them.
+//! written the way a person would write them, and query values in their [`Unit`].
 
 use std::time::Duration;
 
@@ -66,6 +66,84 @@ pub fn summary(annotations: &Labels) -> String {
         .map(String::as_str)
         .unwrap_or("");
     truncate(text, 160)
+}
+
+/// How values of a query are best shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    Plain,
+    Seconds,
+    Bytes,
+}
+
+impl Unit {
+    /// Guesses the unit from metric names in a query (`_seconds`, `_bytes`); counters
+    /// (`_total`, `_count`) and rates of them stay plain.
+    pub fn guess(query: &str) -> Self {
+        let q = query.to_ascii_lowercase();
+        if q.contains("_total") || q.contains("_count") || q.contains("count(") {
+            Self::Plain
+        } else if q.contains("_bytes") {
+            Self::Bytes
+        } else if q.contains("_seconds") && !q.contains("_timestamp_seconds") {
+            Self::Seconds
+        } else {
+            Self::Plain
+        }
+    }
+}
+
+/// `v` with 3 significant digits, trailing zeros removed.
+fn sig3(v: f64) -> String {
+    if v == 0.0 {
+        return "0".into();
+    }
+    let mag = v.abs().log10().floor() as i32;
+    if !(-3..15).contains(&mag) {
+        return format!("{v:.2e}");
+    }
+    let decimals = (2 - mag).max(0) as usize;
+    let s = format!("{v:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+/// A compact number: 3 significant digits, SI or binary prefixes, `s`/`ms` for seconds.
+pub fn format_number(v: f64, unit: Unit) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    let a = v.abs();
+    match unit {
+        Unit::Seconds if a != 0.0 && a < 1e-3 => format!("{}µs", sig3(v * 1e6)),
+        Unit::Seconds if a != 0.0 && a < 1.0 => format!("{}ms", sig3(v * 1e3)),
+        Unit::Seconds if a >= 86_400.0 => format!("{}d", sig3(v / 86_400.0)),
+        Unit::Seconds if a >= 3_600.0 => format!("{}h", sig3(v / 3_600.0)),
+        Unit::Seconds => format!("{}s", sig3(v)),
+        Unit::Bytes => {
+            let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+            let mut x = v;
+            let mut i = 0;
+            while x.abs() >= 1024.0 && i < units.len() - 1 {
+                x /= 1024.0;
+                i += 1;
+            }
+            format!("{}{}", sig3(x), units[i])
+        }
+        Unit::Plain => {
+            let prefixes = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+            match prefixes.iter().find(|(p, _)| a >= *p) {
+                Some((p, s)) if a < 1e15 => format!("{}{s}", sig3(v / p)),
+                _ => sig3(v),
+            }
+        }
+    }
 }
 
 #[cfg(test)]

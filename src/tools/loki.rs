@@ -10,11 +10,13 @@ use serde_json::{Value, json};
 
 use super::args::{ArgError, arg, lookback, parse_duration, required};
 use super::compact::{Unit, compact_logs, compact_matrix, compact_vector, format_number};
+use super::no_data::loki_no_lines;
 use super::prometheus::auto_step;
 use super::{Tool, ToolError};
 use crate::integrations::LokiClient;
 use crate::integrations::loki::LokiResult;
 use crate::integrations::prometheus::QueryResult;
+use crate::text::truncate;
 
 /// Most log lines fetched per call (Loki's own cap is 5000).
 const MAX_LINES: u64 = 1000;
@@ -80,6 +82,10 @@ impl Tool for LokiQuery {
             )
             .await?;
         Ok(match result {
+            LokiResult::Streams(streams) if streams.iter().all(|s| s.entries.is_empty()) => {
+                let text = loki_no_lines(&self.client, start, end).await;
+                truncate(&text, self.budget)
+            }
             LokiResult::Streams(streams) => {
                 let mut out = compact_logs(&streams, self.budget.saturating_sub(80));
                 let total: usize = streams.iter().map(|s| s.entries.len()).sum();
@@ -89,6 +95,10 @@ impl Tool for LokiQuery {
                     ));
                 }
                 out
+            }
+            LokiResult::Matrix(series) if series.is_empty() => {
+                let text = loki_no_lines(&self.client, start, end).await;
+                truncate(&text, self.budget)
             }
             LokiResult::Matrix(series) => compact_matrix(&series, Unit::Plain, self.budget),
         })

@@ -6,6 +6,7 @@
 pub mod args;
 mod builtin;
 pub mod catalog;
+pub mod closest;
 pub mod compact;
 mod error;
 pub mod format;
@@ -14,12 +15,16 @@ pub mod http_declared;
 mod k8s_format;
 pub mod kubernetes;
 pub mod loki;
+pub mod no_data;
+pub mod overview;
 pub mod pbs;
 pub mod prometheus;
+pub mod promql;
 pub mod proxmox;
 mod registry;
 pub mod runbooks;
 mod schema;
+pub mod trend;
 pub mod truenas;
 
 use async_trait::async_trait;

@@ -6,12 +6,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::args::{ArgError, arg, parse_duration, parse_time, required};
-use super::compact::{Unit, compact_matrix, compact_vector, fit_lines, format_labels};
+use super::compact::{
+    Unit, compact_matrix, compact_matrix_with, compact_vector_with, fit_lines, format_labels,
+};
 use super::format::{age, humanize, summary};
+use super::no_data::PromNoData;
+use super::promql::selectors;
+use super::trend::{Measure, Sizes, join_key, size_metric};
 use super::{Tool, ToolError};
 use crate::integrations::PrometheusClient;
 use crate::integrations::prometheus::{Labels, QueryResult};
@@ -34,10 +39,72 @@ pub fn auto_step(range: Duration) -> Duration {
     Duration::from_secs(secs.max(1))
 }
 
+/// `instance` values as an anchored PromQL regex alternative (`a|b`), escaped.
+pub(crate) fn alternatives<'a>(values: impl Iterator<Item = &'a str>) -> String {
+    let mut set: Vec<String> = values
+        .map(|v| {
+            let mut e = String::new();
+            for c in v.chars() {
+                // A regex escape, itself escaped for the PromQL string.
+                match c {
+                    '\\' => e.push_str("\\\\\\\\"),
+                    '"' => e.push_str("\\\""),
+                    c if ".+*?()|[]{}^$".contains(c) => {
+                        e.push_str("\\\\");
+                        e.push(c);
+                    }
+                    c => e.push(c),
+                }
+            }
+            e
+        })
+        .collect();
+    set.sort();
+    set.dedup();
+    set.join("|")
+}
+
+/// The sizes that go with free-bytes series (`node_filesystem_size_bytes` for
+/// `node_filesystem_avail_bytes`, `MemTotal` for `MemAvailable`), their last value in the
+/// `lookback` before `at`, by [`join_key`]. Best effort: a failed lookup leaves them out.
+pub(crate) async fn sizes_for<'a>(
+    client: &PrometheusClient,
+    query: &str,
+    metrics: impl Iterator<Item = &'a Labels>,
+    at: DateTime<Utc>,
+    lookback: Duration,
+) -> Sizes {
+    let mut sizes = Sizes::new();
+    let metrics: Vec<&Labels> = metrics.collect();
+    let instances = alternatives(
+        metrics
+            .iter()
+            .filter_map(|m| m.get("instance").map(String::as_str)),
+    );
+    let size_names: Vec<String> = selectors(query)
+        .into_iter()
+        .filter_map(|s| s.name.as_deref().and_then(size_metric))
+        .take(2)
+        .collect();
+    for name in size_names {
+        let q = format!(
+            "last_over_time({name}{{instance=~\"{instances}\"}}[{}s])",
+            lookback.as_secs().max(600)
+        );
+        match client.query_vector(&q, Some(at)).await {
+            Ok(v) => sizes.extend(v.into_iter().map(|s| (join_key(&s.metric), s.value))),
+            Err(e) => tracing::debug!(error = %e, "no sizes for free-bytes series"),
+        }
+    }
+    sizes
+}
+
 /// `prometheus_query`: an instant PromQL query.
 pub struct PrometheusQuery {
     pub client: Arc<PrometheusClient>,
     pub budget: usize,
+    /// Explains an empty answer.
+    pub hints: Arc<PromNoData>,
 }
 
 impl PrometheusQuery {
@@ -66,8 +133,34 @@ impl Tool for PrometheusQuery {
             .transpose()?;
         let unit = Unit::guess(query);
         let result = self.client.query(query, time).await?;
+        let at = time.unwrap_or_else(Utc::now);
         Ok(match result {
-            QueryResult::Vector(v) => compact_vector(&v, unit, self.budget),
+            QueryResult::Vector(v) if v.is_empty() => {
+                let text = self.hints.explain(query, at, at).await;
+                truncate(&text, self.budget)
+            }
+            QueryResult::Vector(v) => {
+                let measure = Measure::of(query, v.iter().map(|s| s.value));
+                let sizes = if measure == Measure::FreeBytes {
+                    let lookback = Duration::from_secs(3600);
+                    sizes_for(
+                        &self.client,
+                        query,
+                        v.iter().map(|s| &s.metric),
+                        at,
+                        lookback,
+                    )
+                    .await
+                } else {
+                    Sizes::new()
+                };
+                let unit = measure.unit().unwrap_or(unit);
+                compact_vector_with(&v, unit, self.budget, measure, &sizes)
+            }
+            QueryResult::Matrix(m) if m.is_empty() => {
+                let text = self.hints.explain(query, at, at).await;
+                truncate(&text, self.budget)
+            }
             QueryResult::Matrix(m) => compact_matrix(&m, unit, self.budget),
             QueryResult::Scalar { value, .. } => {
                 format!("scalar {}", super::compact::format_number(value, unit))
@@ -77,10 +170,13 @@ impl Tool for PrometheusQuery {
     }
 }
 
-/// `prometheus_query_range`: a PromQL range query, summarised per series.
+/// `prometheus_query_range`: a PromQL range query, summarised per series with computed
+/// change, rate and time to full.
 pub struct PrometheusQueryRange {
     pub client: Arc<PrometheusClient>,
     pub budget: usize,
+    /// Explains an empty answer.
+    pub hints: Arc<PromNoData>,
 }
 
 impl PrometheusQueryRange {
@@ -94,7 +190,7 @@ impl Tool for PrometheusQueryRange {
         Self::NAME
     }
     fn description(&self) -> &'static str {
-        "PromQL over a range (default last 1h); per series min/avg/max/last/trend."
+        "PromQL over a range (default last 1h); per series min/max/last, change per hour/day, time until full."
     }
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {
@@ -134,7 +230,28 @@ impl Tool for PrometheusQueryRange {
             humanize(step)
         );
         let budget = self.budget.saturating_sub(header.chars().count());
-        Ok(header + &compact_matrix(&series, Unit::guess(query), budget))
+        if series.is_empty() {
+            let text = self.hints.explain(query, start, end).await;
+            return Ok(header + &truncate(&text, budget));
+        }
+        let measure = Measure::of(
+            query,
+            series.iter().flat_map(|s| s.values.iter().map(|p| p.1)),
+        );
+        let sizes = if measure == Measure::FreeBytes {
+            sizes_for(
+                &self.client,
+                query,
+                series.iter().map(|s| &s.metric),
+                end,
+                range,
+            )
+            .await
+        } else {
+            Sizes::new()
+        };
+        let unit = measure.unit().unwrap_or_else(|| Unit::guess(query));
+        Ok(header + &compact_matrix_with(&series, unit, budget, measure, &sizes))
     }
 }
 
@@ -322,6 +439,15 @@ impl Tool for PrometheusMetricNames {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn instance_values_become_an_escaped_regex_alternative_inside_a_promql_string() {
+        let values = ["pve1:9100", "a.b|c", "pve1:9100", "q\"x"];
+        assert_eq!(
+            alternatives(values.into_iter()),
+            r#"a\\.b\\|c|pve1:9100|q\"x"#
+        );
+    }
 
     #[test]
     fn auto_step_keeps_ranges_at_most_250_points() {

@@ -3,6 +3,7 @@
 //! holding only configured tools, argument validation and tool metrics.
 
 mod compaction;
+mod teach;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -70,6 +71,7 @@ async fn registry_holds_only_configured_tools_and_their_definitions_stay_small()
             "prometheus_alerts",
             "prometheus_targets",
             "prometheus_metric_names",
+            "prometheus_instance_overview",
             "loki_query",
             "loki_error_summary",
             "grafana_alerts",

@@ -3,8 +3,10 @@
 use sre_agent::integrations::loki::LogStream;
 use sre_agent::integrations::prometheus::{Labels, Sample, Series};
 use sre_agent::tools::compact::{
-    Unit, compact_logs, compact_matrix, compact_vector, fit_lines, format_number, line_pattern,
+    Unit, compact_logs, compact_matrix, compact_matrix_with, compact_vector, fit_lines,
+    format_number, line_pattern,
 };
+use sre_agent::tools::trend::{Measure, Sizes, join_key};
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {
     pairs
@@ -139,5 +141,46 @@ fn output_never_exceeds_the_budget() {
     for budget in [0, 10, 50, 200, 1000, 5000] {
         let out = fit_lines("header", &lines, "lines", budget);
         assert!(out.chars().count() <= budget, "{budget}: {}", out.len());
+    }
+}
+
+#[test]
+fn computed_lines_travel_with_their_series_and_the_budget_still_holds() {
+    let gib = 1024.0_f64.powi(3);
+    let series: Vec<Series> = (0..20)
+        .map(|i| Series {
+            metric: labels(&[
+                ("__name__", "node_filesystem_avail_bytes"),
+                ("instance", &format!("host-{i}:9100")),
+                ("mountpoint", "/data"),
+            ]),
+            values: (0..=168)
+                .map(|h| (h as f64 * 3600.0, (400.0 - 2.0 * h as f64) * gib))
+                .collect(),
+        })
+        .collect();
+    let sizes: Sizes = series
+        .iter()
+        .map(|s| (join_key(&s.metric), 1024.0 * gib))
+        .collect();
+    for budget in [0, 50, 300, 700, 2000, 20_000] {
+        let out = compact_matrix_with(&series, Unit::Bytes, budget, Measure::FreeBytes, &sizes);
+        assert!(out.chars().count() <= budget, "{budget}: {out}");
+        let lines: Vec<&str> = out.lines().collect();
+        let shown = lines.iter().filter(|l| l.starts_with("{instance=")).count();
+        assert!(budget < 20_000 || shown == 20, "{out}");
+        for (i, l) in lines.iter().enumerate().skip(1) {
+            if l.starts_with("{instance=") {
+                let next = lines.get(i + 1).unwrap_or(&"");
+                assert!(
+                    next.starts_with("  used 93.8 % (64 GiB free of 1 TiB;"),
+                    "{budget}: {out}"
+                );
+                assert!(
+                    next.contains("falling 48 GiB/day (2 GiB/h, linear fit); full in ~1.3 days"),
+                    "{out}"
+                );
+            }
+        }
     }
 }

@@ -1,0 +1,309 @@
+//! Alert-first evidence: before the first LLM call, the agent gathers the facts a person
+//! would look at first, so a small model that calls no tool (or the wrong one) still sees
+//! them. They run through the tool registry like the model's own calls (same output, same
+//! metrics), and reach the model as earlier tool calls `evidence_N` it can cite.
+//!
+//! - An alert: the rule that fired (the `g0.expr` of a Prometheus `generatorURL`, else the
+//!   Prometheus rules API or the Grafana ruler, by alert name), its value now, and the
+//!   series it reads for the alert's identifying labels over the last day (the range tool
+//!   computes change per day and time to a limit). A filesystem alert also gets the used
+//!   ratio of that filesystem over the day.
+//! - An ask: the instances it names (matched against Prometheus' `instance` values), with
+//!   `up` and their filesystems (the one it names, when it names a path).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::promql::{escape, expr_from_generator_url, identity_selector, metric_names, value_expr};
+use super::{Investigation, Trigger};
+use crate::config::Config;
+use crate::integrations::{GrafanaClient, PrometheusClient, UpstreamError};
+use crate::tools::ToolRegistry;
+
+/// Most calls gathered before the first LLM call (each costs prompt tokens).
+const MAX_CALLS: usize = 4;
+/// How far back the range queries look.
+const LOOKBACK: &str = "24h";
+const QUERY: &str = "prometheus_query";
+const QUERY_RANGE: &str = "prometheus_query_range";
+const OVERVIEW: &str = crate::tools::overview::PrometheusInstanceOverview::NAME;
+
+/// A tool call decided before the loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedCall {
+    pub name: &'static str,
+    pub arguments: Value,
+}
+
+/// Finds the evidence to gather for an investigation.
+#[derive(Clone, Default)]
+pub struct EvidencePlanner {
+    prometheus: Option<Arc<PrometheusClient>>,
+    grafana: Option<Arc<GrafanaClient>>,
+}
+
+/// What the alert context says about the first firing alert.
+#[derive(Debug, Default)]
+struct AlertFacts {
+    labels: BTreeMap<String, String>,
+    generator_url: Option<String>,
+}
+
+impl EvidencePlanner {
+    /// A planner reading the configured Prometheus and Grafana (none: no evidence).
+    pub fn new(config: &Config) -> Result<Self, UpstreamError> {
+        let prometheus = match config.prometheus.url {
+            Some(_) => Some(Arc::new(PrometheusClient::new(&config.prometheus)?)),
+            None => None,
+        };
+        let grafana = match config.grafana.url {
+            Some(_) => Some(Arc::new(GrafanaClient::new(&config.grafana)?)),
+            None => None,
+        };
+        Ok(Self {
+            prometheus,
+            grafana,
+        })
+    }
+
+    /// The calls to run before the first LLM call of `inv`, only with tools `tools` has.
+    /// Failures to read rules or instances only mean less evidence.
+    pub async fn plan(&self, inv: &Investigation, tools: &ToolRegistry) -> Vec<PlannedCall> {
+        if self.prometheus.is_none() || tools.get(QUERY).is_none() {
+            return Vec::new();
+        }
+        let overview = tools.get(OVERVIEW).is_some();
+        let mut calls = match inv.trigger {
+            Trigger::Alert => match inv.context.as_deref().and_then(alert_facts) {
+                Some(facts) => self.for_alert(&facts, overview).await,
+                None => Vec::new(),
+            },
+            Trigger::Ask | Trigger::Schedule => self.for_question(&inv.prompt, overview).await,
+        };
+        calls.retain(|c| tools.get(c.name).is_some());
+        calls.truncate(MAX_CALLS);
+        calls
+    }
+
+    async fn for_alert(&self, facts: &AlertFacts, overview: bool) -> Vec<PlannedCall> {
+        let Some(expr) = self.rule_expr(facts).await else {
+            return match facts.labels.get("instance") {
+                Some(instance) => instance_calls(instance, None, overview),
+                None => Vec::new(),
+            };
+        };
+        let selector = identity_selector(&facts.labels);
+        let mut calls = vec![query(&value_expr(&expr))];
+        let metrics = metric_names(&expr);
+        if let Some(fs) = filesystem_ratio(&metrics, &selector) {
+            calls.push(query_range(&fs));
+        }
+        calls.extend(
+            metrics
+                .iter()
+                .filter(|m| *m != "up" || metrics.len() == 1)
+                .map(|m| query_range(&format!("{m}{selector}"))),
+        );
+        calls
+    }
+
+    /// The expression of the rule behind the alert.
+    async fn rule_expr(&self, facts: &AlertFacts) -> Option<String> {
+        if let Some(expr) = facts
+            .generator_url
+            .as_deref()
+            .and_then(expr_from_generator_url)
+        {
+            return Some(expr);
+        }
+        let name = facts.labels.get("alertname")?;
+        if let Some(prom) = &self.prometheus
+            && let Ok(groups) = prom.rules().await
+        {
+            let found = groups
+                .iter()
+                .flat_map(|g| &g.rules)
+                .find(|r| r.kind == "alerting" && &r.name == name);
+            if let Some(rule) = found {
+                return Some(rule.query.clone());
+            }
+        }
+        let grafana = self.grafana.as_ref()?;
+        let rules = grafana.alert_rules().await.ok()?;
+        let rule = rules.iter().find(|r| &r.title == name)?;
+        // The rule's data queries; the condition and other server-side expressions
+        // (math, reduce, threshold) are not PromQL.
+        rule.data
+            .iter()
+            .filter(|q| q.datasource_uid != "__expr__" && q.ref_id != rule.condition)
+            .find_map(|q| q.text().map(str::to_string))
+    }
+
+    async fn for_question(&self, question: &str, overview: bool) -> Vec<PlannedCall> {
+        let Some(prom) = &self.prometheus else {
+            return Vec::new();
+        };
+        let Ok(instances) = prom.label_values("instance", &[]).await else {
+            return Vec::new();
+        };
+        let words: Vec<String> = question
+            .split(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '_')))
+            .map(|w| w.trim_matches('.').to_ascii_lowercase())
+            .filter(|w| !w.is_empty())
+            .collect();
+        let path = question
+            .split_whitespace()
+            .map(|w| {
+                w.trim_matches(|c: char| matches!(c, ',' | '?' | '!' | '"' | '\'' | ')' | '('))
+            })
+            .find(|w| w.starts_with('/') && w.len() > 1)
+            .map(|w| w.trim_end_matches('.'));
+        instances
+            .iter()
+            .filter(|i| {
+                let host = i.split(':').next().unwrap_or(i).to_ascii_lowercase();
+                words
+                    .iter()
+                    .any(|w| *w == host || *w == i.to_ascii_lowercase())
+            })
+            .take(2)
+            .flat_map(|i| instance_calls(i, path, overview))
+            .collect()
+    }
+}
+
+/// `up` and filesystem usage of `instance` (the overview tool when there is one; the used
+/// ratio over the day of the filesystem at `path`).
+fn instance_calls(instance: &str, path: Option<&str>, overview: bool) -> Vec<PlannedCall> {
+    let mut calls = Vec::new();
+    if overview {
+        calls.push(PlannedCall {
+            name: OVERVIEW,
+            arguments: json!({ "instance": instance }),
+        });
+    }
+    let instance = escape(instance);
+    if !overview {
+        calls.push(query(&format!("up{{instance=\"{instance}\"}}")));
+    }
+    match path {
+        Some(p) => {
+            let sel = format!("{{instance=\"{instance}\",mountpoint=\"{}\"}}", escape(p));
+            calls.push(query_range(&used_ratio(&sel)));
+        }
+        None if !overview => {
+            let sel = format!("{{instance=\"{instance}\",fstype!~\"tmpfs|overlay|squashfs\"}}");
+            calls.push(query(&used_ratio(&sel)));
+        }
+        None => {}
+    }
+    calls
+}
+
+/// The used ratio of a filesystem when the expression reads node filesystem space.
+fn filesystem_ratio(metrics: &[String], selector: &str) -> Option<String> {
+    metrics
+        .iter()
+        .any(|m| m == "node_filesystem_avail_bytes" || m == "node_filesystem_free_bytes")
+        .then(|| used_ratio(selector))
+}
+
+fn used_ratio(selector: &str) -> String {
+    format!("1 - node_filesystem_avail_bytes{selector} / node_filesystem_size_bytes{selector}")
+}
+
+fn query(q: &str) -> PlannedCall {
+    PlannedCall {
+        name: QUERY,
+        arguments: json!({ "query": q }),
+    }
+}
+
+fn query_range(q: &str) -> PlannedCall {
+    PlannedCall {
+        name: QUERY_RANGE,
+        arguments: json!({ "query": q, "start": LOOKBACK }),
+    }
+}
+
+/// The labels and generator URL of the first alert in an alert investigation's context.
+fn alert_facts(context: &str) -> Option<AlertFacts> {
+    let v: Value = serde_json::from_str(context).ok()?;
+    let alert = v.get("alerts")?.as_array()?.first()?;
+    let labels = alert
+        .get("labels")?
+        .as_object()?
+        .iter()
+        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+        .collect();
+    Some(AlertFacts {
+        labels,
+        generator_url: alert
+            .get("generator_url")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(calls: &[PlannedCall]) -> Vec<String> {
+        calls
+            .iter()
+            .map(|c| format!("{} {}", c.name, c.arguments["query"].as_str().unwrap()))
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_disk_alert_gets_its_rule_value_the_used_ratio_and_the_series_it_reads() {
+        let context = json!({"alerts": [{
+            "labels": {"alertname": "DiskFillingUp", "instance": "pve1:9100",
+                       "mountpoint": "/var/lib/vz", "severity": "warning"},
+            "generator_url": "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%2F+node_filesystem_size_bytes+%3C+0.1&g0.tab=1"
+        }]});
+        let facts = alert_facts(&context.to_string()).unwrap();
+        let calls = EvidencePlanner::default().for_alert(&facts, false).await;
+        let sel = "{instance=\"pve1:9100\",mountpoint=\"/var/lib/vz\"}";
+        assert_eq!(
+            names(&calls),
+            vec![
+                "prometheus_query node_filesystem_avail_bytes / node_filesystem_size_bytes"
+                    .to_string(),
+                format!(
+                    "prometheus_query_range 1 - node_filesystem_avail_bytes{sel} / node_filesystem_size_bytes{sel}"
+                ),
+                format!("prometheus_query_range node_filesystem_avail_bytes{sel}"),
+                format!("prometheus_query_range node_filesystem_size_bytes{sel}"),
+            ]
+        );
+        assert_eq!(calls[1].arguments["start"], "24h");
+    }
+
+    #[tokio::test]
+    async fn an_alert_without_a_known_rule_falls_back_to_its_instance() {
+        let facts = AlertFacts {
+            labels: [("alertname", "X"), ("instance", "nas:9100")]
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            generator_url: None,
+        };
+        let calls = EvidencePlanner::default().for_alert(&facts, false).await;
+        assert_eq!(
+            names(&calls)[0],
+            "prometheus_query up{instance=\"nas:9100\"}"
+        );
+    }
+
+    #[test]
+    fn alert_facts_read_the_first_alert_and_ignore_other_context() {
+        assert!(alert_facts("not json").is_none());
+        assert!(alert_facts("{\"alerts\": []}").is_none());
+        let f = alert_facts(r#"{"alerts":[{"labels":{"a":"b","n":1}}]}"#).unwrap();
+        assert_eq!(f.labels.len(), 1);
+    }
+}

@@ -1,0 +1,151 @@
+//! `sre-agent eval` plumbing: every shipped scenario runs through the harness (its world on
+//! a real Prometheus and the fakes, the real daemon, the real webhook or ask path) with a
+//! scripted fake LLM replaying the scenario's `scripted.json`, and must pass; a wrong
+//! scripted answer must fail with its reasons.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::Value;
+use sre_agent::cli::eval::run_scenario;
+use sre_agent::eval::{RunOutcome, Scenario, ScenarioOutcome, SuiteOutcome};
+
+use crate::support::external::require_tool;
+use crate::support::fake_llm::{FakeLlm, Reply, answer, tool_calls};
+use crate::support::test_config;
+
+fn shipped() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("eval/scenarios")
+}
+
+/// The fake LLM's replies from `scripted.json`: turns of `{"tool_calls": [{name,
+/// arguments}]}` (ids call_1, call_2, … in order), `{"finding": {…}}` or `{"content": "…"}`.
+fn script(turns: &[Value]) -> Vec<Reply> {
+    let mut n = 0;
+    turns
+        .iter()
+        .map(|turn| {
+            if let Some(calls) = turn["tool_calls"].as_array() {
+                let calls: Vec<(String, String, String)> = calls
+                    .iter()
+                    .map(|c| {
+                        n += 1;
+                        let name = c["name"].as_str().expect("tool call name");
+                        (
+                            format!("call_{n}"),
+                            name.to_string(),
+                            c["arguments"].to_string(),
+                        )
+                    })
+                    .collect();
+                let refs: Vec<(&str, &str, &str)> = calls
+                    .iter()
+                    .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
+                    .collect();
+                tool_calls(&refs, (900, 60, 0))
+            } else if let Some(f) = turn.get("finding") {
+                answer(&f.to_string(), (1400, 180, 0))
+            } else {
+                answer(turn["content"].as_str().expect("content"), (1400, 180, 0))
+            }
+        })
+        .collect()
+}
+
+fn scripted(scenario: &Scenario) -> Vec<Value> {
+    let file = scenario.dir.join("scripted.json");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", file.display()))
+}
+
+/// One run of `scenario` with `turns` as the model's replies.
+async fn run_scripted(scenario: &Scenario, turns: &[Value]) -> RunOutcome {
+    sre_agent::install_crypto_provider();
+    let llm = FakeLlm::start(script(turns)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(dir.path(), &llm.config(""));
+    run_scenario(&config, scenario, Duration::from_secs(30)).await
+}
+
+fn tools_available() -> bool {
+    require_tool("prometheus") && require_tool("promtool")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_shipped_scenario_passes_with_its_scripted_answers() {
+    if !tools_available() {
+        return;
+    }
+    let scenarios = Scenario::load_all(&shipped()).expect("shipped scenarios load");
+    let outcomes: Vec<ScenarioOutcome> = futures::stream::iter(scenarios.iter())
+        .map(|s| async move {
+            let run = run_scripted(s, &scripted(s)).await;
+            ScenarioOutcome::new(&s.name, vec![run])
+        })
+        .buffered(3)
+        .collect()
+        .await;
+    let suite = SuiteOutcome::new("fake-model", outcomes);
+    let table = suite.to_text();
+    assert!(suite.all_passed(), "{table}");
+    assert!(suite.runs >= 15, "only {} scenarios shipped", suite.runs);
+    for s in &suite.scenarios {
+        let r = &s.runs[0];
+        assert!(!r.tools_called.is_empty(), "{}: no tool called", s.name);
+        assert!(r.tool_errors.is_empty(), "{}: {:?}", s.name, r.tool_errors);
+        assert!(
+            r.prompt_tokens > 0 && r.completion_tokens > 0,
+            "{}: tokens",
+            s.name
+        );
+        assert!(r.cost_usd > 0.0, "{}: cost", s.name);
+        assert!(r.steps >= 2, "{}: steps {}", s.name, r.steps);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_scripted_answer_fails_with_the_reasons() {
+    if !tools_available() {
+        return;
+    }
+    // Alert-first evidence already calls Prometheus tools: a copy of the scenario requires
+    // one that only the model would call.
+    let copy = tempfile::tempdir().unwrap();
+    let dir = copy.path().join("disk-filling");
+    let copied = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(shipped().join("disk-filling"))
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    let toml = dir.join("scenario.toml");
+    let text = std::fs::read_to_string(&toml).unwrap();
+    let text = text.replace(
+        r#"tools = ["^prometheus_"]"#,
+        r#"tools = ["^grafana_alert_rules$"]"#,
+    );
+    std::fs::write(&toml, text).unwrap();
+    let scenario = Scenario::load(&dir).unwrap();
+    let turns: Vec<Value> = serde_json::from_str(
+        r#"[{"tool_calls": [{"name": "loki_query", "arguments": {"query": "{job=\"x\"}"}}]},
+            {"finding": {"summary": "The disk on pve2 is fine; no data was found.",
+              "probable_cause": "none", "confidence": "low", "evidence": [], "next_steps": []}}]"#,
+    )
+    .unwrap();
+    let run = run_scripted(&scenario, &turns).await;
+    assert!(!run.verdict.passed);
+    let reasons = run.verdict.reasons.join("\n");
+    for expected in [
+        "missing fact /pve1/",
+        "missing number: used percent",
+        "forbidden claim",
+        "no call of a tool /^grafana_alert_rules$/",
+    ] {
+        assert!(
+            reasons.contains(expected),
+            "{expected:?} not in:\n{reasons}"
+        );
+    }
+}
