@@ -17,6 +17,7 @@
 
 mod budget;
 mod names;
+mod normalize;
 mod repair;
 mod retry;
 mod text_calls;
@@ -254,7 +255,7 @@ impl LlmClient {
         let (content, tool_calls, usage) = result?;
         let offered: Vec<&str> = tools.iter().map(|t| t.name).collect();
         let (content, tool_calls, repairs) =
-            text_calls::normalize_response(content, tool_calls, &offered);
+            normalize::normalize_response(content, tool_calls, &offered);
         let cost_usd = self.cost(usage);
         m.llm_tokens
             .with_label_values(&["prompt"])

@@ -13,7 +13,6 @@ use std::sync::LazyLock;
 use regex_lite::Regex;
 use serde_json::{Map, Value};
 
-use super::ToolCall;
 use super::names::match_tool_name;
 use super::repair::{parse_lenient, tool_arguments};
 
@@ -24,7 +23,7 @@ static MARKERS: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Echoes of the tool definitions (`<tools>…</tools>`), which Qwen models sometimes repeat.
-static TOOLS_ECHO: LazyLock<Regex> =
+pub(super) static TOOLS_ECHO: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"(?is)<tools>.*?(</tools>|$)").expect("valid regex"));
 
 /// Mistral's newer format: `[TOOL_CALLS]name[ARGS]{…}` (optionally `[CALL_ID]id` between).
@@ -183,71 +182,151 @@ fn matching_end(b: &[u8], start: usize) -> usize {
     b.len()
 }
 
-/// Makes one response usable: structured calls get the offered name they meant and lose
-/// an empty-argument duplicate of a call made with arguments (a llama.cpp artefact), and
-/// when the server parsed no call, calls written in the text become tool calls. Returns
-/// the content, the calls and one note per repair.
-pub(super) fn normalize_response(
-    content: Option<String>,
-    mut calls: Vec<ToolCall>,
-    offered: &[&str],
-) -> (Option<String>, Vec<ToolCall>, Vec<String>) {
-    let mut notes = Vec::new();
-    if offered.is_empty() {
-        return (content, calls, notes);
+#[cfg(test)]
+mod tests {
+    // Fixtures in `testdata/` are real answers of Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp
+    // b7079, its own chat template) to sre-agent's requests; `*-raw` is the text the model
+    // wrote before the server's parser touched it.
+
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::llm::normalize::normalize_response;
+
+    const SEVEN: &[&str] = &[
+        "prometheus_query",
+        "prometheus_query_range",
+        "prometheus_metric_names",
+        "proxmox_storage",
+        "loki_query",
+        "runbook_search",
+        "current_time",
+    ];
+
+    fn sample(name: &str) -> Value {
+        let path = format!("{}/src/llm/testdata/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
     }
-    let content = content
-        .map(|c| TOOLS_ECHO.replace_all(&c, "").trim().to_string())
-        .filter(|c| !c.is_empty());
-    for call in &mut calls {
-        if !offered.contains(&call.name.as_str())
-            && let Some(tool) = match_tool_name(&call.name, offered)
-        {
-            notes.push(format!("tool name {:?} read as {tool}", call.name));
-            call.name = tool.to_string();
+
+    /// The text the model wrote in a `*-raw` sample (a `/v1/completions` answer).
+    fn raw_text(name: &str) -> String {
+        sample(name)["choices"][0]["text"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    }
+
+    fn one(content: &str) -> (String, Value) {
+        let found = extract_text_calls(content, SEVEN).expect("a call");
+        assert_eq!(found.calls.len(), 1, "{found:?}");
+        found.calls.into_iter().next().unwrap()
+    }
+
+    #[test]
+    fn a_fenced_json_call_from_the_real_model_becomes_a_call() {
+        let (name, args) = one(&raw_text("1tool-nosystem-raw.response.json"));
+        assert_eq!(name, "prometheus_query");
+        assert_eq!(
+            args,
+            json!({"query": "sum(vz_stat_disk_usage{type='root'})", "time": "now"})
+        );
+        let (name, args) = one(&raw_text("7tools-nosystem-raw.response.json"));
+        assert_eq!(
+            (name.as_str(), args),
+            ("proxmox_storage", json!({"node": "pve1"}))
+        );
+    }
+
+    #[test]
+    fn an_echo_of_the_tool_definitions_is_skipped_and_the_real_call_kept() {
+        let text = raw_text("1tool-system-raw.response.json");
+        assert!(text.contains("<tools>"));
+        let found = extract_text_calls(&text, SEVEN).unwrap();
+        assert_eq!(found.calls.len(), 1, "{found:?}");
+        assert_eq!(
+            found.calls[0].1["query"],
+            "topk(10, sum(vzfs_used_bytes{pool='pve1'}))"
+        );
+        assert_eq!(found.rest, "");
+        // The definition itself, outside `<tools>` markers, is not a call either.
+        let def = r#"{"type": "function", "function": {"name": "prometheus_query", "description": "d",
+            "parameters": {"type": "object", "properties": {"query": {"type": "string"}}}}}"#;
+        assert_eq!(extract_text_calls(def, SEVEN), None);
+    }
+
+    #[test]
+    fn a_json_final_finding_is_not_mistaken_for_a_call() {
+        let resp = sample("7tools-system.response.json");
+        let content = resp["choices"][0]["message"]["content"].as_str().unwrap();
+        assert!(content.contains("\"summary\""));
+        assert_eq!(extract_text_calls(content, SEVEN), None);
+        let (c, calls, notes) = normalize_response(Some(content.into()), Vec::new(), SEVEN);
+        assert_eq!(c.as_deref(), Some(content.trim()));
+        assert!(calls.is_empty() && notes.is_empty());
+    }
+
+    #[test]
+    fn the_common_chat_formats_of_tool_calls_are_read() {
+        let cases = [
+            // Hermes / Qwen.
+            "<tool_call>\n{\"name\": \"prometheus_query\", \"arguments\": {\"query\": \"up\"}}\n</tool_call>",
+            // Unclosed tag at the end of the answer.
+            "<tool_call>{\"name\": \"prometheus_query\", \"arguments\": {\"query\": \"up\"}}",
+            "```tool_call\n{\"name\": \"prometheus_query\", \"parameters\": {\"query\": \"up\"}}\n```",
+            "I will check.\n{\"name\": \"prometheus_query\", \"arguments\": \"{\\\"query\\\": \\\"up\\\"}\"}",
+            // Llama 3.x.
+            "<|python_tag|>{\"type\": \"function\", \"name\": \"prometheus_query\", \"parameters\": {\"query\": \"up\"}}<|eom_id|>",
+            // Mistral, old and new.
+            "[TOOL_CALLS] [{\"name\": \"prometheus_query\", \"arguments\": {\"query\": \"up\"}}]",
+            "[TOOL_CALLS]prometheus_query[ARGS]{\"query\": \"up\"}",
+            // OpenAI's own shape, written as text.
+            "{\"type\": \"function\", \"function\": {\"name\": \"prometheus_query\", \"arguments\": \"{\\\"query\\\":\\\"up\\\"}\"}}",
+            // Python-ish quotes, a lenient name and arguments beside the name.
+            "{'name': 'Prometheus-Query', 'query': 'up'}",
+            "{\"tool_calls\": [{\"name\": \"functions.prometheus_query\", \"arguments\": {\"query\": \"up\",}}]}",
+        ];
+        for text in cases {
+            let found = extract_text_calls(text, SEVEN).unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(
+                found.calls,
+                vec![("prometheus_query".to_string(), json!({"query": "up"}))],
+                "{text}"
+            );
         }
     }
-    let empty = |c: &ToolCall| c.arguments.as_object().is_some_and(Map::is_empty);
-    let with_args: Vec<String> = calls
-        .iter()
-        .filter(|c| !empty(c))
-        .map(|c| c.name.clone())
-        .collect();
-    let before = calls.len();
-    calls.retain(|c| !(empty(c) && with_args.contains(&c.name)));
-    if calls.len() < before {
-        notes.push(format!(
-            "{} empty-argument duplicate call(s) dropped",
-            before - calls.len()
-        ));
-    }
-    if !calls.is_empty() {
-        return (content, calls, notes);
-    }
-    let Some(found) = content
-        .as_deref()
-        .and_then(|c| extract_text_calls(c, offered))
-    else {
-        return (content, calls, notes);
-    };
-    notes.push(format!(
-        "{} tool call(s) read from the text of the answer",
-        found.calls.len()
-    ));
-    let calls = found
-        .calls
-        .into_iter()
-        .enumerate()
-        .map(|(n, (name, arguments))| ToolCall {
-            id: format!("call_{}", n + 1),
-            name,
-            arguments,
-        })
-        .collect();
-    let rest = (!found.rest.is_empty()).then_some(found.rest);
-    (rest, calls, notes)
-}
 
-#[cfg(test)]
-#[path = "text_calls_tests.rs"]
-mod tests;
+    #[test]
+    fn several_calls_in_a_list_or_in_several_blocks_are_all_read_in_order() {
+        let list = r#"[{"name": "current_time", "arguments": {}},
+            {"name": "proxmox_storage", "arguments": {"node": "pve1"}}]"#;
+        let blocks = "<tool_call>{\"name\": \"current_time\"}</tool_call>\n\
+            <tool_call>{\"name\": \"proxmox_storage\", \"arguments\": {\"node\": \"pve1\"}}</tool_call>";
+        for text in [list, blocks] {
+            let names: Vec<String> = extract_text_calls(text, SEVEN)
+                .unwrap()
+                .calls
+                .into_iter()
+                .map(|(n, _)| n)
+                .collect();
+            assert_eq!(names, ["current_time", "proxmox_storage"], "{text}");
+        }
+    }
+
+    #[test]
+    fn calls_of_tools_that_were_not_offered_stay_text() {
+        let text = "{\"name\": \"kubectl_exec\", \"arguments\": {\"cmd\": \"rm -rf /\"}}";
+        assert_eq!(extract_text_calls(text, SEVEN), None);
+        assert_eq!(
+            extract_text_calls("{\"name\": \"current_time\"}", &[]),
+            None
+        );
+    }
+
+    #[test]
+    fn a_call_after_a_stray_bracket_is_found_and_nothing_inside_a_finding_is_a_call() {
+        let text = "Use {braces like this. {\"name\": \"current_time\", \"arguments\": {}}";
+        assert_eq!(one(text).0, "current_time");
+        let finding = r#"{"summary": "s", "evidence": [{"name": "current_time", "claim": "c"}]}"#;
+        assert_eq!(extract_text_calls(finding, SEVEN), None);
+    }
+}

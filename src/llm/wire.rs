@@ -134,7 +134,7 @@ struct Details {
 }
 
 /// Parses a successful response body.
-pub(super) fn parse_response(bytes: &[u8]) -> Result<Parsed, String> {
+pub(crate) fn parse_response(bytes: &[u8]) -> Result<Parsed, String> {
     let resp: Response = serde_json::from_slice(bytes).map_err(|e| {
         let text = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
         format!("{e} (body starts: {text:?})")

@@ -20,3 +20,4 @@ mod report_sources;
 mod retention;
 mod tools;
 mod webhooks;
+mod webhooks_e2e;

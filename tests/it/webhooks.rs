@@ -332,6 +332,3 @@ async fn the_alerts_api_requires_the_api_token_when_set() {
         .unwrap();
     assert_eq!(ok.status(), StatusCode::OK);
 }
-
-#[path = "webhooks_e2e.rs"]
-mod e2e;
