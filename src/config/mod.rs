@@ -32,7 +32,8 @@ pub use proxmox::ProxmoxApiConfig;
 pub use sections::*;
 pub use truenas::TruenasConfig;
 pub use values::{
-    CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, TimeZone, parse_cron,
+    CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, SecretUrl, TimeZone, parse_cron,
+    redact_secret_url, redact_url,
 };
 
 use secrets::SecretFields;

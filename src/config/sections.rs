@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::secrets::secret_fields;
-use super::values::{CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, TimeZone};
+use super::values::{
+    CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, SecretUrl, TimeZone,
+};
 
 fn secs(n: u64) -> HumanDuration {
     HumanDuration::secs(n)
@@ -377,7 +379,8 @@ pub enum WebhookFormat {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NotifyWebhook {
-    pub url: HttpUrl,
+    /// The URL is the credential of Slack, Mattermost and ntfy hooks: shown as `scheme://host/…`.
+    pub url: SecretUrl,
     #[serde(default)]
     pub format: WebhookFormat,
 }

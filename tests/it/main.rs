@@ -17,4 +17,5 @@ mod report_backups;
 mod report_sources;
 mod retention;
 mod tools;
+mod trust;
 mod webhooks;
