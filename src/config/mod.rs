@@ -190,6 +190,12 @@ impl Config {
                 "basic_user and basic_password must be set together".into(),
             );
         }
+        if self.webhook.hmac_require_timestamp && self.webhook.hmac_secret.is_none() {
+            return bad(
+                "webhook.hmac_require_timestamp",
+                "needs webhook.hmac_secret to be set".into(),
+            );
+        }
         for (i, slo) in self.slos.iter().enumerate() {
             if !(slo.objective > 0.0 && slo.objective < 1.0) {
                 return bad(

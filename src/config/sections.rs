@@ -214,6 +214,9 @@ pub struct WebhookConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hmac_secret_file: Option<PathBuf>,
     pub hmac_max_skew: HumanDuration,
+    /// Refuse a signed webhook without `X-Grafana-Alerting-Timestamp` (replays of an
+    /// untimed signature can only be caught within one `hmac_max_skew` window).
+    pub hmac_require_timestamp: bool,
     pub max_body_bytes: usize,
 }
 
@@ -228,6 +231,7 @@ impl Default for WebhookConfig {
             hmac_secret: None,
             hmac_secret_file: None,
             hmac_max_skew: secs(300),
+            hmac_require_timestamp: false,
             max_body_bytes: 1024 * 1024,
         }
     }

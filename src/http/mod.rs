@@ -32,7 +32,7 @@ pub fn router(state: AppState) -> Router {
         ));
     Router::new()
         .merge(health::router(&state))
-        .merge(webhooks::router())
+        .merge(webhooks::router(&state))
         .merge(api)
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(

@@ -16,6 +16,12 @@ use crate::config::Config;
 pub enum ServeError {
     #[error(transparent)]
     App(#[from] AppError),
+    #[error("cannot keep a generated API token in {path} (server.data_dir): {source}")]
+    ApiToken {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot listen on {addr} (server.listen): {source}")]
     Listen {
         addr: String,
@@ -35,8 +41,20 @@ pub struct App {
 }
 
 impl App {
-    /// Builds every component, then binds `server.listen`.
-    pub async fn build(config: Config) -> Result<Self, ServeError> {
+    /// Builds every component, then binds `server.listen`. Beyond loopback the API always
+    /// needs a token: without `server.api_token` one is generated in the data directory.
+    pub async fn build(mut config: Config) -> Result<Self, ServeError> {
+        let generated =
+            crate::app::api_token::ensure(&mut config).map_err(|source| ServeError::ApiToken {
+                path: crate::app::api_token::path(&config).display().to_string(),
+                source,
+            })?;
+        if let Some(path) = generated {
+            tracing::warn!(
+                path = %path.display(),
+                "listening beyond loopback with no server.api_token: the API needs the token kept in this file (Authorization: Bearer …); the CLI on this host reads it"
+            );
+        }
         let components = Components::build(config).await?;
         let config = &components.state.config;
         let listener = TcpListener::bind(config.listen_addr())
@@ -118,8 +136,5 @@ fn log_startup(config: &Config, addr: SocketAddr) {
             listen = %addr,
             "listening beyond loopback with no webhook auth: set webhook.token, basic_user/basic_password or hmac_secret"
         );
-    }
-    if !addr.ip().is_loopback() && config.server.api_token.is_none() {
-        tracing::warn!(listen = %addr, "listening beyond loopback with no server.api_token: the API is open");
     }
 }

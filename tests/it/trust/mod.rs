@@ -1,6 +1,7 @@
-//! Issue 15, proven by attack: secrets inside configured URLs never leave (`secrets`), and
-//! what the model chooses cannot steer a request off its target nor make an upstream
-//! answer cost its size (`targets`).
+//! Issue 15, proven by attack: secrets inside configured URLs never leave (`secrets`), what
+//! the model chooses cannot steer a request off its target nor make an upstream answer
+//! cost its size (`targets`), and webhook and API auth cannot lock out or fail open (`auth`).
 
+mod auth;
 mod secrets;
 mod targets;
