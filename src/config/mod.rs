@@ -152,6 +152,17 @@ impl Config {
                 ),
             );
         }
+        if self.server.max_connections == 0 {
+            return bad("server.max_connections", "must be at least 1".into());
+        }
+        for (key, d) in [
+            ("server.header_timeout", &self.server.header_timeout),
+            ("server.request_timeout", &self.server.request_timeout),
+        ] {
+            if d.get().is_zero() {
+                return bad(key, "must be longer than 0s".into());
+            }
+        }
         if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
             return bad(
                 "log.level",

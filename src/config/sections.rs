@@ -30,6 +30,13 @@ pub struct ServerConfig {
     pub metrics_token_file: Option<PathBuf>,
     pub shutdown_timeout: HumanDuration,
     pub health_interval: HumanDuration,
+    /// A connection must send a complete request head within this (also between requests).
+    pub header_timeout: HumanDuration,
+    /// A request must be answered within this (slow bodies included); report generation
+    /// gets the time its collectors, LLM and SMTP need when that is longer.
+    pub request_timeout: HumanDuration,
+    /// Connections served at once; more wait to be accepted.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -43,6 +50,9 @@ impl Default for ServerConfig {
             metrics_token_file: None,
             shutdown_timeout: secs(10),
             health_interval: secs(30),
+            header_timeout: secs(10),
+            request_timeout: secs(60),
+            max_connections: 512,
         }
     }
 }

@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use super::listener::{ConnectionLimits, serve};
 use crate::app::{AppError, AppState, Components};
 use crate::config::Config;
 
@@ -28,7 +29,7 @@ pub enum ServeError {
         #[source]
         source: std::io::Error,
     },
-    #[error("serving HTTP: {0}")]
+    #[error("reading the listening address: {0}")]
     Serve(#[source] std::io::Error),
     #[error("flushing the store at shutdown: {0}")]
     Flush(#[source] crate::store::StoreError),
@@ -89,12 +90,12 @@ impl App {
         } = self;
         let running = components.start(&token).await?;
         let router = super::router(running.state.clone());
-        let serve_token = token.clone();
-        let server = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move { serve_token.cancelled().await })
-                .await
-        });
+        let server_config = &running.state.config.server;
+        let limits = ConnectionLimits {
+            max_connections: server_config.max_connections,
+            header_timeout: server_config.header_timeout.get(),
+        };
+        let server = tokio::spawn(serve(listener, router, limits, token.clone()));
         token.cancelled().await;
         tracing::info!("shutting down: no new requests; draining in-flight work");
         running

@@ -136,12 +136,14 @@ async fn credentials_in_configured_urls_reach_no_log_stored_event_api_answer_or_
     assert_no_secret("the investigation", &detail);
     assert_no_secret("the list", &get("/api/v1/investigations").await);
 
-    let ready = eventually(Duration::from_secs(20), "/readyz with errors", || {
-        async move {
+    let ready = eventually(
+        Duration::from_secs(20),
+        "/readyz with errors",
+        || async move {
             let text = get("/readyz").await;
             (text.contains("\"prometheus\"") && text.contains("\"llm\"")).then_some(text)
-        }
-    })
+        },
+    )
     .await;
     assert_no_secret("/readyz", &ready);
 
