@@ -8,6 +8,9 @@
 # config.toml is read by default), otherwise built-in defaults; SRE_AGENT_<SECTION>__<KEY>
 # environment variables override both, and every secret has a *_file variant for Docker
 # secrets (e.g. SRE_AGENT_WEBHOOK__TOKEN_FILE=/run/secrets/webhook_token).
+# The image listens on 0.0.0.0, so the API always needs a token: set
+# SRE_AGENT_SERVER__API_TOKEN (or _FILE), or the daemon generates one in /data/api-token
+# (mode 0600) and logs that path; `docker exec <container> sre-agent ask …` reads it there.
 
 FROM rust:1-bookworm AS build
 WORKDIR /src

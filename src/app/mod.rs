@@ -4,6 +4,7 @@
 //! [`Components::start`] starts their background work on the one task tracker, and
 //! [`Components::stop`] drains it. `http::App` puts the HTTP listener in front.
 
+pub mod api_token;
 mod retention;
 mod state;
 

@@ -85,10 +85,12 @@ impl Daemon {
         Ok(Self {
             base: base_url(config, url),
             http: reqwest::Client::builder().timeout(timeout).build()?,
+            // A daemon beyond loopback without `server.api_token` generated one.
             token: config
                 .server
                 .api_token
-                .as_ref()
+                .clone()
+                .or_else(|| crate::app::api_token::generated(config))
                 .map(|t| t.expose().to_string()),
         })
     }

@@ -27,7 +27,9 @@ pub struct ToolsConfig {
 pub struct HttpToolConfig {
     pub name: String,
     pub description: String,
-    /// URL template; `{param}` placeholders are replaced by URL-encoded arguments.
+    /// URL template; `{param}` placeholders are replaced by URL-encoded arguments. Shown
+    /// (`check-config`) without user, password or fixed query values, which may be keys.
+    #[serde(serialize_with = "serialize_redacted_template")]
     pub url: String,
     /// JSON Schema of the arguments (`{type = "object", properties = {…}}`).
     #[serde(default = "empty_schema")]
@@ -45,6 +47,32 @@ pub struct HttpToolConfig {
     pub max_bytes: usize,
     #[serde(default = "default_timeout")]
     pub timeout: HumanDuration,
+}
+
+/// `template` without credentials: user and password, and every query value that is not a
+/// `{placeholder}`, become `***`.
+pub fn redacted_template(template: &str) -> String {
+    let (base, query) = match template.split_once('?') {
+        Some((b, q)) => (b, Some(q)),
+        None => (template, None),
+    };
+    let mut out = super::values::mask_userinfo(base);
+    if let Some(q) = query {
+        let pairs: Vec<String> = q
+            .split('&')
+            .map(|pair| match pair.split_once('=') {
+                Some((k, v)) if v.starts_with('{') && v.ends_with('}') => format!("{k}={v}"),
+                Some((k, _)) => format!("{k}=***"),
+                None => pair.to_string(),
+            })
+            .collect();
+        out = format!("{out}?{}", pairs.join("&"));
+    }
+    out
+}
+
+fn serialize_redacted_template<S: serde::Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&redacted_template(url))
 }
 
 fn empty_schema() -> serde_json::Value {

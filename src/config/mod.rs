@@ -32,7 +32,8 @@ pub use proxmox::ProxmoxApiConfig;
 pub use sections::*;
 pub use truenas::TruenasConfig;
 pub use values::{
-    CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, TimeZone, parse_cron,
+    CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, SecretUrl, TimeZone, parse_cron,
+    redact_secret_url, redact_url,
 };
 
 use secrets::SecretFields;
@@ -151,6 +152,17 @@ impl Config {
                 ),
             );
         }
+        if self.server.max_connections == 0 {
+            return bad("server.max_connections", "must be at least 1".into());
+        }
+        for (key, d) in [
+            ("server.header_timeout", &self.server.header_timeout),
+            ("server.request_timeout", &self.server.request_timeout),
+        ] {
+            if d.get().is_zero() {
+                return bad(key, "must be longer than 0s".into());
+            }
+        }
         if tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err() {
             return bad(
                 "log.level",
@@ -196,6 +208,12 @@ impl Config {
             return bad(
                 "webhook.basic_password",
                 "basic_user and basic_password must be set together".into(),
+            );
+        }
+        if self.webhook.hmac_require_timestamp && self.webhook.hmac_secret.is_none() {
+            return bad(
+                "webhook.hmac_require_timestamp",
+                "needs webhook.hmac_secret to be set".into(),
             );
         }
         for (i, slo) in self.slos.iter().enumerate() {

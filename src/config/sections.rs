@@ -7,7 +7,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::secrets::secret_fields;
-use super::values::{CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, TimeZone};
+use super::values::{
+    CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, SecretUrl, TimeZone,
+};
 
 fn secs(n: u64) -> HumanDuration {
     HumanDuration::secs(n)
@@ -28,6 +30,13 @@ pub struct ServerConfig {
     pub metrics_token_file: Option<PathBuf>,
     pub shutdown_timeout: HumanDuration,
     pub health_interval: HumanDuration,
+    /// A connection must send a complete request head within this (also between requests).
+    pub header_timeout: HumanDuration,
+    /// A request must be answered within this (slow bodies included); report generation
+    /// gets the time its collectors, LLM and SMTP need when that is longer.
+    pub request_timeout: HumanDuration,
+    /// Connections served at once; more wait to be accepted.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -41,6 +50,9 @@ impl Default for ServerConfig {
             metrics_token_file: None,
             shutdown_timeout: secs(10),
             health_interval: secs(30),
+            header_timeout: secs(10),
+            request_timeout: secs(60),
+            max_connections: 512,
         }
     }
 }
@@ -216,6 +228,9 @@ pub struct WebhookConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hmac_secret_file: Option<PathBuf>,
     pub hmac_max_skew: HumanDuration,
+    /// Refuse a signed webhook without `X-Grafana-Alerting-Timestamp` (replays of an
+    /// untimed signature can only be caught within one `hmac_max_skew` window).
+    pub hmac_require_timestamp: bool,
     pub max_body_bytes: usize,
 }
 
@@ -230,6 +245,7 @@ impl Default for WebhookConfig {
             hmac_secret: None,
             hmac_secret_file: None,
             hmac_max_skew: secs(300),
+            hmac_require_timestamp: false,
             max_body_bytes: 1024 * 1024,
         }
     }
@@ -381,7 +397,8 @@ pub enum WebhookFormat {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct NotifyWebhook {
-    pub url: HttpUrl,
+    /// The URL is the credential of Slack, Mattermost and ntfy hooks: shown as `scheme://host/…`.
+    pub url: SecretUrl,
     #[serde(default)]
     pub format: WebhookFormat,
 }

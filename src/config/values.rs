@@ -117,17 +117,6 @@ string_value!(
 );
 
 string_value!(
-    /// An absolute http(s) URL.
-    HttpUrl(url::Url), "URL",
-    |s| match url::Url::parse(s.trim()) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(u),
-        Ok(_) => Err(" (expected an http:// or https:// URL)".to_string()),
-        Err(e) => Err(format!(" ({e})")),
-    },
-    |v| v.as_str()
-);
-
-string_value!(
     /// A 6-field cron expression, seconds first: "0 0 8 * * Mon".
     CronSchedule(String), "cron expression",
     |s| parse_cron(s).map(|_| s.trim().to_string()),
@@ -147,6 +136,143 @@ string_value!(
     |s| s.trim().parse::<lettre::message::Mailbox>().map_err(|e| format!(" ({e})")),
     |v| &v.to_string()
 );
+
+/// An absolute http(s) URL. It may carry credentials (`https://user:pass@host/`, a
+/// `?token=` query), so everything that shows it — `Debug`, `Display`, `Serialize` (what
+/// `check-config` prints) — shows [`HttpUrl::redacted`]; the real URL is `.0`, for the one
+/// place that sends requests to it.
+#[derive(Clone, PartialEq)]
+pub struct HttpUrl(pub url::Url);
+
+impl HttpUrl {
+    /// The URL without credentials or query: see [`redact_url`].
+    pub fn redacted(&self) -> String {
+        redact_url(&self.0)
+    }
+}
+
+impl FromStr for HttpUrl {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match url::Url::parse(s.trim()) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(Self(u)),
+            // The bad value is echoed without what could be credentials.
+            Ok(u) => Err(format!(
+                "invalid URL {:?} (expected an http:// or https:// URL)",
+                redact_url(&u)
+            )),
+            Err(e) => Err(format!("invalid URL {:?} ({e})", mask_userinfo(s.trim()))),
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for HttpUrl {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let raw = StringLike::deserialize(d)?;
+        raw.0.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl Serialize for HttpUrl {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.redacted())
+    }
+}
+
+impl fmt::Debug for HttpUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "HttpUrl({:?})", self.redacted())
+    }
+}
+
+impl fmt::Display for HttpUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+/// An http(s) URL that is itself a credential: a Slack or Mattermost incoming webhook
+/// (`/services/T…/B…/secret`, `/hooks/secret`), an ntfy topic, a `?token=` query. Shown
+/// everywhere as `scheme://host/…` ([`redact_secret_url`]); `expose` gives the real URL to
+/// the one place that posts to it.
+#[derive(Clone, PartialEq, Deserialize)]
+#[serde(transparent)]
+pub struct SecretUrl(HttpUrl);
+
+impl SecretUrl {
+    /// The URL itself, for the one place that sends to it.
+    pub fn expose(&self) -> &url::Url {
+        &self.0.0
+    }
+
+    /// `scheme://host[:port]/…`.
+    pub fn redacted(&self) -> String {
+        redact_secret_url(self.expose().as_str())
+    }
+}
+
+impl FromStr for SecretUrl {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        s.parse().map(Self)
+    }
+}
+
+impl Serialize for SecretUrl {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.redacted())
+    }
+}
+
+impl fmt::Debug for SecretUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SecretUrl({:?})", self.redacted())
+    }
+}
+
+impl fmt::Display for SecretUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+/// The URL safe for logs, errors and `check-config`: user and password become `***`, the
+/// query and fragment are dropped (a `?token=` is a credential; a PromQL query is noise).
+pub fn redact_url(url: &url::Url) -> String {
+    let mut u = url.clone();
+    let had_credentials = !u.username().is_empty() || u.password().is_some();
+    let _ = u.set_password(None);
+    let _ = u.set_username(if had_credentials { "***" } else { "" });
+    u.set_query(None);
+    u.set_fragment(None);
+    u.to_string()
+}
+
+/// `s` with anything before an `@` of its authority shown as `***` (for text that does
+/// not parse as a URL but may still hold credentials).
+pub(super) fn mask_userinfo(s: &str) -> String {
+    let start = s.find("://").map_or(0, |i| i + 3);
+    let authority_end = s[start..]
+        .find(['/', '?', '#'])
+        .map_or(s.len(), |i| start + i);
+    match s[start..authority_end].rfind('@') {
+        Some(at) => format!("{}***{}", &s[..start], &s[start + at..]),
+        None => s.to_string(),
+    }
+}
+
+/// A URL whose path or query is the secret, shown as `scheme://host[:port]/…` only; text
+/// that is not a URL is shown as `…`.
+pub fn redact_secret_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(u) => match (u.host_str(), u.port()) {
+            (Some(host), Some(port)) => format!("{}://{host}:{port}/…", u.scheme()),
+            (Some(host), None) => format!("{}://{host}/…", u.scheme()),
+            (None, _) => format!("{}:…", u.scheme()),
+        },
+        Err(_) => "…".to_string(),
+    }
+}
 
 /// Parses a 6-field cron string the way the scheduler will.
 pub fn parse_cron(s: &str) -> Result<croner::Cron, String> {

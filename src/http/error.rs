@@ -20,6 +20,8 @@ pub enum ApiError {
     PayloadTooLarge(usize),
     #[error("{0}")]
     Unavailable(String),
+    #[error("the request took longer than {0:?} (server.request_timeout)")]
+    RequestTimeout(std::time::Duration),
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -33,6 +35,7 @@ impl ApiError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -7,6 +7,8 @@ mod auth;
 mod error;
 mod health;
 mod investigations;
+mod limits;
+mod listener;
 mod reports;
 mod request_metrics;
 mod server;
@@ -22,17 +24,28 @@ use crate::app::AppState;
 
 /// The whole HTTP API.
 pub fn router(state: AppState) -> Router {
+    let server = &state.config.server;
+    let limit =
+        middleware::from_fn_with_state(server.request_timeout.get(), limits::request_timeout);
+    // Generating a report waits for its collectors, the LLM and SMTP.
+    let report_limit = middleware::from_fn_with_state(
+        server
+            .request_timeout
+            .get()
+            .max(reports::time_needed(&state.config)),
+        limits::request_timeout,
+    );
     let api = Router::new()
-        .merge(investigations::router())
-        .merge(alerts_api::router())
-        .merge(reports::router())
+        .merge(investigations::router().layer(limit.clone()))
+        .merge(alerts_api::router().layer(limit.clone()))
+        .merge(reports::router().layer(report_limit))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::api_token,
         ));
     Router::new()
-        .merge(health::router(&state))
-        .merge(webhooks::router())
+        .merge(health::router(&state).layer(limit.clone()))
+        .merge(webhooks::router(&state).layer(limit))
         .merge(api)
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(

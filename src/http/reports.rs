@@ -44,6 +44,13 @@ async fn create(
     Ok(Json(report))
 }
 
+/// How long generating and sending a report may take: its collectors, the narrative call
+/// with its retries, and the SMTP session.
+pub fn time_needed(config: &crate::config::Config) -> std::time::Duration {
+    let llm = config.llm.timeout.get() * (config.llm.max_retries + 1);
+    config.report.collector_timeout.get() + llm + config.smtp.timeout.get()
+}
+
 #[derive(Deserialize)]
 struct ListQuery {
     limit: Option<usize>,

@@ -1,5 +1,7 @@
 //! Request metrics middleware, labelled by route template (never the raw path) so label
-//! cardinality is bounded; unknown routes count as `other`.
+//! cardinality is bounded; unknown routes count as `other`. The in-progress gauge is
+//! decremented by a guard, so a request dropped mid-way (its client hung up, its time ran
+//! out) does not leave it counted forever.
 
 use std::time::Instant;
 
@@ -18,11 +20,10 @@ pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> R
         .and_then(|p| ENDPOINTS.iter().find(|e| **e == p).copied())
         .unwrap_or("other");
     let m = &state.metrics;
-    let in_progress = m.http_in_progress.with_label_values(&[endpoint]);
-    in_progress.inc();
+    let in_progress = InProgress::start(m.http_in_progress.with_label_values(&[endpoint]));
     let start = Instant::now();
     let resp = next.run(req).await;
-    in_progress.dec();
+    drop(in_progress);
     m.http_request_duration
         .with_label_values(&[endpoint])
         .observe(start.elapsed().as_secs_f64());
@@ -30,4 +31,20 @@ pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> R
         .with_label_values(&[endpoint, resp.status().as_str()])
         .inc();
     resp
+}
+
+/// One request counted in the in-progress gauge until dropped.
+struct InProgress(prometheus::IntGauge);
+
+impl InProgress {
+    fn start(gauge: prometheus::IntGauge) -> Self {
+        gauge.inc();
+        Self(gauge)
+    }
+}
+
+impl Drop for InProgress {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }

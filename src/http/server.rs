@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+use super::listener::{ConnectionLimits, serve};
 use crate::app::{AppError, AppState, Components};
 use crate::config::Config;
 
@@ -16,13 +17,19 @@ use crate::config::Config;
 pub enum ServeError {
     #[error(transparent)]
     App(#[from] AppError),
+    #[error("cannot keep a generated API token in {path} (server.data_dir): {source}")]
+    ApiToken {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("cannot listen on {addr} (server.listen): {source}")]
     Listen {
         addr: String,
         #[source]
         source: std::io::Error,
     },
-    #[error("serving HTTP: {0}")]
+    #[error("reading the listening address: {0}")]
     Serve(#[source] std::io::Error),
     #[error("flushing the store at shutdown: {0}")]
     Flush(#[source] crate::store::StoreError),
@@ -35,8 +42,20 @@ pub struct App {
 }
 
 impl App {
-    /// Builds every component, then binds `server.listen`.
-    pub async fn build(config: Config) -> Result<Self, ServeError> {
+    /// Builds every component, then binds `server.listen`. Beyond loopback the API always
+    /// needs a token: without `server.api_token` one is generated in the data directory.
+    pub async fn build(mut config: Config) -> Result<Self, ServeError> {
+        let generated =
+            crate::app::api_token::ensure(&mut config).map_err(|source| ServeError::ApiToken {
+                path: crate::app::api_token::path(&config).display().to_string(),
+                source,
+            })?;
+        if let Some(path) = generated {
+            tracing::warn!(
+                path = %path.display(),
+                "listening beyond loopback with no server.api_token: the API needs the token kept in this file (Authorization: Bearer …); the CLI on this host reads it"
+            );
+        }
         let components = Components::build(config).await?;
         let config = &components.state.config;
         let listener = TcpListener::bind(config.listen_addr())
@@ -71,12 +90,12 @@ impl App {
         } = self;
         let running = components.start(&token).await?;
         let router = super::router(running.state.clone());
-        let serve_token = token.clone();
-        let server = tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move { serve_token.cancelled().await })
-                .await
-        });
+        let server_config = &running.state.config.server;
+        let limits = ConnectionLimits {
+            max_connections: server_config.max_connections,
+            header_timeout: server_config.header_timeout.get(),
+        };
+        let server = tokio::spawn(serve(listener, router, limits, token.clone()));
         token.cancelled().await;
         tracing::info!("shutting down: no new requests; draining in-flight work");
         running
@@ -118,8 +137,5 @@ fn log_startup(config: &Config, addr: SocketAddr) {
             listen = %addr,
             "listening beyond loopback with no webhook auth: set webhook.token, basic_user/basic_password or hmac_secret"
         );
-    }
-    if !addr.ip().is_loopback() && config.server.api_token.is_none() {
-        tracing::warn!(listen = %addr, "listening beyond loopback with no server.api_token: the API is open");
     }
 }

@@ -1,21 +1,25 @@
-//! `POST /webhook/grafana` and `POST /webhook/alertmanager`: authorize (bearer, basic and
-//! Grafana HMAC, all configured checks must pass), bound the body, parse, then answer 2xx
-//! only once the alerts and decisions are flushed; investigations follow in the background.
+//! `POST /webhook/grafana` and `POST /webhook/alertmanager`: the sender's token or basic
+//! credentials are checked by a route layer before the body is read (`auth.rs`); here the
+//! body is bounded, its Grafana HMAC signature checked (fresh, and never accepted twice),
+//! parsed, and answered 2xx only once the alerts and decisions are flushed; investigations
+//! follow in the background.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::HeaderMap;
+use axum::middleware::from_fn_with_state;
 use axum::routing::post;
-use axum::{Json, Router};
-use base64::Engine;
+use axum::{Extension, Json, Router};
 use hmac::{Hmac, Mac};
 use http_body_util::LengthLimitError;
 use sha2::Sha256;
 
 use super::ApiError;
-use super::auth::{bearer, secure_eq};
+use super::auth;
 use crate::alerts::{AlertSource, IntakeSummary, parse_webhook};
 use crate::app::AppState;
 use crate::config::WebhookConfig;
@@ -25,42 +29,70 @@ pub const SIGNATURE_HEADER: &str = "x-grafana-alerting-signature";
 /// The timestamp header Grafana sends when `hmacConfig.timestampHeader` is set to it.
 pub const TIMESTAMP_HEADER: &str = "x-grafana-alerting-timestamp";
 
-pub fn router() -> Router<AppState> {
+/// Signatures remembered at most; past it the soonest to expire is forgotten first.
+const MAX_REMEMBERED_SIGNATURES: usize = 10_000;
+
+pub fn router(state: &AppState) -> Router<AppState> {
     Router::new()
         .route("/webhook/grafana", post(grafana))
         .route("/webhook/alertmanager", post(alertmanager))
+        .route_layer(from_fn_with_state(state.clone(), auth::webhook_sender))
+        .layer(Extension(Arc::new(SeenSignatures::default())))
         .layer(DefaultBodyLimit::disable())
 }
 
 async fn grafana(
     State(state): State<AppState>,
+    Extension(seen): Extension<Arc<SeenSignatures>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<IntakeSummary>, ApiError> {
-    receive(state, AlertSource::Grafana, headers, body).await
+    receive(state, &seen, AlertSource::Grafana, headers, body).await
 }
 
 async fn alertmanager(
     State(state): State<AppState>,
+    Extension(seen): Extension<Arc<SeenSignatures>>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<IntakeSummary>, ApiError> {
-    receive(state, AlertSource::Alertmanager, headers, body).await
+    receive(state, &seen, AlertSource::Alertmanager, headers, body).await
 }
 
 async fn receive(
     state: AppState,
+    seen: &SeenSignatures,
     source: AlertSource,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Json<IntakeSummary>, ApiError> {
     let cfg = &state.config.webhook;
-    check_header_auth(cfg, &headers)?;
     let body = read_limited(&headers, body, cfg.max_body_bytes).await?;
+    let mut claimed = None;
     if needs_hmac(cfg, source) {
-        check_hmac(cfg, &headers, &body, unix_now())?;
+        let now = unix_now();
+        let signed = check_hmac(cfg, &headers, &body, now)?;
+        let skew = cfg.hmac_max_skew.get().as_secs() as i64;
+        let until = signed.sent_at.unwrap_or(now).max(now).saturating_add(skew);
+        seen.claim(&signed.signature, until, now)?;
+        claimed = Some(signed.signature);
     }
-    let batch = parse_webhook(source, &body).map_err(ApiError::BadRequest)?;
+    let result = ingest(&state, source, &body).await;
+    if result.is_err()
+        && let Some(signature) = claimed
+    {
+        // Not accepted, so the sender's retry of the same request must not be a replay.
+        seen.release(&signature);
+    }
+    result
+}
+
+async fn ingest(
+    state: &AppState,
+    source: AlertSource,
+    body: &[u8],
+) -> Result<Json<IntakeSummary>, ApiError> {
+    let batch = parse_webhook(source, body).map_err(ApiError::BadRequest)?;
     if batch.truncated_alerts > 0 {
         tracing::warn!(
             source = source.as_str(),
@@ -105,62 +137,26 @@ fn needs_hmac(cfg: &WebhookConfig, source: AlertSource) -> bool {
         && (source == AlertSource::Grafana || (cfg.token.is_none() && cfg.basic_user.is_none()))
 }
 
-/// Bearer and basic checks (each only when configured).
-pub fn check_header_auth(cfg: &WebhookConfig, headers: &HeaderMap) -> Result<(), ApiError> {
-    if let Some(token) = &cfg.token {
-        match bearer(headers) {
-            Some(got) if secure_eq(got.as_bytes(), token.expose().as_bytes()) => {}
-            Some(_) => return Err(ApiError::Unauthorized("invalid bearer token".into())),
-            None => {
-                return Err(ApiError::Unauthorized(
-                    "missing bearer token (Authorization: Bearer …; webhook.token)".into(),
-                ));
-            }
-        }
-    }
-    if let Some(user) = &cfg.basic_user {
-        let password = cfg
-            .basic_password
-            .as_ref()
-            .map(|p| p.expose())
-            .unwrap_or("");
-        let expected = format!("{user}:{password}");
-        let got = basic(headers).ok_or_else(|| {
-            ApiError::Unauthorized(
-                "missing basic credentials (Authorization: Basic …; webhook.basic_user)".into(),
-            )
-        })?;
-        if !secure_eq(&got, expected.as_bytes()) {
-            return Err(ApiError::Unauthorized("invalid basic credentials".into()));
-        }
-    }
-    Ok(())
-}
-
-fn basic(headers: &HeaderMap) -> Option<Vec<u8>> {
-    let value = headers
-        .get(axum::http::header::AUTHORIZATION)?
-        .to_str()
-        .ok()?;
-    let (scheme, creds) = value.split_once(' ')?;
-    if !scheme.eq_ignore_ascii_case("basic") {
-        return None;
-    }
-    base64::engine::general_purpose::STANDARD
-        .decode(creds.trim())
-        .ok()
+/// A verified signature: its bytes and the timestamp it covered, if any.
+#[derive(Debug)]
+pub struct Signed {
+    pub signature: Vec<u8>,
+    pub sent_at: Option<i64>,
 }
 
 /// Verifies `X-Grafana-Alerting-Signature` = hex HMAC-SHA256(secret, [ts ":"] body), and
-/// with a timestamp header, that it is within `webhook.hmac_max_skew` of `now` (replay).
+/// with a timestamp header (required by `webhook.hmac_require_timestamp`), that it is within
+/// `webhook.hmac_max_skew` of `now`, before or after.
 pub fn check_hmac(
     cfg: &WebhookConfig,
     headers: &HeaderMap,
     body: &[u8],
     now: i64,
-) -> Result<(), ApiError> {
+) -> Result<Signed, ApiError> {
     let Some(secret) = &cfg.hmac_secret else {
-        return Ok(());
+        return Err(ApiError::Internal(
+            "HMAC checked with no hmac_secret".into(),
+        ));
     };
     let header = |name: &str| {
         headers
@@ -175,23 +171,71 @@ pub fn check_hmac(
         .map_err(|_| ApiError::Unauthorized("X-Grafana-Alerting-Signature is not hex".into()))?;
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose().as_bytes())
         .expect("HMAC takes any key length");
-    if let Some(ts) = header(TIMESTAMP_HEADER) {
+    let timestamp = header(TIMESTAMP_HEADER);
+    if timestamp.is_none() && cfg.hmac_require_timestamp {
+        return Err(ApiError::Unauthorized(
+            "missing X-Grafana-Alerting-Timestamp (webhook.hmac_require_timestamp)".into(),
+        ));
+    }
+    let mut sent_at = None;
+    if let Some(ts) = timestamp {
         let sent: i64 = ts.parse().map_err(|_| {
             ApiError::Unauthorized("X-Grafana-Alerting-Timestamp is not unix seconds".into())
         })?;
-        let skew = cfg.hmac_max_skew.get().as_secs() as i64;
-        if (now - sent).abs() > skew {
+        let skew = cfg.hmac_max_skew.get().as_secs();
+        // abs_diff: a timestamp near i64::MIN or MAX must not overflow into "fresh".
+        if now.abs_diff(sent) > skew {
+            let when = if sent > now { "in the future" } else { "old" };
             return Err(ApiError::Unauthorized(format!(
-                "stale X-Grafana-Alerting-Timestamp ({}s from now; webhook.hmac_max_skew is {skew}s)",
-                now - sent
+                "stale X-Grafana-Alerting-Timestamp ({}s {when}; webhook.hmac_max_skew is {skew}s)",
+                now.abs_diff(sent)
             )));
         }
         mac.update(ts.as_bytes());
         mac.update(b":");
+        sent_at = Some(sent);
     }
     mac.update(body);
     mac.verify_slice(&signature)
-        .map_err(|_| ApiError::Unauthorized("invalid X-Grafana-Alerting-Signature".into()))
+        .map_err(|_| ApiError::Unauthorized("invalid X-Grafana-Alerting-Signature".into()))?;
+    Ok(Signed { signature, sent_at })
+}
+
+/// Signatures accepted within the freshness window, so a captured request cannot be
+/// replayed while its timestamp is still fresh (or, unsigned by time, for one window).
+#[derive(Default)]
+pub struct SeenSignatures {
+    /// signature → unix second after which it is forgotten.
+    until: Mutex<HashMap<Vec<u8>, i64>>,
+}
+
+impl SeenSignatures {
+    /// Records `signature` until `until`; refuses one already recorded.
+    pub fn claim(&self, signature: &[u8], until: i64, now: i64) -> Result<(), ApiError> {
+        let mut seen = self.until.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.get(signature).is_some_and(|&t| t >= now) {
+            return Err(ApiError::Unauthorized(
+                "replayed X-Grafana-Alerting-Signature (this signed request was already accepted)"
+                    .into(),
+            ));
+        }
+        if seen.len() >= MAX_REMEMBERED_SIGNATURES {
+            seen.retain(|_, &mut t| t >= now);
+        }
+        if seen.len() >= MAX_REMEMBERED_SIGNATURES
+            && let Some(soonest) = seen.iter().min_by_key(|(_, t)| **t).map(|(k, _)| k.clone())
+        {
+            seen.remove(&soonest);
+        }
+        seen.insert(signature.to_vec(), until);
+        Ok(())
+    }
+
+    /// Forgets `signature` (its request was not accepted after all).
+    pub fn release(&self, signature: &[u8]) {
+        let mut seen = self.until.lock().unwrap_or_else(|e| e.into_inner());
+        seen.remove(signature);
+    }
 }
 
 fn unix_now() -> i64 {
@@ -283,33 +327,6 @@ mod tests {
         let stale = headers(&[(TIMESTAMP_HEADER, ts.clone()), (SIGNATURE_HEADER, good)]);
         let err = check_hmac(&cfg(), &stale, body, now + 301).unwrap_err();
         assert!(err.to_string().contains("stale"), "{err}");
-    }
-
-    #[test]
-    fn bearer_and_basic_must_both_match_when_both_are_configured() {
-        let basic = |u: &str, p: &str| {
-            format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))
-            )
-        };
-        let only_basic = WebhookConfig {
-            basic_user: Some("grafana".into()),
-            basic_password: Some(Secret::new("pw")),
-            ..WebhookConfig::default()
-        };
-        let auth = |v: String| headers(&[("authorization", v)]);
-        check_header_auth(&only_basic, &auth(basic("grafana", "pw"))).unwrap();
-        assert!(check_header_auth(&only_basic, &auth(basic("grafana", "nope"))).is_err());
-        assert!(check_header_auth(&only_basic, &HeaderMap::new()).is_err());
-        let only_token = WebhookConfig {
-            token: Some(Secret::new("t0k")),
-            ..WebhookConfig::default()
-        };
-        check_header_auth(&only_token, &auth("Bearer t0k".into())).unwrap();
-        assert!(check_header_auth(&only_token, &auth("Bearer t0x".into())).is_err());
-        assert!(check_header_auth(&only_token, &auth(basic("a", "b"))).is_err());
-        check_header_auth(&WebhookConfig::default(), &HeaderMap::new()).unwrap();
     }
 
     #[test]

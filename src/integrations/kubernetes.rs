@@ -18,6 +18,12 @@ use crate::config::KubernetesConfig;
 /// A Kubernetes failure the model can act on.
 #[derive(Debug, thiserror::Error)]
 pub enum KubeError {
+    #[error("{what} {value:?} is not a valid Kubernetes name ({rule})")]
+    InvalidName {
+        what: &'static str,
+        value: String,
+        rule: &'static str,
+    },
     #[error("namespace {namespace:?} is not allowed (kubernetes.namespaces = [{allowed}])")]
     NotAllowed { namespace: String, allowed: String },
     #[error(
@@ -142,8 +148,9 @@ impl KubeClient {
             .cloned()
     }
 
-    /// Fails unless `namespace` is in the allow-list.
+    /// Fails unless `namespace` is a valid name in the allow-list.
     pub fn check_namespace(&self, namespace: &str) -> Result<(), KubeError> {
+        check_label("namespace", namespace)?;
         if self.config.allows(namespace) {
             Ok(())
         } else {
@@ -199,6 +206,7 @@ impl KubeClient {
 
     pub async fn pod(&self, ns: &str, name: &str) -> Result<Pod, KubeError> {
         self.check_namespace(ns)?;
+        check_subdomain("pod name", name)?;
         let api: Api<Pod> = Api::namespaced(self.client().await?, ns);
         api.get(name)
             .await
@@ -212,6 +220,7 @@ impl KubeClient {
         kind: &str,
         name: &str,
     ) -> Result<Vec<Event>, KubeError> {
+        check_subdomain("object name", name)?;
         let lp = ListParams::default().fields(&format!(
             "involvedObject.kind={kind},involvedObject.name={name}"
         ));
@@ -244,6 +253,10 @@ impl KubeClient {
         tail: i64,
     ) -> Result<String, KubeError> {
         self.check_namespace(ns)?;
+        check_subdomain("pod name", name)?;
+        if let Some(c) = &container {
+            check_label("container", c)?;
+        }
         let api: Api<Pod> = Api::namespaced(self.client().await?, ns);
         let lp = LogParams {
             container,
@@ -285,6 +298,44 @@ impl KubeClient {
             self.list(ns, &lp).await?,
         ))
     }
+}
+
+/// Fails unless `value` is a DNS-1123 label (namespaces, container names): 1–63 of
+/// `a-z0-9-`, starting and ending alphanumeric. Names become path segments and field
+/// selectors, so `web-0/proxy` or `a,b=c` must never reach the API.
+pub fn check_label(what: &'static str, value: &str) -> Result<(), KubeError> {
+    if is_label(value) {
+        Ok(())
+    } else {
+        Err(KubeError::InvalidName {
+            what,
+            value: value.to_string(),
+            rule: "a DNS-1123 label: at most 63 of a-z, 0-9 and '-', alphanumeric at both ends",
+        })
+    }
+}
+
+/// Fails unless `value` is a DNS-1123 subdomain (pod names): at most 253 characters of
+/// labels joined by `.`.
+pub fn check_subdomain(what: &'static str, value: &str) -> Result<(), KubeError> {
+    if value.len() <= 253 && value.split('.').all(is_label) {
+        Ok(())
+    } else {
+        Err(KubeError::InvalidName {
+            what,
+            value: value.to_string(),
+            rule: "a DNS-1123 subdomain: at most 253 of a-z, 0-9, '-' and '.', alphanumeric at both ends of each part",
+        })
+    }
+}
+
+fn is_label(s: &str) -> bool {
+    let alnum = |b: u8| b.is_ascii_lowercase() || b.is_ascii_digit();
+    let bytes = s.as_bytes();
+    (1..=63).contains(&bytes.len())
+        && alnum(bytes[0])
+        && alnum(bytes[bytes.len() - 1])
+        && bytes.iter().all(|&b| alnum(b) || b == b'-')
 }
 
 /// When an event last happened (seconds since epoch; 0 when unknown).

@@ -18,4 +18,6 @@ pub use alertmanager::AlertmanagerClient;
 pub use grafana::GrafanaClient;
 pub use loki::LokiClient;
 pub use prometheus::PrometheusClient;
-pub use upstream::{Auth, Upstream, UpstreamError, UpstreamOptions, redact_url};
+pub use upstream::{
+    Auth, MAX_BODY_BYTES, Upstream, UpstreamError, UpstreamOptions, read_capped, redact_url,
+};

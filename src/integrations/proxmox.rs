@@ -50,6 +50,7 @@ impl ProxmoxApi {
             auth: Some(Auth::Header("Authorization".into(), value)),
             ca_file: config.ca_file.clone(),
             accept_invalid_certs: !config.verify_tls,
+            ..Default::default()
         };
         Ok(Self {
             upstream: Upstream::new(service, &base, opts)?,

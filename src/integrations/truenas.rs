@@ -133,6 +133,7 @@ impl TruenasClient {
             auth: Some(Auth::Bearer(key)),
             ca_file: config.ca_file.clone(),
             accept_invalid_certs: !config.verify_tls,
+            ..Default::default()
         };
         Ok(Self {
             upstream: Upstream::new(SERVICE, &base, opts)?,

@@ -1,6 +1,7 @@
 //! The HTTP plumbing every upstream client shares: the one place a `reqwest` client is
-//! built (timeouts, user agent, extra CA file, `verify_tls = false`), authentication, and
-//! errors naming the service, the redacted URL and the status or cause.
+//! built (timeouts, user agent, extra CA file, `verify_tls = false`, redirects followed
+//! only within the origin), authentication, bodies read up to a cap, and errors naming the
+//! service, the redacted URL and the status or cause.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -9,6 +10,7 @@ use serde::de::DeserializeOwned;
 use url::Url;
 
 use crate::config::Secret;
+pub use crate::config::redact_url;
 
 /// An upstream failure: which service, which URL, what happened.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -81,6 +83,13 @@ pub enum Auth {
     Header(String, Secret),
 }
 
+/// The largest answer an upstream may send (`UpstreamOptions::max_body`'s default): the rest
+/// of a larger one is never read.
+pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// Redirects followed within one origin before giving up.
+const MAX_REDIRECTS: usize = 5;
+
 /// Options for building an [`Upstream`].
 #[derive(Clone, Debug)]
 pub struct UpstreamOptions {
@@ -90,6 +99,8 @@ pub struct UpstreamOptions {
     pub ca_file: Option<PathBuf>,
     /// Skip certificate verification (self-signed homelab APIs; warned about at start).
     pub accept_invalid_certs: bool,
+    /// The largest answer read; a larger one is an error naming the service and URL.
+    pub max_body: usize,
 }
 
 impl Default for UpstreamOptions {
@@ -99,6 +110,7 @@ impl Default for UpstreamOptions {
             auth: None,
             ca_file: None,
             accept_invalid_certs: false,
+            max_body: MAX_BODY_BYTES,
         }
     }
 }
@@ -111,15 +123,7 @@ pub struct Upstream {
     http: reqwest::Client,
     auth: Option<Auth>,
     timeout: Duration,
-}
-
-/// The URL without user, password or query, safe for logs and error messages.
-pub fn redact_url(url: &Url) -> String {
-    let mut u = url.clone();
-    let _ = u.set_username("");
-    let _ = u.set_password(None);
-    u.set_query(None);
-    u.to_string()
+    max_body: usize,
 }
 
 impl Upstream {
@@ -132,7 +136,8 @@ impl Upstream {
             .timeout(opts.timeout)
             .connect_timeout(opts.timeout.min(Duration::from_secs(10)))
             .user_agent(concat!("sre-agent/", env!("CARGO_PKG_VERSION")))
-            .pool_max_idle_per_host(4);
+            .pool_max_idle_per_host(4)
+            .redirect(same_origin_redirects());
         if let Some(path) = &opts.ca_file {
             let pem = std::fs::read(path).map_err(|e| UpstreamError::Setup {
                 service,
@@ -164,6 +169,7 @@ impl Upstream {
             http,
             auth: opts.auth,
             timeout: opts.timeout,
+            max_body: opts.max_body,
         })
     }
 
@@ -194,6 +200,8 @@ impl Upstream {
 
     fn transport_error(&self, url: &Url, e: reqwest::Error) -> UpstreamError {
         let url = redact_url(url);
+        // reqwest's text would name the URL again, with its query.
+        let e = e.without_url();
         if e.is_timeout() {
             return UpstreamError::Timeout {
                 service: self.service,
@@ -239,20 +247,75 @@ impl Upstream {
         self.decode(path, &answer)
     }
 
-    /// Sends `req` (authorized here) and returns the body of a 2xx answer.
+    /// GETs `path` with `query` and returns at most `max` bytes of a 2xx answer, and whether
+    /// the answer was longer (the rest is never read).
+    pub async fn get_prefix(
+        &self,
+        path: &str,
+        query: &[(&str, String)],
+        max: usize,
+    ) -> Result<(bytes::Bytes, bool), UpstreamError> {
+        let url = self.url(path);
+        self.send_capped(&url, self.http.get(url.clone()).query(query), max)
+            .await
+    }
+
+    /// Sends `req` (authorized here) and returns the body of a 2xx answer, failing when it
+    /// is larger than the cap.
     async fn send(
         &self,
         url: &Url,
         req: reqwest::RequestBuilder,
     ) -> Result<bytes::Bytes, UpstreamError> {
+        match self.send_capped(url, req, self.max_body).await? {
+            (body, false) => Ok(body),
+            (_, true) => Err(UpstreamError::Decode {
+                service: self.service,
+                url: redact_url(url),
+                reason: format!(
+                    "the answer is larger than {} (not read further)",
+                    human_bytes(self.max_body)
+                ),
+            }),
+        }
+    }
+
+    /// Sends `req` (authorized here); a 2xx answer's first `max` bytes and whether there
+    /// was more, or the error of any other answer.
+    async fn send_capped(
+        &self,
+        url: &Url,
+        req: reqwest::RequestBuilder,
+        max: usize,
+    ) -> Result<(bytes::Bytes, bool), UpstreamError> {
         let resp = self
             .authorize(req)
             .send()
             .await
             .map_err(|e| self.transport_error(url, e))?;
         let status = resp.status();
-        let body = resp
-            .bytes()
+        if status.is_redirection() {
+            let to = resp
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|l| resp.url().join(l).ok())
+                .map_or_else(|| "elsewhere".to_string(), |u| redact_url(&u));
+            return Err(UpstreamError::Status {
+                service: self.service,
+                url: redact_url(url),
+                status: status.as_u16(),
+                body: format!(
+                    "redirect to {to} not followed (only redirects within the same origin are)"
+                ),
+            });
+        }
+        let limit = if status.is_success() {
+            max
+        } else {
+            max.min(MAX_ERROR_BODY)
+        };
+        let (body, truncated) = read_capped(resp, limit)
             .await
             .map_err(|e| self.transport_error(url, e))?;
         if !status.is_success() {
@@ -263,7 +326,7 @@ impl Upstream {
                 body: excerpt(&body, 300),
             });
         }
-        Ok(body)
+        Ok((body, truncated))
     }
 
     fn decode<T: DeserializeOwned>(&self, path: &str, body: &[u8]) -> Result<T, UpstreamError> {
@@ -287,6 +350,58 @@ impl Upstream {
     /// GETs `path` and succeeds on any 2xx (health checks).
     pub async fn probe(&self, path: &str) -> Result<(), UpstreamError> {
         self.get_bytes(path, &[]).await.map(|_| ())
+    }
+}
+
+/// Bytes of an error answer read for its excerpt.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// Follows a redirect only within the origin of the request: configured credentials and
+/// headers (`X-Api-Key` survives reqwest's cross-host stripping) never go elsewhere.
+fn same_origin_redirects() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same_origin = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !same_origin {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error("too many redirects")
+        } else {
+            attempt.follow()
+        }
+    })
+}
+
+/// Reads at most `max` bytes of the body of `resp`, and whether it had more (which is never
+/// read: a 200 MiB answer costs `max`, not its size).
+pub async fn read_capped(
+    mut resp: reqwest::Response,
+    max: usize,
+) -> Result<(bytes::Bytes, bool), reqwest::Error> {
+    let mut out = bytes::BytesMut::with_capacity(
+        resp.content_length()
+            .map_or(0, |n| n.min(max as u64) as usize)
+            .min(64 * 1024),
+    );
+    while let Some(chunk) = resp.chunk().await? {
+        let room = max - out.len();
+        if chunk.len() > room {
+            out.extend_from_slice(&chunk[..room]);
+            return Ok((out.freeze(), true));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok((out.freeze(), false))
+}
+
+/// `n` bytes as "8 MiB", "64 KiB" or "100 bytes".
+fn human_bytes(n: usize) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} bytes"),
     }
 }
 

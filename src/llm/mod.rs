@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::config::{LlmConfig, ModelPricing, Secret};
+use crate::config::{LlmConfig, ModelPricing, Secret, redact_url};
+use crate::integrations::read_capped;
 use crate::telemetry::Metrics;
 use crate::tools::ToolDefinition;
 
@@ -40,6 +41,9 @@ pub use repair::{parse_lenient, tool_arguments};
 pub use retry::{backoff_delay, parse_retry_after};
 pub use text_calls::{TextCalls, extract_text_calls};
 pub use wire::request_body;
+
+/// The largest answer read from the endpoint; the rest of a larger one is never read.
+const MAX_RESPONSE_BYTES: usize = 8 * 1024 * 1024;
 
 /// One message of the conversation, in the roles the Chat Completions API knows.
 #[derive(Clone, Debug, PartialEq)]
@@ -170,7 +174,10 @@ pub struct LlmClient {
 
 struct Inner {
     http: reqwest::Client,
+    /// The chat completions URL without credentials or query, for errors and logs.
     url: String,
+    /// The URL requests go to (it may carry credentials).
+    endpoint: String,
     api_key: Option<Secret>,
     model: String,
     timeout: Duration,
@@ -186,7 +193,8 @@ impl LlmClient {
         let Some(base) = &config.base_url else {
             return Ok(None);
         };
-        let url = format!("{}/chat/completions", base.0.as_str().trim_end_matches('/'));
+        let endpoint = format!("{}/chat/completions", base.0.as_str().trim_end_matches('/'));
+        let url = redact_url(&url::Url::parse(&endpoint).unwrap_or_else(|_| base.0.clone()));
         let timeout = config.timeout.get();
         let mut builder = reqwest::Client::builder()
             .timeout(timeout)
@@ -205,6 +213,7 @@ impl LlmClient {
             inner: Arc::new(Inner {
                 http,
                 url,
+                endpoint,
                 api_key: config.api_key.clone(),
                 model: config.model.clone(),
                 timeout,
@@ -220,7 +229,7 @@ impl LlmClient {
         &self.inner.model
     }
 
-    /// The chat completions URL.
+    /// The chat completions URL, without credentials.
     pub fn url(&self) -> &str {
         &self.inner.url
     }
@@ -283,7 +292,7 @@ impl LlmClient {
     async fn attempt(&self, body: &Value) -> Result<wire::Parsed, (LlmError, Option<Duration>)> {
         let inner = &self.inner;
         let url = &inner.url;
-        let mut req = inner.http.post(url).json(body);
+        let mut req = inner.http.post(&inner.endpoint).json(body);
         if let Some(key) = &inner.api_key {
             req = req.bearer_auth(key.expose());
         }
@@ -294,7 +303,17 @@ impl LlmClient {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
-        let bytes = resp.bytes().await.map_err(|e| (self.transport(e), None))?;
+        let (bytes, too_large) = read_capped(resp, MAX_RESPONSE_BYTES)
+            .await
+            .map_err(|e| (self.transport(e), None))?;
+        if too_large && status.is_success() {
+            let reason = format!("the answer is larger than {MAX_RESPONSE_BYTES} bytes");
+            let err = LlmError::BadResponse {
+                url: url.clone(),
+                reason,
+            };
+            return Err((err, None));
+        }
         if !status.is_success() {
             let err = LlmError::Status {
                 url: url.clone(),
@@ -317,13 +336,14 @@ impl LlmClient {
 
     fn transport(&self, e: reqwest::Error) -> LlmError {
         let url = self.inner.url.clone();
+        let e = e.without_url();
         if e.is_timeout() {
             LlmError::Timeout {
                 url,
                 timeout: self.inner.timeout,
             }
         } else {
-            // The error text of reqwest names the URL without credentials; keep the chain.
+            // The URL is in the message already, without credentials; keep the chain.
             let mut reason = e.to_string();
             let mut source = std::error::Error::source(&e);
             while let Some(s) = source {

@@ -101,8 +101,10 @@ impl Notifier {
             return Ok(None);
         }
         crate::install_crypto_provider();
+        // A redirect would take the rendered finding somewhere the config never named.
         let http = reqwest::Client::builder()
             .user_agent(concat!("sre-agent/", env!("CARGO_PKG_VERSION")))
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(NotifyError::HttpClient)?;
         Ok(Some(Self {
@@ -164,7 +166,7 @@ impl Notifier {
         }
         for hook in &inner.config.notify.webhooks {
             payloads.push(Payload::Webhook(webhook::render(
-                hook.url.0.as_str(),
+                hook.url.expose().as_str(),
                 hook.format,
                 &subject,
             )));

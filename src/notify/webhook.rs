@@ -8,7 +8,8 @@ use serde::{Deserialize, Serialize};
 
 use super::NotifyError;
 use super::templates::Subject;
-use crate::config::WebhookFormat;
+use crate::config::{WebhookFormat, redact_secret_url};
+use crate::integrations::read_capped;
 use crate::text::truncate;
 
 /// A rendered webhook request, stored in the outbox.
@@ -98,11 +99,13 @@ pub async fn send(
     for (k, v) in &req.headers {
         builder = builder.header(k, v);
     }
+    // The URL of a Slack, Mattermost or ntfy hook is its credential: errors (logged and
+    // stored as the entry's last error) name only its scheme and host.
     let err = |status: Option<u16>, reason: String| {
         (
             status,
             NotifyError::Webhook {
-                url: req.url.clone(),
+                url: redact_secret_url(&req.url),
                 reason,
             },
         )
@@ -110,17 +113,31 @@ pub async fn send(
     let resp = builder
         .send()
         .await
-        .map_err(|e| err(None, format!("request failed: {e}")))?;
+        .map_err(|e| err(None, format!("request failed: {}", e.without_url())))?;
     let status = resp.status();
     if status.is_success() {
         return Ok(());
     }
-    let text = resp.text().await.unwrap_or_default();
+    if status.is_redirection() {
+        return Err(err(
+            Some(status.as_u16()),
+            format!("status {status}: redirects are not followed"),
+        ));
+    }
+    // Only an excerpt is shown; the rest of a large answer is never read.
+    let body = read_capped(resp, MAX_ERROR_BODY)
+        .await
+        .map(|(body, _)| body)
+        .unwrap_or_default();
+    let text = String::from_utf8_lossy(&body);
     Err(err(
         Some(status.as_u16()),
         format!("status {status}: {}", truncate(&text, 300)),
     ))
 }
+
+/// Bytes of an error answer read for its excerpt.
+const MAX_ERROR_BODY: usize = 4096;
 
 #[cfg(test)]
 mod tests {

@@ -1,6 +1,8 @@
 //! Declarative HTTP tools: each `[[tools.http]]` entry becomes a GET tool whose URL
 //! template is filled with URL-encoded arguments, optionally narrowed by a JSON path and
-//! capped at `max_bytes`.
+//! capped at `max_bytes` (the rest of the answer is never read). An argument fills exactly
+//! its placeholder: in the path it is one segment (`/` is encoded, `.` and `..` are refused),
+//! so whatever the model sends, the request stays on the template.
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -67,6 +69,24 @@ fn encode(s: &str) -> String {
     out
 }
 
+/// Refuses a path argument that is empty, `.` or `..`: URL parsing would drop or climb
+/// that segment (`/api/items/{id}/status` with `..` would become `/api/status`).
+fn check_path_arguments(
+    template: &str,
+    value: &dyn Fn(&str) -> Option<String>,
+) -> Result<(), ArgError> {
+    let path = template.split(['?', '#']).next().unwrap_or_default();
+    for p in placeholders(path) {
+        let v = value(&p).unwrap_or_default();
+        if matches!(v.as_str(), "" | "." | "..") {
+            return Err(ArgError::Invalid(format!(
+                "argument {p:?} = {v:?} is not allowed: it fills one path segment"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The template with every `{p}` replaced by `value(p)` URL-encoded; `None` if one is missing.
 fn fill(template: &str, value: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     let mut out = template.to_string();
@@ -119,14 +139,18 @@ impl Tool for HttpTool {
             Some(Value::String(s)) => Some(s.clone()),
             Some(other) => Some(other.to_string()),
         };
-        let Some(url) = fill(&self.template, &value) else {
-            let missing: Vec<String> = placeholders(&self.template)
-                .into_iter()
-                .filter(|p| value(p).is_none())
-                .collect();
+        let missing: Vec<String> = placeholders(&self.template)
+            .into_iter()
+            .filter(|p| value(p).is_none())
+            .collect();
+        if !missing.is_empty() {
             return Err(
                 ArgError::Invalid(format!("missing argument(s): {}", missing.join(", "))).into(),
             );
+        }
+        check_path_arguments(&self.template, &value)?;
+        let Some(url) = fill(&self.template, &value) else {
+            return Err(ArgError::Invalid("cannot fill the URL template".into()).into());
         };
         let parsed = Url::parse(&url)
             .map_err(|e| ArgError::Invalid(format!("bad URL after filling: {e}")))?;
@@ -134,9 +158,8 @@ impl Tool for HttpTool {
         if let Some(q) = parsed.query() {
             path = format!("{path}?{q}");
         }
-        let body = self.upstream.get_bytes(&path, &[]).await?;
-        let body = &body[..body.len().min(self.max_bytes)];
-        let truncated = body.len() == self.max_bytes;
+        let (body, truncated) = self.upstream.get_prefix(&path, &[], self.max_bytes).await?;
+        let body = &body[..];
         if let Some(jp) = &self.json_path {
             let v: Value = serde_json::from_slice(body).map_err(|e| {
                 ToolError::Answer(format!("answer is not JSON (json_path {jp:?}): {e}"))

@@ -19,5 +19,6 @@ mod report_backups;
 mod report_sources;
 mod retention;
 mod tools;
+mod trust;
 mod webhooks;
 mod webhooks_e2e;

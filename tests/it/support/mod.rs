@@ -9,6 +9,7 @@ pub mod fake_appliance;
 pub mod fake_kube;
 pub mod fake_llm;
 pub mod fake_upstreams;
+pub mod hostile;
 pub mod mail;
 pub mod receiver;
 pub mod report_external;
@@ -153,6 +154,8 @@ pub struct Daemon {
 impl Daemon {
     /// Starts `sre-agent serve --config FILE` in `dir` with `env`, and waits for /readyz.
     pub async fn start(dir: &Path, config_file: &Path, env: &[(&str, &str)]) -> Daemon {
+        // The test's own HTTP client needs the provider too (when this test runs alone).
+        sre_agent::install_crypto_provider();
         let text = std::fs::read_to_string(config_file).unwrap();
         let listen = text
             .lines()
