@@ -34,6 +34,11 @@ pub struct Finding {
     pub evidence: Vec<Evidence>,
     #[serde(default, deserialize_with = "texts")]
     pub next_steps: Vec<String>,
+    /// Key figures computed by the tools (how full, how fast, when full), taken from the
+    /// results of the calls behind the finding by sre-agent, never from the model
+    /// (`figures.rs`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<Evidence>,
 }
 
 impl Finding {
@@ -58,6 +63,8 @@ impl Finding {
             v = inner.clone();
         }
         let mut f: Finding = serde_json::from_value(v).ok()?;
+        // Figures come from tool output only, never from what the model wrote.
+        f.figures.clear();
         for field in [&mut f.summary, &mut f.probable_cause] {
             if is_placeholder(field) {
                 field.clear();
@@ -128,6 +135,7 @@ impl Finding {
                 "Read the evidence above and check the affected system by hand.".into(),
                 "If this happens often, try a larger model or a more specific question.".into(),
             ],
+            figures: Vec::new(),
         }
     }
 
@@ -149,6 +157,16 @@ impl Finding {
                 "\n## Probable cause\n\n{}\n",
                 self.probable_cause.trim()
             ));
+        }
+        if !self.figures.is_empty() {
+            md.push_str("\n## Key figures (computed from the tool results)\n\n");
+            for f in &self.figures {
+                md.push_str(&format!(
+                    "- {} (tool call: {})\n",
+                    f.claim,
+                    f.tool_call_ids.join(", ")
+                ));
+            }
         }
         if !self.evidence.is_empty() {
             md.push_str("\n## Evidence\n\n");

@@ -8,6 +8,7 @@ mod call_log;
 mod context;
 mod dispatcher;
 mod evidence;
+mod figures;
 mod finding;
 mod prompt;
 mod promql;

@@ -417,6 +417,7 @@ impl<'a> Session<'a> {
         for n in self.log.check_citations(&mut finding) {
             self.note(n);
         }
+        finding.figures = self.log.figures(&finding);
         self.inv.finding = Some(finding);
         self.inv.status = status;
         self.inv.clone()
@@ -427,7 +428,9 @@ impl<'a> Session<'a> {
         self.record(EventKind::Note {
             message: format!("inconclusive: {what_went_wrong}"),
         });
-        self.inv.finding = Some(self.log.inconclusive_finding(&what_went_wrong));
+        let mut finding = self.log.inconclusive_finding(&what_went_wrong);
+        finding.figures = self.log.figures(&finding);
+        self.inv.finding = Some(finding);
         self.inv.status = InvestigationStatus::Inconclusive;
         self.inv.clone()
     }

@@ -32,6 +32,7 @@ pub fn finding_text(inv: &Investigation) -> String {
     let mut parts = vec![f.summary.clone(), f.probable_cause.clone()];
     parts.extend(f.evidence.iter().map(|e| e.claim.clone()));
     parts.extend(f.next_steps.iter().cloned());
+    parts.extend(f.figures.iter().map(|e| e.claim.clone()));
     parts.join("\n")
 }
 

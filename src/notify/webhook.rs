@@ -166,6 +166,7 @@ mod tests {
             confidence: "high".into(),
             evidence: Vec::new(),
             next_steps: vec!["roll back".into()],
+            ..Default::default()
         });
         inv
     }
