@@ -17,13 +17,13 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::promql::{escape, expr_from_generator_url, identity_selector, metric_names, value_expr};
-use super::{Investigation, Trigger};
+use super::{Investigation, Trigger, topics};
 use crate::config::Config;
 use crate::integrations::{GrafanaClient, PrometheusClient, UpstreamError};
 use crate::tools::ToolRegistry;
 
 /// Most calls gathered before the first LLM call (each costs prompt tokens).
-const MAX_CALLS: usize = 4;
+const MAX_CALLS: usize = 5;
 /// How far back the range queries look.
 const LOOKBACK: &str = "24h";
 const QUERY: &str = "prometheus_query";
@@ -49,6 +49,8 @@ pub struct EvidencePlanner {
 struct AlertFacts {
     labels: BTreeMap<String, String>,
     generator_url: Option<String>,
+    /// Label values and annotations, for `topics`.
+    text: String,
 }
 
 impl EvidencePlanner {
@@ -68,21 +70,37 @@ impl EvidencePlanner {
         })
     }
 
-    /// The calls to run before the first LLM call of `inv`, only with tools `tools` has.
-    /// Failures to read rules or instances only mean less evidence.
+    /// The calls to run before the first LLM call of `inv`, only with tools `tools` has:
+    /// Prometheus evidence (the rule, the instances named) and the overview calls of the
+    /// other integrations the alert or question is about (`topics.rs`). Failures to read
+    /// rules or instances only mean less evidence.
     pub async fn plan(&self, inv: &Investigation, tools: &ToolRegistry) -> Vec<PlannedCall> {
-        if self.prometheus.is_none() || tools.get(QUERY).is_none() {
-            return Vec::new();
-        }
         let overview = tools.get(OVERVIEW).is_some();
-        let mut calls = match inv.trigger {
+        let prometheus = self.prometheus.is_some() && tools.get(QUERY).is_some();
+        let (mut calls, mut topic_calls) = match inv.trigger {
             Trigger::Alert => match inv.context.as_deref().and_then(alert_facts) {
-                Some(facts) => self.for_alert(&facts, overview).await,
-                None => Vec::new(),
+                Some(facts) => {
+                    let rule = match prometheus {
+                        true => self.for_alert(&facts, overview).await,
+                        false => Vec::new(),
+                    };
+                    (rule, topics::calls(&facts.text, &facts.labels, false))
+                }
+                None => (Vec::new(), Vec::new()),
             },
-            Trigger::Ask | Trigger::Schedule => self.for_question(&inv.prompt, overview).await,
+            Trigger::Ask | Trigger::Schedule => {
+                let named = match prometheus {
+                    true => self.for_question(&inv.prompt, overview).await,
+                    false => Vec::new(),
+                };
+                (named, topics::calls(&inv.prompt, &BTreeMap::new(), true))
+            }
         };
         calls.retain(|c| tools.get(c.name).is_some());
+        topic_calls.retain(|c| tools.get(c.name).is_some());
+        // Room for the two most specific overview calls.
+        calls.truncate(MAX_CALLS - topic_calls.len().min(2));
+        calls.extend(topic_calls);
         calls.truncate(MAX_CALLS);
         calls
     }
@@ -232,14 +250,31 @@ fn query_range(q: &str) -> PlannedCall {
 fn alert_facts(context: &str) -> Option<AlertFacts> {
     let v: Value = serde_json::from_str(context).ok()?;
     let alert = v.get("alerts")?.as_array()?.first()?;
-    let labels = alert
+    let labels: BTreeMap<String, String> = alert
         .get("labels")?
         .as_object()?
         .iter()
         .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
         .collect();
+    let annotations = alert
+        .get("annotations")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.values()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    let text = labels
+        .values()
+        .map(String::as_str)
+        .chain([annotations.as_str()])
+        .collect::<Vec<_>>()
+        .join(" ");
     Some(AlertFacts {
         labels,
+        text,
         generator_url: alert
             .get("generator_url")
             .and_then(Value::as_str)
@@ -291,6 +326,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             generator_url: None,
+            text: String::new(),
         };
         let calls = EvidencePlanner::default().for_alert(&facts, false).await;
         assert_eq!(

@@ -98,8 +98,8 @@ impl Finding {
         let with_data = gathered.iter().filter(|g| g.ok).count();
         let summary = match (gathered.len(), with_data) {
             (0, _) => format!(
-                "Inconclusive: {what_went_wrong}. No tool was called, so there is no evidence \
-                 to report."
+                "Inconclusive: {what_went_wrong}. No tool was called, so no data from your \
+                 systems supports an answer."
             ),
             (n, 0) => format!(
                 "Inconclusive: {what_went_wrong}. None of the {n} tool calls returned data; \
@@ -202,7 +202,8 @@ const GATHERED_EXCERPT_CHARS: usize = 300;
 fn is_placeholder(s: &str) -> bool {
     matches!(
         s.trim().trim_matches('.').to_lowercase().as_str(),
-        "" | "str" | "string" | "…" | "text"
+        // The last one is the system prompt's own example summary, copied by small models.
+        "" | "str" | "string" | "…" | "text" | "what is wrong, with the exact numbers"
     )
 }
 

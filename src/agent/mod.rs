@@ -14,6 +14,7 @@ mod prompt;
 mod promql;
 mod runner;
 pub mod store;
+mod topics;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -409,6 +409,14 @@ impl<'a> Session<'a> {
                 .push(ChatMessage::User(prompt::CALL_TOOLS_FIRST.into()));
             return None;
         }
+        if !self.tools.is_empty() && !self.log.records().iter().any(|r| r.ok) {
+            // A conclusion no tool result supports claims more than its evidence.
+            return Some(
+                self.inconclusive(
+                    "the model concluded without any tool result to support it".into(),
+                ),
+            );
+        }
         Some(self.finish(InvestigationStatus::Finished, finding))
     }
 

@@ -110,12 +110,13 @@ async fn a_wrong_scripted_answer_fails_with_the_reasons() {
         return;
     }
     // Alert-first evidence already calls Prometheus tools: a copy of the scenario requires
-    // one that only the model would call.
+    // one that only the model would call. (Not disk-filling: its key figures, computed by
+    // the tools, state how full and when full whatever the model writes.)
     let copy = tempfile::tempdir().unwrap();
-    let dir = copy.path().join("disk-filling");
+    let dir = copy.path().join("cert-expiring");
     let copied = std::process::Command::new("cp")
         .arg("-r")
-        .arg(shipped().join("disk-filling"))
+        .arg(shipped().join("cert-expiring"))
         .arg(&dir)
         .status()
         .unwrap();
@@ -130,7 +131,7 @@ async fn a_wrong_scripted_answer_fails_with_the_reasons() {
     let scenario = Scenario::load(&dir).unwrap();
     let turns: Vec<Value> = serde_json::from_str(
         r#"[{"tool_calls": [{"name": "loki_query", "arguments": {"query": "{job=\"x\"}"}}]},
-            {"finding": {"summary": "The disk on pve2 is fine; no data was found.",
+            {"finding": {"summary": "The certificate of photos.home.lan expires in five days.",
               "probable_cause": "none", "confidence": "low", "evidence": [], "next_steps": []}}]"#,
     )
     .unwrap();
@@ -138,8 +139,8 @@ async fn a_wrong_scripted_answer_fails_with_the_reasons() {
     assert!(!run.verdict.passed);
     let reasons = run.verdict.reasons.join("\n");
     for expected in [
-        "missing fact /pve1/",
-        "missing number: used percent",
+        r"missing fact /nas\.home\.lan/",
+        "missing number: days left",
         "forbidden claim",
         "no call of a tool /^grafana_alert_rules$/",
     ] {

@@ -49,10 +49,10 @@ async fn sre_agent_ask_without_a_daemon_runs_in_process_and_prints_the_finding()
 
 #[tokio::test]
 async fn sre_agent_ask_talks_to_a_running_daemon_and_prints_json_on_request() {
-    let fake = FakeLlm::start(vec![answer(
-        &finding_json("via daemon", "none"),
-        (10, 1, 0),
-    )])
+    let fake = FakeLlm::start(vec![
+        tool_calls(&[("call_1", "current_time", "{}")], (10, 1, 0)),
+        answer(&finding_json("via daemon", "call_1"), (10, 1, 0)),
+    ])
     .await;
     let dir = tempfile::tempdir().unwrap();
     let port = crate::support::free_port();

@@ -143,7 +143,11 @@ async fn alert_context_saying_ignore_previous_instructions_stays_inside_the_data
 
 #[tokio::test]
 async fn a_queued_investigation_survives_a_restart_and_runs_once() {
-    let fake = FakeLlm::start(vec![answer(&finding_json("resumed", "none"), (10, 1, 0))]).await;
+    let fake = FakeLlm::start(vec![
+        tool_calls(&[("call_1", "current_time", "{}")], (10, 1, 0)),
+        answer(&finding_json("resumed", "call_1"), (10, 1, 0)),
+    ])
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let config = test_config(dir.path(), &fake.config(""));
     let id = {
@@ -165,8 +169,7 @@ async fn a_queued_investigation_survives_a_restart_and_runs_once() {
     let inv = wait_final(&app, &id).await;
     assert_eq!(inv["status"], "finished");
     assert_eq!(inv["attempts"], 1);
-    // One run: the answer came before any tool call, so the loop asked once to call tools
-    // first (the fake answers the same again).
+    // One run: a tool call, then the answer.
     assert_eq!(fake.requests().len(), 2);
     app.stop().await;
 }

@@ -172,14 +172,15 @@ async fn investigations_list_newest_first_with_a_cursor_and_can_be_deleted() {
 async fn a_429_with_retry_after_is_retried_and_the_investigation_finishes() {
     let fake = FakeLlm::start(vec![
         error(429, "Rate limit reached", &[("retry-after", "1")]),
-        answer(&finding_json("ok after retry", "none"), (10, 5, 0)),
+        tool_calls(&[("call_1", "current_time", "{}")], (10, 5, 0)),
+        answer(&finding_json("ok after retry", "call_1"), (10, 5, 0)),
     ])
     .await;
     let app = spawn_app(&fake.config("")).await;
     let id = ask(&app, "retry please").await;
     let inv = wait_final(&app, &id).await;
     assert_eq!(inv["status"], "finished", "{inv:#}");
-    // The 429, the answer, and (no tool ran yet) the one request to call tools first.
+    // The 429, the tool call, and the answer.
     assert_eq!(fake.requests().len(), 3);
     let m = app.metrics().await;
     assert_eq!(
