@@ -314,6 +314,9 @@ async fn a_logql_query_with_no_lines_lists_the_stream_labels_and_values_that_exi
     );
 }
 
+/// A series' labels and its value at a time (`None`: no sample).
+type SeriesAt<'a> = (&'a str, &'a dyn Fn(i64) -> Option<f64>);
+
 /// A real Prometheus serving 8 hours ending at the returned end (Unix seconds, 1 hour
 /// ago, on the minute) at 1-minute samples: docker1 (node-exporter up, boot 3 days before
 /// the end; process-exporter on :9256 with ffmpeg 3.5, dockerd 0.1, sshd 0.01 and cron
@@ -331,7 +334,7 @@ fn start_figures_prometheus() -> Option<(crate::support::external::Service, i64)
     let end = now / 60 * 60 - 3600;
     let times = || (0..=480).map(move |m| end - (480 - m) * 60);
     let mut om = String::new();
-    let mut family = |name: &str, series: &[(&str, &dyn Fn(i64) -> Option<f64>)]| {
+    let mut family = |name: &str, series: &[SeriesAt]| {
         writeln!(om, "# TYPE {name} gauge").unwrap();
         for (labels, value) in series {
             for t in times() {
