@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
-pub use super::format::{Unit, format_number};
-use super::trend::{Measure, Sizes, describe, join_key, used_note};
+pub use super::format::{Unit, format_number, value_note};
+use super::trend::{Measure, Sizes, describe, is_steps, join_key, step_line, stopped, used_note};
 use crate::integrations::loki::LogStream;
 use crate::integrations::prometheus::{Labels, Sample, Series};
 use crate::text::truncate;
@@ -146,18 +146,21 @@ fn desc(v: f64) -> f64 {
 /// A range query as one line per series, most relevant (highest max, then last) first,
 /// each followed by its computed change and rate (see [`compact_matrix_with`]).
 pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
-    compact_matrix_with(series, unit, budget, Measure::Other, &Sizes::new())
+    compact_matrix_with(series, unit, budget, Measure::Other, &Sizes::new(), None)
 }
 
 /// [`compact_matrix`] for a query whose values are `measure`: a gauge moving toward a
 /// limit also gets the time until it gets there, and free bytes with a size in `sizes`
-/// (by [`join_key`]) the share used.
+/// (by [`join_key`]) the share used. A series moving in steps (`up`, a status code) gets
+/// its last change and how long the value has held instead of a rate; with `window`
+/// (range end and step, Unix seconds) a series whose points stop early says since when.
 pub fn compact_matrix_with(
     series: &[Series],
     unit: Unit,
     budget: usize,
     measure: Measure,
     sizes: &Sizes,
+    window: Option<(f64, f64)>,
 ) -> String {
     if series.is_empty() {
         return "no data: the query returned no series in this range".into();
@@ -172,20 +175,29 @@ pub fn compact_matrix_with(
     let f = |v| format_number(v, unit);
     let line = |i: usize| {
         let (st, s) = &rows[i];
+        let last_at = s.values.last().map_or(f64::NAN, |p| p.0);
         let mut line = format!(
-            "{} min={} avg={} max={} last={} trend={} ({} point{})",
+            "{} min={} avg={} max={} last={}{} trend={} ({} point{})",
             format_labels(&s.metric, &common),
             f(st.min),
             f(st.avg),
             f(st.max),
             f(st.last),
+            value_note(st.last, unit, last_at),
             st.trend,
             st.n,
             if st.n == 1 { "" } else { "s" }
         );
         // One entry with its computed line, so both fit or both are dropped.
         let size = sizes.get(&join_key(&s.metric)).copied();
-        if let Some(computed) = describe(&s.values, unit, measure, size) {
+        let computed = if measure == Measure::Other && is_steps(&s.values) {
+            let name = s.metric.get("__name__").map(String::as_str);
+            step_line(&s.values, unit, name)
+        } else {
+            describe(&s.values, unit, measure, size)
+        };
+        let gone = window.and_then(|(end, step)| stopped(&s.values, end, step));
+        for computed in computed.into_iter().chain(gone) {
             line.push('\n');
             line.push_str(&computed);
         }
@@ -204,17 +216,26 @@ pub fn compact_matrix_with(
 
 /// An instant vector, highest values first.
 pub fn compact_vector(samples: &[Sample], unit: Unit, budget: usize) -> String {
-    compact_vector_with(samples, unit, budget, Measure::Other, &Sizes::new())
+    compact_vector_with(
+        samples,
+        unit,
+        budget,
+        Measure::Other,
+        &Sizes::new(),
+        f64::NAN,
+    )
 }
 
 /// [`compact_vector`] for a query whose values are `measure`: shares and free bytes with
-/// a size in `sizes` also say how much is used.
+/// a size in `sizes` also say how much is used; timestamps their date and distance from
+/// `at` (the query time, Unix seconds), durations against `time()` their length in words.
 pub fn compact_vector_with(
     samples: &[Sample],
     unit: Unit,
     budget: usize,
     measure: Measure,
     sizes: &Sizes,
+    at: f64,
 ) -> String {
     if samples.is_empty() {
         return "no data: the query returned an empty vector".into();
@@ -227,9 +248,10 @@ pub fn compact_vector_with(
         .map(|s| {
             let size = sizes.get(&join_key(&s.metric)).copied();
             format!(
-                "{} {}{}",
+                "{} {}{}{}",
                 format_labels(&s.metric, &common),
                 format_number(s.value, unit),
+                value_note(s.value, unit, at),
                 used_note(s.value, measure, size)
             )
         })

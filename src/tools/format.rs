@@ -74,15 +74,37 @@ pub enum Unit {
     Plain,
     Seconds,
     Bytes,
+    /// Unix seconds (`probe_ssl_earliest_cert_expiry`, `node_boot_time_seconds`): the raw
+    /// value, with its date and how far from the query time (see [`value_note`]).
+    Timestamp,
+    /// Seconds computed against `time()` (`x - time()`, `time() - x`): the raw value with
+    /// the duration in words (see [`value_note`]).
+    Duration,
 }
+
+/// Words in a query that name a Unix timestamp.
+const TIMESTAMP_WORDS: [&str; 6] = [
+    "timestamp",
+    "_time_seconds",
+    "expiry",
+    "expire",
+    "last_success",
+    "boot_time",
+];
 
 impl Unit {
     /// Guesses the unit from metric names in a query (`_seconds`, `_bytes`); counters
     /// (`_total`, `_count`) and rates of them stay plain.
     pub fn guess(query: &str) -> Self {
         let q = query.to_ascii_lowercase();
+        let q: String = q.chars().filter(|c| !c.is_whitespace()).collect();
+        let computed = q.contains('/') || q.contains('*') || q.contains("rate(");
         if q.contains("_total") || q.contains("_count") || q.contains("count(") {
             Self::Plain
+        } else if q.contains("time()") && q.contains('-') && !computed {
+            Self::Duration
+        } else if TIMESTAMP_WORDS.iter().any(|w| q.contains(w)) && !computed {
+            Self::Timestamp
         } else if q.contains("_bytes") {
             Self::Bytes
         } else if q.contains("_seconds") && !q.contains("_timestamp_seconds") {
@@ -121,6 +143,8 @@ pub fn format_number(v: f64, unit: Unit) -> String {
     }
     let a = v.abs();
     match unit {
+        Unit::Timestamp | Unit::Duration if a >= 1.0 => format!("{v:.0}"),
+        Unit::Timestamp | Unit::Duration => sig3(v),
         Unit::Seconds if a != 0.0 && a < 1e-3 => format!("{}µs", sig3(v * 1e6)),
         Unit::Seconds if a != 0.0 && a < 1.0 => format!("{}ms", sig3(v * 1e3)),
         Unit::Seconds if a >= 86_400.0 => format!("{}d", sig3(v / 86_400.0)),
@@ -146,6 +170,48 @@ pub fn format_number(v: f64, unit: Unit) -> String {
     }
 }
 
+/// `47 min`, `5.5 h`, `5.0 days` (`-` before a negative one).
+pub fn human_span(secs: f64) -> String {
+    let sign = if secs < 0.0 { "-" } else { "" };
+    let a = secs.abs();
+    if a < 90.0 {
+        format!("{sign}{a:.0} s")
+    } else if a < 5400.0 {
+        format!("{sign}{:.0} min", a / 60.0)
+    } else if a < 86_400.0 {
+        format!("{sign}{:.1} h", a / 3600.0)
+    } else {
+        format!("{sign}{:.1} days", a / 86_400.0)
+    }
+}
+
+/// `2026-11-29 10:13 UTC` for Unix seconds.
+pub fn utc(secs: f64) -> String {
+    DateTime::<Utc>::from_timestamp(secs as i64, 0).map_or_else(
+        || "?".into(),
+        |t| t.format("%Y-%m-%d %H:%M UTC").to_string(),
+    )
+}
+
+/// What follows a value in its [`Unit`], computed so a model need not: for a timestamp
+/// its date and distance from `at` (Unix seconds, the query time)
+/// ` (2026-11-29 10:13 UTC, in 5.0 days)`, for a duration ` (5.0 days)`; else empty.
+pub fn value_note(v: f64, unit: Unit, at: f64) -> String {
+    match unit {
+        Unit::Timestamp if (1e9..5e9).contains(&v) => {
+            let d = v - at;
+            let rel = if d >= 0.0 {
+                format!("in {}", human_span(d))
+            } else {
+                format!("{} ago", human_span(-d))
+            };
+            format!(" ({}, {rel})", utc(v))
+        }
+        Unit::Duration if v.is_finite() => format!(" ({})", human_span(v)),
+        _ => String::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -158,5 +224,52 @@ mod tests {
         assert_eq!(human_age(2 * 86400 + 3 * 3600), "2d3h");
         assert_eq!(percent(Some(1), Some(4)), "25.0%");
         assert_eq!(percent(Some(1), None), "?");
+    }
+
+    #[test]
+    fn timestamps_and_durations_against_time_say_when_and_how_long() {
+        for q in [
+            "probe_ssl_earliest_cert_expiry",
+            "node_boot_time_seconds{instance=\"a\"}",
+            "backup_last_success_timestamp_seconds",
+            "timestamp(up)",
+        ] {
+            assert_eq!(Unit::guess(q), Unit::Timestamp, "{q}");
+        }
+        for q in [
+            "probe_ssl_earliest_cert_expiry - time()",
+            "time() - node_boot_time_seconds",
+            "time() - x_last_success_timestamp_seconds",
+        ] {
+            assert_eq!(Unit::guess(q), Unit::Duration, "{q}");
+        }
+        assert_eq!(Unit::guess("(x_expiry - time()) / 86400"), Unit::Plain);
+        assert_eq!(Unit::guess("rate(node_cpu_seconds_total[5m])"), Unit::Plain);
+        assert_eq!(Unit::guess("probe_duration_seconds"), Unit::Seconds);
+
+        let at = 1_795_568_000.0; // 2026-11-25 00:53 UTC
+        let v = at + 5.0 * 86_400.0;
+        assert_eq!(
+            format!(
+                "{}{}",
+                format_number(v, Unit::Timestamp),
+                value_note(v, Unit::Timestamp, at)
+            ),
+            "1796000000 (2026-11-30 00:53 UTC, in 5.0 days)"
+        );
+        assert_eq!(
+            value_note(at - 3.0 * 3600.0, Unit::Timestamp, at),
+            " (2026-11-24 21:53 UTC, 3.0 h ago)"
+        );
+        assert_eq!(value_note(42.0, Unit::Timestamp, at), "");
+        assert_eq!(
+            format!(
+                "{}{}",
+                format_number(432_000.0, Unit::Duration),
+                value_note(432_000.0, Unit::Duration, at)
+            ),
+            "432000 (5.0 days)"
+        );
+        assert_eq!(value_note(-2820.0, Unit::Duration, at), " (-47 min)");
     }
 }

@@ -1,7 +1,8 @@
 //! `prometheus_instance_overview`: the common questions about one host answered without
 //! PromQL, for models that write it badly: is it up, how busy is its CPU, how full is its
 //! memory, and for each filesystem how full it is, how fast it fills and when it is full.
-//! Node-exporter metric names; what a host does not export is said, not guessed.
+//! Node-exporter metric names; what a host does not export is said, not guessed. When
+//! process-exporter runs on the same host, its top 3 process groups by CPU.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +66,46 @@ impl PrometheusInstanceOverview {
             text.push_str(&format!(" (did you mean {:?}?)", ranked[0]));
         }
         Ok(Err(text))
+    }
+}
+
+impl PrometheusInstanceOverview {
+    /// `top processes by CPU: ffmpeg 3.5 cores, dockerd 0.1 cores`: the 3 process-exporter
+    /// groups using the most CPU over the 10 minutes before `at` (Unix seconds; now when
+    /// NaN) on the hosts of `instances` (any port: `docker1:9256` for `docker1:9100`).
+    /// `None` when the host has no process-exporter metrics or the lookup fails.
+    async fn top_processes(&self, instances: &[String], at: f64) -> Option<String> {
+        let hosts = alternatives(
+            instances
+                .iter()
+                .map(|i| i.rsplit_once(':').map_or(i.as_str(), |(h, _)| h)),
+        );
+        let q = format!(
+            "topk(3, sum by (groupname) (rate(namedprocess_namegroup_cpu_seconds_total{{instance=~\"({hosts})(:[0-9]+)?\"}}[10m])))"
+        );
+        let at = DateTime::from_timestamp(at as i64, 0).filter(|_| at.is_finite());
+        let mut top = match self.client.query_vector(&q, at).await {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::debug!(error = %e, "no process-exporter metrics");
+                return None;
+            }
+        };
+        if top.is_empty() {
+            return None;
+        }
+        top.sort_by(|a, b| b.value.total_cmp(&a.value));
+        let groups: Vec<String> = top
+            .iter()
+            .map(|s| {
+                format!(
+                    "{} {} cores",
+                    s.metric.get("groupname").map_or("?", String::as_str),
+                    format_number(s.value, Unit::Plain)
+                )
+            })
+            .collect();
+        Some(format!("top processes by CPU: {}", groups.join(", ")))
     }
 }
 
@@ -188,6 +229,11 @@ impl Tool for PrometheusInstanceOverview {
             let text = describe(&s.values, Unit::Bytes, Measure::FreeBytes, size)
                 .unwrap_or_else(|| format!("{} free, unchanged", format_number(last, Unit::Bytes)));
             out.push_str(&format!("\nfilesystem {mount}: {}", text.trim_start()));
+        }
+        // Like the CPU line: the points run on for the 5-minute lookback after the data.
+        if let Some(line) = self.top_processes(&instances, newest - 300.0).await {
+            out.push('\n');
+            out.push_str(&line);
         }
         if fs.len() > MAX_FILESYSTEMS {
             out.push_str(&format!(

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use super::args::{ArgError, arg, parse_duration, parse_time, required};
 use super::compact::{
     Unit, compact_matrix, compact_matrix_with, compact_vector_with, fit_lines, format_labels,
+    value_note,
 };
 use super::format::{age, humanize, summary};
 use super::no_data::PromNoData;
@@ -155,16 +156,19 @@ impl Tool for PrometheusQuery {
                     Sizes::new()
                 };
                 let unit = measure.unit().unwrap_or(unit);
-                compact_vector_with(&v, unit, self.budget, measure, &sizes)
+                let at = at.timestamp() as f64;
+                compact_vector_with(&v, unit, self.budget, measure, &sizes, at)
             }
             QueryResult::Matrix(m) if m.is_empty() => {
                 let text = self.hints.explain(query, at, at).await;
                 truncate(&text, self.budget)
             }
             QueryResult::Matrix(m) => compact_matrix(&m, unit, self.budget),
-            QueryResult::Scalar { value, .. } => {
-                format!("scalar {}", super::compact::format_number(value, unit))
-            }
+            QueryResult::Scalar { value, .. } => format!(
+                "scalar {}{}",
+                super::compact::format_number(value, unit),
+                value_note(value, unit, at.timestamp() as f64)
+            ),
             QueryResult::String { value, .. } => truncate(&value, self.budget),
         })
     }
@@ -251,7 +255,8 @@ impl Tool for PrometheusQueryRange {
             Sizes::new()
         };
         let unit = measure.unit().unwrap_or_else(|| Unit::guess(query));
-        Ok(header + &compact_matrix_with(&series, unit, budget, measure, &sizes))
+        let window = Some((end.timestamp() as f64, step.as_secs_f64()));
+        Ok(header + &compact_matrix_with(&series, unit, budget, measure, &sizes, window))
     }
 }
 

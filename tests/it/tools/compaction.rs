@@ -164,7 +164,14 @@ fn computed_lines_travel_with_their_series_and_the_budget_still_holds() {
         .map(|s| (join_key(&s.metric), 1024.0 * gib))
         .collect();
     for budget in [0, 50, 300, 700, 2000, 20_000] {
-        let out = compact_matrix_with(&series, Unit::Bytes, budget, Measure::FreeBytes, &sizes);
+        let out = compact_matrix_with(
+            &series,
+            Unit::Bytes,
+            budget,
+            Measure::FreeBytes,
+            &sizes,
+            None,
+        );
         assert!(out.chars().count() <= budget, "{budget}: {out}");
         let lines: Vec<&str> = out.lines().collect();
         let shown = lines.iter().filter(|l| l.starts_with("{instance=")).count();
