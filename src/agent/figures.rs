@@ -1,13 +1,33 @@
-//! Key figures: the numbers the tools computed (how full, how fast, when full) taken from
-//! the results of the calls behind a finding, so the finding states them even when a small
-//! model paraphrases them away. They come from tool output only (never from the model),
-//! each with the call it comes from, and are shown apart from the model's own claims.
+//! Key figures: the numbers the tools computed (how full, how fast, when full, since when)
+//! taken from the results of the calls behind a finding, and the lines of the alert-first
+//! evidence that state a problem (a pod OOMKilled, a disk FAULTED, a task failed), so the
+//! finding states them even when a small model paraphrases them away. They come from tool
+//! output only (never from the model), each with the call it comes from, and are shown
+//! apart from the model's own claims.
 
 use super::Evidence;
 use super::call_log::CallRecord;
 
 /// Most figures a finding carries.
-const MAX_FIGURES: usize = 3;
+const MAX_FIGURES: usize = 4;
+/// Words of a state worth a person's attention in an overview tool's line (a pod's last
+/// termination, a faulted disk, a failed task, a stopped guest).
+const PROBLEM_WORDS: &[&str] = &[
+    "OOMKilled",
+    "exit code",
+    "exit=",
+    "reason=Error",
+    "FAULTED",
+    "DEGRADED",
+    "UNAVAIL",
+    "REMOVED",
+    "failed",
+    "FAILED",
+    "error:",
+    "stopped",
+];
+/// Longest problem line kept.
+const MAX_LINE_CHARS: usize = 160;
 
 /// The figures in `records` (alert-first evidence and the calls the finding cites), in
 /// call order, without repeats.
@@ -17,7 +37,11 @@ pub fn figures(records: &[CallRecord], cited: &[String]) -> Vec<Evidence> {
         r.ok && r.repeat_of.is_none() && (r.id.starts_with("evidence_") || cited.contains(&r.id))
     });
     for r in relevant {
-        for claim in figure_lines(&r.output) {
+        let mut claims = figure_lines(&r.output);
+        if r.id.starts_with("evidence_") {
+            claims.extend(problem_lines(&r.output));
+        }
+        for claim in claims {
             if out.len() == MAX_FIGURES {
                 return out;
             }
@@ -40,10 +64,19 @@ fn figure_lines(output: &str) -> Vec<String> {
     let mut lines = Vec::new();
     let mut about = String::new();
     for line in output.lines() {
+        if !line.starts_with(' ') && !line.contains("linear fit") {
+            about = identity(line);
+            continue;
+        }
+        if let Some(step) = step_line(line) {
+            lines.push(if about.is_empty() {
+                step.to_string()
+            } else {
+                format!("{about}: {step}")
+            });
+            continue;
+        }
         if !line.contains("linear fit") {
-            if !line.starts_with(' ') {
-                about = identity(line);
-            }
             continue;
         }
         let (label, rest) = match line.trim().split_once(": ") {
@@ -80,6 +113,25 @@ fn figure_lines(output: &str) -> Vec<String> {
         });
     }
     lines
+}
+
+/// Lines of an overview tool's output that state a problem (`PROBLEM_WORDS`).
+fn problem_lines(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.contains("linear fit") && PROBLEM_WORDS.iter().any(|w| l.contains(w)))
+        .map(|l| crate::text::truncate(l, MAX_LINE_CHARS))
+        .collect()
+}
+
+/// A step-change line of `tools::trend` ("1 → 0 at …, down since 00:25 UTC (48 min)",
+/// "200 → 502 at …, 502 for the last 30 min", "no samples since 00:29 UTC (…)").
+fn step_line(line: &str) -> Option<&str> {
+    let t = line.trim();
+    let step = t.contains(" → ")
+        && (t.contains("down since") || t.contains("up since") || t.contains(" for the last "));
+    (step || t.starts_with("no samples since")).then_some(t)
 }
 
 /// `pve1:9100 /var/lib/vz` from a series line `name{…instance="pve1:9100",…mountpoint=
@@ -137,6 +189,28 @@ mod tests {
             figs[0].claim,
             "filesystem /var/lib/vz: used 94.1 %; falling 48.8 GiB/day; full in ~1.2 days (2026-11-25 05:32 UTC)"
         );
+    }
+
+    #[test]
+    fn a_step_change_says_since_when_for_its_series() {
+        let out = "{instance=\"pve2:9100\",job=\"node\"} min=0 max=1 last=0 trend=falling (181 points)\n  1 → 0 at 2026-11-24 00:25 UTC, down since 00:25 UTC (48 min)";
+        let figs = figures(&[record("evidence_1", out)], &[]);
+        assert_eq!(
+            figs[0].claim,
+            "pve2:9100: 1 → 0 at 2026-11-24 00:25 UTC, down since 00:25 UTC (48 min)"
+        );
+    }
+
+    #[test]
+    fn problem_lines_of_evidence_are_kept_and_those_of_the_models_calls_are_not() {
+        let out = "tank: DEGRADED, 2 vdevs\n  sdb: FAULTED (too many errors)\n  sdc: ONLINE";
+        let figs = figures(&[record("evidence_1", out)], &[]);
+        let claims: Vec<&str> = figs.iter().map(|f| f.claim.as_str()).collect();
+        assert_eq!(
+            claims,
+            vec!["tank: DEGRADED, 2 vdevs", "sdb: FAULTED (too many errors)"]
+        );
+        assert!(figures(&[record("call_1", out)], &["call_1".into()]).is_empty());
     }
 
     #[test]

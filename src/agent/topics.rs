@@ -39,6 +39,13 @@ pub fn calls(text: &str, labels: &BTreeMap<String, String>, question: bool) -> V
             json!({"namespace": ns, "name": pod}),
         )),
         (Some(ns), None) => {
+            // "the worker pod": k8s_describe_pod resolves a workload's name to its pod.
+            if let Some(pod) = word_before(&words, "pod").filter(|p| p != ns) {
+                out.push(call(
+                    "k8s_describe_pod",
+                    json!({"namespace": ns, "name": pod}),
+                ));
+            }
             out.push(call("k8s_list_pods", json!({"namespace": ns})));
             out.push(call(
                 "k8s_events",
@@ -128,9 +135,18 @@ pub fn calls(text: &str, labels: &BTreeMap<String, String>, question: bool) -> V
 }
 
 /// The word before or after `anchor` ("the media namespace", "namespace media").
+/// The word right before `anchor` ("the worker pod" → worker), unless a filler word.
+fn word_before(words: &[&str], anchor: &str) -> Option<String> {
+    let i = words.iter().position(|w| *w == anchor)?;
+    let w = words.get(i.checked_sub(1)?)?;
+    (!FILLERS.contains(w)).then(|| w.to_string())
+}
+
+const FILLERS: [&str; 8] = ["the", "a", "in", "of", "my", "our", "this", "that"];
+
 fn word_next_to(words: &[&str], anchor: &str) -> Option<String> {
     let i = words.iter().position(|w| *w == anchor)?;
-    let skip = ["the", "a", "in", "of", "my", "our", "this", "that"];
+    let skip = FILLERS;
     let before = i
         .checked_sub(1)
         .map(|j| words[j])
@@ -155,7 +171,7 @@ mod tests {
     }
 
     #[test]
-    fn a_question_about_a_namespace_lists_its_pods_and_warning_events() {
+    fn a_question_about_a_pod_in_a_namespace_describes_it_and_lists_pods_and_warnings() {
         let calls = calls(
             "Why does the worker pod in the media namespace keep restarting?",
             &BTreeMap::new(),
@@ -164,6 +180,7 @@ mod tests {
         assert_eq!(
             names(&calls),
             vec![
+                r#"k8s_describe_pod {"name":"worker","namespace":"media"}"#,
                 r#"k8s_list_pods {"namespace":"media"}"#,
                 r#"k8s_events {"namespace":"media","warnings_only":true}"#
             ]

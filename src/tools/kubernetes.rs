@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use super::args::{arg_bool, arg_i64, arg_str};
 use super::k8s_format::{compact_logs, node_report, pod_line, workload_lines};
 use super::{Tool, ToolError};
-use crate::integrations::kubernetes::{KubeClient, event_time};
+use crate::integrations::kubernetes::{KubeClient, KubeError, event_time};
 
 /// Which Kubernetes tool.
 #[derive(Clone, Copy, Debug)]
@@ -120,14 +120,20 @@ impl Tool for K8sTool {
             }
             K8sKind::DescribePod => {
                 let ns = ns.unwrap_or_default();
-                let name = arg_str(&args, "name").unwrap_or_default();
-                let pod = c.pod(&ns, &name).await?;
+                let asked = arg_str(&args, "name").unwrap_or_default();
+                let (name, pod) = resolve_pod(c, &ns, &asked).await?;
                 let events = c.events_for(&ns, "Pod", &name).await?;
-                describe_pod(&pod, &events)
+                let text = describe_pod(&pod, &events);
+                if name == asked {
+                    text
+                } else {
+                    format!("(pod {asked:?} is {name})\n{text}")
+                }
             }
             K8sKind::PodLogs => {
                 let ns = ns.unwrap_or_default();
-                let name = arg_str(&args, "name").unwrap_or_default();
+                let asked = arg_str(&args, "name").unwrap_or_default();
+                let (name, _) = resolve_pod(c, &ns, &asked).await?;
                 let tail = arg_i64(&args, "tail").unwrap_or(200).clamp(1, 2000);
                 let logs = c
                     .logs(
@@ -157,6 +163,48 @@ impl Tool for K8sTool {
             }
         };
         Ok(text)
+    }
+}
+
+/// The pod `name` in `ns`, or, when there is none, the one pod whose name starts with
+/// `name-` (a model often gives the workload's name: "worker" for "worker-5d8c7b9f6-qz4lm").
+async fn resolve_pod(c: &KubeClient, ns: &str, name: &str) -> Result<(String, Pod), ToolError> {
+    match c.pod(ns, name).await {
+        Ok(pod) => Ok((name.to_string(), pod)),
+        Err(KubeError::Api { code: 404, .. }) if !name.is_empty() => {
+            let prefix = format!("{name}-");
+            let mut found: Vec<Pod> = c
+                .pods(Some(ns), None)
+                .await?
+                .into_iter()
+                .filter(|p| {
+                    p.metadata
+                        .name
+                        .as_deref()
+                        .is_some_and(|n| n.starts_with(&prefix))
+                })
+                .collect();
+            match found.len() {
+                1 => {
+                    let pod = found.remove(0);
+                    Ok((pod.metadata.name.clone().unwrap_or_default(), pod))
+                }
+                0 => Err(ToolError::Answer(format!(
+                    "no pod {name:?} (nor one named {name}-…) in namespace {ns:?}; list them with k8s_list_pods"
+                ))),
+                _ => {
+                    let names: Vec<String> = found
+                        .iter()
+                        .filter_map(|p| p.metadata.name.clone())
+                        .collect();
+                    Err(ToolError::Answer(format!(
+                        "{name:?} matches several pods in {ns:?}: {}; give the full name",
+                        names.join(", ")
+                    )))
+                }
+            }
+        }
+        Err(e) => Err(e.into()),
     }
 }
 
