@@ -24,8 +24,10 @@ use crate::tools::ToolRegistry;
 
 /// Most calls gathered before the first LLM call (each costs prompt tokens).
 const MAX_CALLS: usize = 5;
-/// How far back the range queries look.
-const LOOKBACK: &str = "24h";
+/// How far back the range queries look: a day for filesystems (a fill rate needs it), six
+/// hours for the rest (a finer step, so "since when" is exact to two minutes).
+const FILESYSTEM_LOOKBACK: &str = "24h";
+const LOOKBACK: &str = "6h";
 const QUERY: &str = "prometheus_query";
 const QUERY_RANGE: &str = "prometheus_query_range";
 const OVERVIEW: &str = crate::tools::overview::PrometheusInstanceOverview::NAME;
@@ -116,7 +118,7 @@ impl EvidencePlanner {
         let mut calls = vec![query(&value_expr(&expr))];
         let metrics = metric_names(&expr);
         if let Some(fs) = filesystem_ratio(&metrics, &selector) {
-            calls.push(query_range(&fs));
+            calls.push(query_range_over(&fs, FILESYSTEM_LOOKBACK));
         }
         calls.extend(
             metrics
@@ -209,7 +211,7 @@ fn instance_calls(instance: &str, path: Option<&str>, overview: bool) -> Vec<Pla
     match path {
         Some(p) => {
             let sel = format!("{{instance=\"{instance}\",mountpoint=\"{}\"}}", escape(p));
-            calls.push(query_range(&used_ratio(&sel)));
+            calls.push(query_range_over(&used_ratio(&sel), FILESYSTEM_LOOKBACK));
         }
         None if !overview => {
             let sel = format!("{{instance=\"{instance}\",fstype!~\"tmpfs|overlay|squashfs\"}}");
@@ -240,9 +242,13 @@ fn query(q: &str) -> PlannedCall {
 }
 
 fn query_range(q: &str) -> PlannedCall {
+    query_range_over(q, LOOKBACK)
+}
+
+fn query_range_over(q: &str, lookback: &str) -> PlannedCall {
     PlannedCall {
         name: QUERY_RANGE,
-        arguments: json!({ "query": q, "start": LOOKBACK }),
+        arguments: json!({ "query": q, "start": lookback }),
     }
 }
 

@@ -25,9 +25,10 @@ const PROBLEM_WORDS: &[&str] = &[
     "FAILED",
     "error:",
     "stopped",
+    "limits[",
 ];
 /// Longest problem line kept.
-const MAX_LINE_CHARS: usize = 160;
+const MAX_LINE_CHARS: usize = 300;
 
 /// The figures in `records` (alert-first evidence and the calls the finding cites), in
 /// call order, without repeats.

@@ -45,6 +45,19 @@ pub fn calls(text: &str, labels: &BTreeMap<String, String>, question: bool) -> V
                     "k8s_describe_pod",
                     json!({"namespace": ns, "name": pod}),
                 ));
+                if has(&[
+                    "restart",
+                    "restarting",
+                    "restarts",
+                    "crash",
+                    "crashing",
+                    "crashloop",
+                ]) {
+                    out.push(call(
+                        "k8s_pod_logs",
+                        json!({"namespace": ns, "name": pod, "previous": true, "tail": 30}),
+                    ));
+                }
             }
             out.push(call("k8s_list_pods", json!({"namespace": ns})));
             out.push(call(
@@ -123,6 +136,27 @@ pub fn calls(text: &str, labels: &BTreeMap<String, String>, question: bool) -> V
     if has(&log_words) || labels.get("job").is_some_and(|j| j == "blackbox") {
         out.push(call("loki_error_summary", json!({"since": "1h"})));
     }
+    if question {
+        // A quantity the question asks about: which metrics exist for it (none is an answer).
+        let quantities: [(&[&str], &str); 4] = [
+            (
+                &["temperature", "temperatures", "temp", "hot", "heat"],
+                "temp",
+            ),
+            (&["humidity"], "humid"),
+            (
+                &["power", "watts", "watt", "consumption", "ups"],
+                "power|watt|ups",
+            ),
+            (
+                &["bandwidth", "traffic", "throughput"],
+                "network|receive|transmit",
+            ),
+        ];
+        if let Some((_, pattern)) = quantities.iter().find(|(w, _)| has(w)) {
+            out.push(call("prometheus_metric_names", json!({ "match": pattern })));
+        }
+    }
     if question
         && has(&[
             "wrong", "healthy", "health", "problem", "problems", "issue", "issues", "status",
@@ -181,6 +215,7 @@ mod tests {
             names(&calls),
             vec![
                 r#"k8s_describe_pod {"name":"worker","namespace":"media"}"#,
+                r#"k8s_pod_logs {"name":"worker","namespace":"media","previous":true,"tail":30}"#,
                 r#"k8s_list_pods {"namespace":"media"}"#,
                 r#"k8s_events {"namespace":"media","warnings_only":true}"#
             ]
@@ -218,5 +253,14 @@ mod tests {
         );
         assert_eq!(c[0].name, "prometheus_alerts");
         assert!(calls("What is the weather?", &BTreeMap::new(), true).is_empty());
+        let c = calls(
+            "What was the temperature in the server room last Tuesday?",
+            &BTreeMap::new(),
+            true,
+        );
+        assert_eq!(
+            names(&c),
+            vec![r#"prometheus_metric_names {"match":"temp"}"#]
+        );
     }
 }

@@ -47,6 +47,10 @@ impl PrometheusInstanceOverview {
             .client
             .label_values_between("instance", &[], start, end)
             .await?;
+        if all.iter().any(|v| v == wanted) {
+            // The exact instance (docker1:9100), not every exporter on its host.
+            return Ok(Ok(vec![wanted.to_string()]));
+        }
         let host = |v: &str| v.rsplit_once(':').map_or(v, |(h, _)| h).to_string();
         let matched: Vec<String> = all
             .iter()
