@@ -110,6 +110,13 @@ impl EvidencePlanner {
     async fn for_alert(&self, facts: &AlertFacts, overview: bool) -> Vec<PlannedCall> {
         let Some(expr) = self.rule_expr(facts).await else {
             return match facts.labels.get("instance") {
+                // A probed endpoint: every series of its probe (status code, timings, TLS).
+                Some(instance)
+                    if instance.contains("://")
+                        || facts.labels.get("job").is_some_and(|j| j == "blackbox") =>
+                {
+                    vec![query(&format!("{{instance=\"{}\"}}", escape(instance)))]
+                }
                 Some(instance) => instance_calls(instance, None, overview),
                 None => Vec::new(),
             };

@@ -26,6 +26,7 @@ const PROBLEM_WORDS: &[&str] = &[
     "error:",
     "stopped",
     "limits[",
+    "top processes by CPU",
 ];
 /// Longest problem line kept.
 const MAX_LINE_CHARS: usize = 300;

@@ -70,13 +70,18 @@ pub fn value_expr(expr: &str) -> String {
     strip_threshold(first).to_string()
 }
 
-/// `x < 10` → `x` (also `>`, `>=`, `<=`, `==`, `!=`, with `bool`); anything else unchanged.
+/// `x < 10` → `x` (also `>`, `>=`, `<=`, `==`, `!=`, with `bool`, and a constant
+/// expression such as `14 * 86400`); anything else unchanged.
 fn strip_threshold(expr: &str) -> &str {
     let trimmed = expr.trim_end();
-    let number_start = trimmed
-        .rfind(|c: char| !(c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '+' | '-')))
-        .map_or(0, |i| i + 1);
-    if number_start == trimmed.len() || trimmed[number_start..].parse::<f64>().is_err() {
+    let constant = |c: char| {
+        c.is_ascii_digit()
+            || c.is_whitespace()
+            || matches!(c, '.' | 'e' | 'E' | '+' | '-' | '*' | '/' | '(' | ')')
+    };
+    let number_start = trimmed.rfind(|c: char| !constant(c)).map_or(0, |i| i + 1);
+    let tail = trimmed[number_start..].trim();
+    if tail.is_empty() || !tail.chars().any(|c| c.is_ascii_digit()) {
         return expr;
     }
     let mut head = trimmed[..number_start].trim_end();
@@ -154,6 +159,10 @@ mod tests {
             "(a{x=\"and \"} / b)"
         );
         assert_eq!(value_expr("up == 0"), "up");
+        assert_eq!(
+            value_expr("probe_ssl_earliest_cert_expiry - time() < 14 * 86400"),
+            "probe_ssl_earliest_cert_expiry - time()"
+        );
         assert_eq!(value_expr("rate(x[5m]) > bool 1e3"), "rate(x[5m])");
         assert_eq!(value_expr("absent(up{job=\"x\"})"), "absent(up{job=\"x\"})");
     }

@@ -30,6 +30,56 @@ pub struct TruenasPool {
     pub free: Option<u64>,
     #[serde(default)]
     pub scan: Option<TruenasScan>,
+    /// The vdev tree (`data`, `log`, `cache`, `spare`, … each a list of vdevs with
+    /// `children`), kept as sent: its shape differs between TrueNAS versions.
+    #[serde(default)]
+    pub topology: Option<serde_json::Value>,
+}
+
+impl TruenasPool {
+    /// The devices of the pool that are not ONLINE, as `(disk, status, read, write,
+    /// checksum errors)`.
+    pub fn unhealthy_devices(&self) -> Vec<(String, String, u64, u64, u64)> {
+        fn walk(v: &serde_json::Value, out: &mut Vec<(String, String, u64, u64, u64)>) {
+            match v {
+                serde_json::Value::Array(items) => items.iter().for_each(|i| walk(i, out)),
+                serde_json::Value::Object(m) => {
+                    let status = m.get("status").and_then(|s| s.as_str()).unwrap_or("");
+                    let is_disk = m.get("type").and_then(|t| t.as_str()) == Some("DISK");
+                    if is_disk && !status.is_empty() && status != "ONLINE" {
+                        let stat = |k: &str| {
+                            m.get("stats")
+                                .and_then(|s| s.get(k))
+                                .and_then(|n| n.as_u64())
+                                .unwrap_or(0)
+                        };
+                        let name = ["disk", "device", "name", "path"]
+                            .iter()
+                            .find_map(|k| m.get(*k).and_then(|d| d.as_str()))
+                            .unwrap_or("?");
+                        out.push((
+                            name.to_string(),
+                            status.to_string(),
+                            stat("read_errors"),
+                            stat("write_errors"),
+                            stat("checksum_errors"),
+                        ));
+                    }
+                    for (k, child) in m {
+                        if k != "stats" {
+                            walk(child, out);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        if let Some(t) = &self.topology {
+            walk(t, &mut out);
+        }
+        out
+    }
 }
 
 /// The last scrub or resilver of a pool.
@@ -166,5 +216,27 @@ impl TruenasClient {
         self.upstream
             .post_json("disk/temperatures", &serde_json::json!({"names": []}))
             .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::TruenasPool;
+
+    #[test]
+    fn the_devices_of_a_degraded_pool_that_are_not_online_are_named_with_their_errors() {
+        let pool: TruenasPool = serde_json::from_value(serde_json::json!({
+            "name": "tank", "status": "DEGRADED",
+            "topology": {"data": [{"type": "MIRROR", "status": "DEGRADED", "children": [
+                {"type": "DISK", "disk": "sda", "status": "ONLINE", "stats": {"read_errors": 0}},
+                {"type": "DISK", "disk": "sdb", "status": "FAULTED",
+                 "stats": {"read_errors": 23, "write_errors": 0, "checksum_errors": 11}}
+            ]}], "log": [], "spare": []}
+        }))
+        .unwrap();
+        assert_eq!(
+            pool.unhealthy_devices(),
+            vec![("sdb".into(), "FAULTED".into(), 23, 0, 11)]
+        );
     }
 }

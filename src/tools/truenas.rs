@@ -87,6 +87,11 @@ impl Tool for TruenasTool {
                             ))
                             .unwrap_or_default(),
                     ));
+                    for (disk, status, read, write, checksum) in p.unhealthy_devices() {
+                        out.push(format!(
+                            "  device {disk}: {status} ({read} read, {write} write, {checksum} checksum errors)"
+                        ));
+                    }
                 }
             }
             TruenasKind::Alerts => {
