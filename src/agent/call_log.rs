@@ -154,16 +154,6 @@ impl CallLog {
         notes
     }
 
-    /// The key figures of the calls behind `finding`: alert-first evidence and what it cites.
-    pub fn figures(&self, finding: &Finding) -> Vec<super::Evidence> {
-        let cited: Vec<String> = finding
-            .evidence
-            .iter()
-            .flat_map(|e| e.tool_call_ids.iter().cloned())
-            .collect();
-        super::figures::figures(&self.records, &cited)
-    }
-
     /// The finding for an investigation the model could not conclude.
     pub fn inconclusive_finding(&self, what_went_wrong: &str) -> Finding {
         let ran: Vec<&CallRecord> = self

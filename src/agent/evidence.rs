@@ -17,7 +17,8 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::promql::{escape, expr_from_generator_url, identity_selector, metric_names, value_expr};
-use super::{Investigation, Trigger, topics};
+use super::topics::{self, PlannedCall};
+use super::{Investigation, Trigger};
 use crate::config::Config;
 use crate::integrations::{GrafanaClient, PrometheusClient, UpstreamError};
 use crate::tools::ToolRegistry;
@@ -31,13 +32,6 @@ const LOOKBACK: &str = "6h";
 const QUERY: &str = "prometheus_query";
 const QUERY_RANGE: &str = "prometheus_query_range";
 const OVERVIEW: &str = crate::tools::overview::PrometheusInstanceOverview::NAME;
-
-/// A tool call decided before the loop.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PlannedCall {
-    pub name: &'static str,
-    pub arguments: Value,
-}
 
 /// Finds the evidence to gather for an investigation.
 #[derive(Clone, Default)]

@@ -5,8 +5,8 @@
 //! output only (never from the model), each with the call it comes from, and are shown
 //! apart from the model's own claims.
 
-use super::Evidence;
 use super::call_log::CallRecord;
+use super::{Evidence, Finding};
 
 /// Most figures a finding carries.
 const MAX_FIGURES: usize = 4;
@@ -30,6 +30,16 @@ const PROBLEM_WORDS: &[&str] = &[
 ];
 /// Longest problem line kept.
 const MAX_LINE_CHARS: usize = 300;
+
+/// The key figures of `finding`, from `records`: alert-first evidence and what it cites.
+pub fn for_finding(finding: &Finding, records: &[CallRecord]) -> Vec<Evidence> {
+    let cited: Vec<String> = finding
+        .evidence
+        .iter()
+        .flat_map(|e| e.tool_call_ids.iter().cloned())
+        .collect();
+    figures(records, &cited)
+}
 
 /// The figures in `records` (alert-first evidence and the calls the finding cites), in
 /// call order, without repeats.

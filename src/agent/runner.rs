@@ -27,6 +27,7 @@ use serde_json::Value;
 use super::call_log::CallLog;
 use super::context::select_tools;
 use super::evidence::EvidencePlanner;
+use super::figures;
 use super::prompt::{self, system_prompt, user_message};
 use super::{Event, EventKind, Finding, Investigation, InvestigationStatus};
 use crate::agent::store::InvestigationStore;
@@ -425,7 +426,7 @@ impl<'a> Session<'a> {
         for n in self.log.check_citations(&mut finding) {
             self.note(n);
         }
-        finding.figures = self.log.figures(&finding);
+        finding.figures = figures::for_finding(&finding, self.log.records());
         self.inv.finding = Some(finding);
         self.inv.status = status;
         self.inv.clone()
@@ -437,7 +438,7 @@ impl<'a> Session<'a> {
             message: format!("inconclusive: {what_went_wrong}"),
         });
         let mut finding = self.log.inconclusive_finding(&what_went_wrong);
-        finding.figures = self.log.figures(&finding);
+        finding.figures = figures::for_finding(&finding, self.log.records());
         self.inv.finding = Some(finding);
         self.inv.status = InvestigationStatus::Inconclusive;
         self.inv.clone()

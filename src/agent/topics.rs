@@ -6,9 +6,14 @@
 
 use std::collections::BTreeMap;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::evidence::PlannedCall;
+/// A tool call decided before the loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedCall {
+    pub name: &'static str,
+    pub arguments: Value,
+}
 
 /// The overview calls for `text` (a question, or an alert's labels and annotations) and
 /// the alert's `labels` (empty for a question), most specific first.
@@ -189,7 +194,7 @@ fn word_next_to(words: &[&str], anchor: &str) -> Option<String> {
     before.or(after).map(str::to_string)
 }
 
-fn call(name: &'static str, arguments: serde_json::Value) -> PlannedCall {
+fn call(name: &'static str, arguments: Value) -> PlannedCall {
     PlannedCall { name, arguments }
 }
 

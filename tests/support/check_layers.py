@@ -95,10 +95,12 @@ def main():
             # Sibling files of one folder: `super::x` from a file, `self::x`/`x::` from mod.rs.
             folder = os.path.dirname(path) if name != "mod.rs" else os.path.dirname(os.path.dirname(path))
             me = mod[-1] if mod else part
-            for m in re.finditer(r"\bsuper::(\w+)", text):
+            named = [m.group(1) for m in re.finditer(r"\bsuper::(\w+)", text)]
+            for group in re.finditer(r"\bsuper::\{([^}]*)\}", text):
+                named += re.findall(r"(?:^|,)\s*(\w+)", group.group(1))
+            for sib in named:
                 if name == "mod.rs":
                     continue
-                sib = m.group(1)
                 if os.path.exists(os.path.join(folder, sib + ".rs")) or os.path.isdir(os.path.join(folder, sib)):
                     if sib != me:
                         files[folder][me].add(sib)
