@@ -133,18 +133,18 @@ impl Tool for K8sTool {
             K8sKind::PodLogs => {
                 let ns = ns.unwrap_or_default();
                 let asked = arg_str(&args, "name").unwrap_or_default();
-                let (name, _) = resolve_pod(c, &ns, &asked).await?;
                 let tail = arg_i64(&args, "tail").unwrap_or(200).clamp(1, 2000);
-                let logs = c
-                    .logs(
-                        &ns,
-                        &name,
-                        arg_str(&args, "container"),
-                        arg_bool(&args, "previous"),
-                        tail,
-                    )
-                    .await?;
-                compact_logs(&logs, self.max_chars)
+                let (container, previous) =
+                    (arg_str(&args, "container"), arg_bool(&args, "previous"));
+                let text = match c.logs(&ns, &asked, container.clone(), previous, tail).await {
+                    // A workload's name ("worker"): the logs of its one pod.
+                    Err(KubeError::Api { code: 404, .. }) => {
+                        let (name, _) = resolve_pod(c, &ns, &asked).await?;
+                        c.logs(&ns, &name, container, previous, tail).await?
+                    }
+                    other => other?,
+                };
+                compact_logs(&text, self.max_chars)
             }
             K8sKind::Events => {
                 let events = c

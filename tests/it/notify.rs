@@ -8,7 +8,7 @@ use sre_agent::config::{EmailAddress, HumanDuration, Secret, SmtpConfig, SmtpSec
 use sre_agent::notify::{EmailMessage, InlineImage, Mailer};
 
 use crate::support::alerts::GRAFANA_FIRING;
-use crate::support::fake_llm::{self, FakeLlm, answer, finding_json};
+use crate::support::fake_llm::{self, FakeLlm, answer, finding_json, tool_calls};
 use crate::support::mail::{
     SinkOptions, gen_test_certs, received_mail, require_aiosmtpd, start_smtp_sink,
 };
@@ -199,11 +199,15 @@ async fn post_grafana_alert(app: &TestApp) {
     assert!(resp.status().is_success());
 }
 
+/// One tool call, then the finding (a conclusion without any tool result is inconclusive).
 fn finding_llm() -> Vec<fake_llm::Reply> {
-    vec![answer(
-        &finding_json("checkout 5xx come from a bad deploy <v2>", "none"),
-        (100, 20, 0),
-    )]
+    vec![
+        tool_calls(&[("call_1", "current_time", "{}")], (50, 10, 0)),
+        answer(
+            &finding_json("checkout 5xx come from a bad deploy <v2>", "call_1"),
+            (100, 20, 0),
+        ),
+    ]
 }
 
 #[tokio::test]

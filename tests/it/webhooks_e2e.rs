@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::support::alerts::{all_final, am_storm, investigations};
 use crate::support::external::{start_alertmanager, start_prometheus_alerting};
-use crate::support::fake_llm::{FakeLlm, answer, finding_json};
+use crate::support::fake_llm::{FakeLlm, answer, finding_json, tool_calls};
 use crate::support::{Daemon, eventually, free_port, spawn_app};
 
 const TOKEN: &str = "am-token";
@@ -72,7 +72,11 @@ fn daemon_config(dir: &std::path::Path, port: u16, llm: &FakeLlm) -> std::path::
 
 #[tokio::test]
 async fn kill_9_right_after_the_2xx_still_investigates_exactly_once() {
-    let llm = FakeLlm::start(vec![answer(&finding_json("disk full", "none"), (10, 5, 0))]).await;
+    let llm = FakeLlm::start(vec![
+        tool_calls(&[("call_1", "current_time", "{}")], (10, 5, 0)),
+        answer(&finding_json("disk full", "call_1"), (10, 5, 0)),
+    ])
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let config = daemon_config(dir.path(), port, &llm);
