@@ -84,21 +84,25 @@ impl<V: Serialize + DeserializeOwned> Tree<V> {
     ) -> Result<Option<V>, StoreError> {
         let key = key.as_ref();
         let mut failure = None;
+        // A record that cannot be decoded (say, an enum value from a newer version) or a
+        // value that cannot be encoded leaves the stored bytes as they are: never delete
+        // what cannot be read; report it.
         let new = self.inner.update_and_fetch(key, |old| {
-            let old = old.and_then(|b| match self.decode(key, b) {
-                Ok(v) => Some(v),
+            failure = None;
+            let decoded = match old.map(|b| self.decode(key, b)).transpose() {
+                Ok(v) => v,
                 Err(e) => {
                     failure = Some(e);
-                    None
+                    return old.map(<[u8]>::to_vec);
                 }
-            });
-            f(old).and_then(|v| match Self::encode(&v) {
-                Ok(b) => Some(b),
+            };
+            match f(decoded).map(|v| Self::encode(&v)).transpose() {
+                Ok(bytes) => bytes,
                 Err(e) => {
                     failure = Some(e);
-                    None
+                    old.map(<[u8]>::to_vec)
                 }
-            })
+            }
         })?;
         if let Some(e) = failure {
             return Err(e);
@@ -151,5 +155,48 @@ impl<V: Serialize + DeserializeOwned> Tree<V> {
     /// store's group commit).
     pub async fn flush(&self) -> Result<(), StoreError> {
         self.flusher.flush().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::{Deserialize, Serialize};
+
+    use crate::store::{Store, StoreError};
+
+    #[derive(Debug, Serialize, Deserialize)]
+    enum Status {
+        Known,
+    }
+
+    #[derive(Debug, Serialize, Deserialize)]
+    struct Record {
+        status: Status,
+    }
+
+    #[test]
+    fn update_keeps_a_record_it_cannot_decode_and_reports_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let raw = store.tree::<serde_json::Value>("records").unwrap();
+        raw.insert("k", &serde_json::json!({"status": "FromANewerVersion"}))
+            .unwrap();
+        let typed = store.tree::<Record>("records").unwrap();
+        for remove in [true, false] {
+            let result = typed.update("k", |_| {
+                (!remove).then_some(Record {
+                    status: Status::Known,
+                })
+            });
+            assert!(
+                matches!(result, Err(StoreError::Decode { .. })),
+                "{result:?}"
+            );
+            assert_eq!(
+                raw.get("k").unwrap().unwrap()["status"],
+                "FromANewerVersion",
+                "the undecodable record is kept"
+            );
+        }
     }
 }

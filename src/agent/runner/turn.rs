@@ -16,6 +16,9 @@ use crate::tools::ToolRegistry;
 
 /// Longest tool output excerpt kept in stored events.
 const EXCERPT_CHARS: usize = 500;
+/// Most calls one turn may run; the rest are answered "too many calls in one turn" (a
+/// model must not fan out into hundreds of upstream requests in one answer).
+pub const MAX_CALLS_PER_TURN: usize = 8;
 
 /// How one call of a turn is handled.
 enum Plan {
@@ -28,6 +31,8 @@ enum Plan {
     Repeat(CallRecord),
     /// Identical to the call at this index of the same turn.
     RepeatInTurn(usize),
+    /// Past `MAX_CALLS_PER_TURN`: not run.
+    TooMany,
 }
 
 impl Session<'_> {
@@ -57,6 +62,9 @@ impl Session<'_> {
             .iter()
             .enumerate()
             .map(|(i, call)| {
+                if i >= MAX_CALLS_PER_TURN {
+                    return Plan::TooMany;
+                }
                 if let Some(earlier) = self.log.earlier(&call.name, &call.arguments) {
                     return Plan::Repeat(earlier.clone());
                 }
@@ -122,6 +130,13 @@ impl Session<'_> {
                     let text = prompt::repeated_call(&earlier.id, &earlier.output);
                     let id = earlier.repeat_of.clone().unwrap_or(earlier.id.clone());
                     (earlier.ok, earlier.output.clone(), text, Some(id), 0)
+                }
+                (Plan::TooMany, _) => {
+                    let text = format!(
+                        "error: too many calls in one turn: only the first {MAX_CALLS_PER_TURN} \
+                         ran; ask again for the ones you still need"
+                    );
+                    (false, text.clone(), text, None, 0)
                 }
                 (Plan::Run | Plan::Unknown, None) => unreachable!("every run yields an outcome"),
             };

@@ -279,3 +279,43 @@ async fn an_inconclusive_investigation_is_notified_like_a_finished_one() {
     );
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_turn_asking_for_more_calls_than_allowed_runs_only_the_first_eight() {
+    let calls: Vec<(String, String)> = (1..=12)
+        .map(|i| (format!("call_{i}"), format!("{{\"query\": \"{i}\"}}")))
+        .collect();
+    let refs: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "runbook_search", args.as_str()))
+        .collect();
+    let fake = FakeLlm::start(vec![
+        tool_calls(&refs, (100, 10, 0)),
+        answer(&finding_json("searched", "call_1"), (150, 10, 0)),
+    ])
+    .await;
+    let app = spawn_app(&fake.config("")).await;
+    let id = ask(&app, "search the runbooks").await;
+    wait_final(&app, &id).await;
+    let m = app.metrics().await;
+    let ran: f64 = ["ok", "error"]
+        .iter()
+        .filter_map(|s| {
+            metric_value(
+                &m,
+                &format!("sre_agent_tool_calls_total{{status=\"{s}\",tool=\"runbook_search\"}}"),
+            )
+        })
+        .sum();
+    assert_eq!(ran, 8.0, "{m}");
+    let results = fake.requests()[1].tool_results();
+    assert_eq!(results.len(), 12);
+    assert!(
+        results[8..]
+            .iter()
+            .all(|r| r.contains("too many calls in one turn")),
+        "{:?}",
+        &results[8..]
+    );
+    app.stop().await;
+}
