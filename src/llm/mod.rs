@@ -16,6 +16,8 @@
 //! provides the typed tool definitions of the request (`ChatCompletionTools`).
 
 mod budget;
+#[cfg(test)]
+pub(crate) mod fixtures;
 mod names;
 mod normalize;
 mod repair;

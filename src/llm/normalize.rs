@@ -76,25 +76,10 @@ pub(super) fn normalize_response(
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::*;
-
-    const SEVEN: &[&str] = &[
-        "prometheus_query",
-        "prometheus_query_range",
-        "prometheus_metric_names",
-        "proxmox_storage",
-        "loki_query",
-        "runbook_search",
-        "current_time",
-    ];
-
-    /// A real answer of Qwen2.5-Coder-1.5B (see `text_calls`' tests).
-    fn sample(name: &str) -> Value {
-        let path = format!("{}/src/llm/testdata/{name}", env!("CARGO_MANIFEST_DIR"));
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
+    use crate::llm::fixtures::{SEVEN, sample};
 
     #[test]
     fn the_real_empty_argument_artefact_is_dropped_and_the_junk_content_cleaned() {

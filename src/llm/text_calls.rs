@@ -184,29 +184,11 @@ fn matching_end(b: &[u8], start: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    // Fixtures in `testdata/` are real answers of Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, llama.cpp
-    // b7079, its own chat template) to sre-agent's requests; `*-raw` is the text the model
-    // wrote before the server's parser touched it.
-
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::llm::fixtures::{SEVEN, sample};
     use crate::llm::normalize::normalize_response;
-
-    const SEVEN: &[&str] = &[
-        "prometheus_query",
-        "prometheus_query_range",
-        "prometheus_metric_names",
-        "proxmox_storage",
-        "loki_query",
-        "runbook_search",
-        "current_time",
-    ];
-
-    fn sample(name: &str) -> Value {
-        let path = format!("{}/src/llm/testdata/{name}", env!("CARGO_MANIFEST_DIR"));
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    }
 
     /// The text the model wrote in a `*-raw` sample (a `/v1/completions` answer).
     fn raw_text(name: &str) -> String {
