@@ -7,7 +7,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
 pub use super::format::{Unit, format_number, value_note};
-use super::trend::{Measure, Sizes, describe, is_steps, join_key, step_line, stopped, used_note};
+use super::steps::{is_steps, step_line, stopped};
+use super::trend::{Measure, Sizes, describe, join_key, used_note};
 use crate::integrations::loki::LogStream;
 use crate::integrations::prometheus::{Labels, Sample, Series};
 use crate::text::truncate;

@@ -24,6 +24,7 @@ pub mod proxmox;
 mod registry;
 pub mod runbooks;
 mod schema;
+mod steps;
 pub mod trend;
 pub mod truenas;
 

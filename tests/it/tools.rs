@@ -3,6 +3,7 @@
 //! holding only configured tools, argument validation and tool metrics.
 
 mod compaction;
+mod figures;
 mod teach;
 
 use std::sync::Arc;
