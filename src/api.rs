@@ -12,20 +12,20 @@ use crate::report::model::{ReportStatus, ReportTrigger};
 pub const MAX_QUESTION_CHARS: usize = 8_000;
 
 /// `POST /api/v1/ask`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AskRequest {
     pub question: Option<String>,
 }
 
 /// The answer to `POST /api/v1/ask`: the queued investigation.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Queued {
     pub id: String,
     pub status: InvestigationStatus,
 }
 
 /// An investigation with its timeline, as `GET /api/v1/investigations/{id}` answers.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct InvestigationDetail {
     #[serde(flatten)]
     pub investigation: Investigation,
@@ -36,7 +36,7 @@ pub struct InvestigationDetail {
 pub use crate::agent::store::Page as InvestigationPage;
 
 /// `POST /api/v1/reports`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateReport {
     #[serde(default)]
@@ -46,8 +46,15 @@ pub struct CreateReport {
     pub period: Option<String>,
 }
 
+/// Every error answer of the HTTP API and the webhooks.
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct ErrorBody {
+    /// What was wrong, for a person to read (internal details stay in the daemon's log).
+    pub error: String,
+}
+
 /// One line of `GET /api/v1/reports`.
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct ReportListItem {
     pub id: String,
     pub period: String,

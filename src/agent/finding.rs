@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::call_log::CallRecord;
 
 /// A claim and the tool calls that support it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Evidence {
     #[serde(default, deserialize_with = "text")]
     pub claim: String,
@@ -18,7 +18,7 @@ pub struct Evidence {
 }
 
 /// What the investigation concluded.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Finding {
     #[serde(default, deserialize_with = "text")]
     pub summary: String,

@@ -30,7 +30,7 @@ pub use runner::{MAX_CONTEXT_RETRIES, MAX_CORRECTIONS, Runner, first_request_bod
 use crate::llm::Usage;
 
 /// What started an investigation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Trigger {
     Ask,
@@ -49,7 +49,7 @@ impl Trigger {
 }
 
 /// Where an investigation is in its life.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InvestigationStatus {
     Queued,
@@ -116,7 +116,7 @@ pub struct InvestigationRequest {
 }
 
 /// One investigation, as stored and served by the API.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Investigation {
     /// A uuid v7: ids sort in creation order.
     pub id: String,
@@ -176,7 +176,7 @@ impl Investigation {
 }
 
 /// One entry of an investigation's timeline.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Event {
     pub at: DateTime<Utc>,
     /// The LLM step this belongs to (1-based).
@@ -185,7 +185,7 @@ pub struct Event {
     pub kind: EventKind,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum EventKind {
     LlmCall {

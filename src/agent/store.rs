@@ -16,7 +16,7 @@ pub struct InvestigationStore {
 }
 
 /// One page of a listing, newest first.
-#[derive(Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct Page {
     pub items: Vec<Investigation>,
     /// Pass as `cursor` to get the next page; `None` on the last page.

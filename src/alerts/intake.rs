@@ -50,7 +50,7 @@ pub trait Investigator: Send + Sync + 'static {
 }
 
 /// The result of one batch.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, utoipa::ToSchema)]
 pub struct IntakeSummary {
     pub received: usize,
     pub queued: usize,

@@ -8,7 +8,7 @@ use chrono::{DateTime, Datelike, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// Which sender an alert came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AlertSource {
     Grafana,
@@ -25,7 +25,7 @@ impl AlertSource {
 }
 
 /// Firing or resolved (anything else reads as firing).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum AlertStatus {
     Firing,
@@ -33,7 +33,7 @@ pub enum AlertStatus {
 }
 
 /// One alert instance, whichever sender it came from.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Alert {
     pub source: AlertSource,
     pub fingerprint: String,
@@ -108,15 +108,20 @@ struct RawAlert {
 
 /// Parses a webhook body; the error names what is wrong and where (JSON path, line, column).
 pub fn parse_webhook(source: AlertSource, body: &[u8]) -> Result<WebhookBatch, String> {
+    // serde would read the payload struct from a list too, field by field.
+    if body.trim_ascii_start().first().is_some_and(|&b| b != b'{') {
+        return Err("invalid JSON body: expected a JSON object".into());
+    }
     let de = &mut serde_json::Deserializer::from_slice(body);
     let raw: RawPayload = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
         let inner = e.into_inner();
-        if path == "." || path.is_empty() {
+        let message = if path == "." || path.is_empty() {
             format!("invalid JSON body: {inner}")
         } else {
             format!("invalid JSON body at {path}: {inner}")
-        }
+        };
+        shorten(&message)
     })?;
     let alerts = raw.alerts.ok_or_else(|| {
         let expected = match source {
@@ -128,6 +133,7 @@ pub fn parse_webhook(source: AlertSource, body: &[u8]) -> Result<WebhookBatch, S
     if let Some(v) = &raw.version
         && !matches!(v.as_str(), "1" | "4" | "")
     {
+        let v = crate::text::truncate(v, 40);
         return Err(format!(
             "unsupported webhook version {v:?} (expected \"1\" for Grafana or \"4\" for Alertmanager)"
         ));
@@ -141,6 +147,21 @@ pub fn parse_webhook(source: AlertSource, body: &[u8]) -> Result<WebhookBatch, S
         group_key: raw.group_key.filter(|k| !k.is_empty()),
         truncated_alerts: raw.truncated_alerts,
     })
+}
+
+/// The longest parse error returned, in characters.
+const MAX_ERROR_CHARS: usize = 500;
+
+/// `message` cut in the middle when long: serde quotes an unexpected string whole, and a
+/// 1 MB label must not come back in a 1 MB answer; the end says where (line, column).
+fn shorten(message: &str) -> String {
+    let n = message.chars().count();
+    if n <= MAX_ERROR_CHARS {
+        return message.to_string();
+    }
+    let head = crate::text::first_chars(message, MAX_ERROR_CHARS - 120);
+    let tail: String = message.chars().skip(n - 100).collect();
+    format!("{head} … {tail}")
 }
 
 fn convert(source: AlertSource, a: RawAlert, group_status: Option<AlertStatus>) -> Alert {

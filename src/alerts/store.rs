@@ -22,7 +22,7 @@ const GROUP_CACHE: usize = 512;
 pub const GROUP_FIRING_CAP: usize = 2_000;
 
 /// What happened to one received alert; the `outcome` label of `alerts_received_total`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     Queued,
@@ -47,7 +47,7 @@ impl Outcome {
 }
 
 /// One alert group: alerts sharing the `alerts.group_by` labels.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AlertGroup {
     pub key: String,
     pub title: String,

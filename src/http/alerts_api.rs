@@ -16,28 +16,44 @@ pub fn router() -> Router<AppState> {
 }
 
 #[derive(Deserialize)]
-struct ListQuery {
+pub(super) struct ListQuery {
     limit: Option<usize>,
 }
 
-#[derive(Serialize)]
-struct GroupView {
+/// The answer of `GET /api/v1/alerts`.
+#[derive(Serialize, utoipa::ToSchema)]
+pub(super) struct GroupList {
+    groups: Vec<GroupView>,
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
+pub(super) struct GroupView {
     #[serde(flatten)]
     group: AlertGroup,
     firing_alerts: usize,
     investigation: Option<InvestigationRef>,
 }
 
-#[derive(Serialize)]
-struct InvestigationRef {
+#[derive(Serialize, utoipa::ToSchema)]
+pub(super) struct InvestigationRef {
     id: String,
     status: String,
 }
 
-async fn list(
+/// Recent alert groups with their status, last alert, counts and investigation.
+#[utoipa::path(get, path = "/api/v1/alerts", tag = "alerts", security(("api_token" = [])),
+    params(("limit" = Option<usize>, Query, description = "At most this many groups (1..=1000, default 50)")),
+    responses(
+        (status = 200, description = "Alert groups, most recent first", body = GroupList),
+        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
+        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
+        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
+        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+    ))]
+pub(super) async fn list(
     State(state): State<AppState>,
     Query(q): Query<ListQuery>,
-) -> Result<Json<serde_json::Value>, ApiError> {
+) -> Result<Json<GroupList>, ApiError> {
     let limit = q.limit.unwrap_or(50).clamp(1, 1000);
     let investigator = state.intake.investigator();
     let groups = state
@@ -69,5 +85,5 @@ async fn list(
             }
         })
         .collect::<Vec<_>>();
-    Ok(Json(serde_json::json!({ "groups": groups })))
+    Ok(Json(GroupList { groups }))
 }

@@ -18,6 +18,8 @@ pub enum ApiError {
     Conflict(String),
     #[error("request body is larger than the limit of {0} bytes")]
     PayloadTooLarge(usize),
+    #[error("request headers are larger than the limit of {0} bytes")]
+    HeadersTooLarge(usize),
     #[error("{0}")]
     Unavailable(String),
     #[error("the request took longer than {0:?} (server.request_timeout)")]
@@ -34,6 +36,7 @@ impl ApiError {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,

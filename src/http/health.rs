@@ -22,11 +22,20 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .merge(metrics)
 }
 
-async fn healthz() -> &'static str {
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "operations",
+    responses((status = 200, description = "Alive", content_type = "text/plain", body = String)))]
+pub(super) async fn healthz() -> &'static str {
     "ok"
 }
 
-async fn readyz(State(state): State<AppState>) -> Response {
+/// Readiness: the store is open; the health of each configured integration.
+#[utoipa::path(get, path = "/readyz", tag = "operations",
+    responses(
+        (status = 200, description = "Ready", body = super::openapi::Readiness),
+        (status = 503, description = "The store is not usable", body = super::openapi::Readiness),
+    ))]
+pub(super) async fn readyz(State(state): State<AppState>) -> Response {
     let store_ok = state.store.is_healthy();
     let components = state.health.read().map(|c| c.clone()).unwrap_or_default();
     let body = json!({
@@ -42,7 +51,13 @@ async fn readyz(State(state): State<AppState>) -> Response {
     (code, Json(body)).into_response()
 }
 
-async fn metrics(State(state): State<AppState>) -> Response {
+/// Prometheus metrics (text exposition format 0.0.4).
+#[utoipa::path(get, path = "/metrics", tag = "operations", security((), ("metrics_token" = [])),
+    responses(
+        (status = 200, description = "Metrics", content_type = "text/plain", body = String),
+        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody)
+    ))]
+pub(super) async fn metrics(State(state): State<AppState>) -> Response {
     let body = state.metrics.encode();
     (
         [(

@@ -24,7 +24,19 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/investigations/{id}", get(show).delete(remove))
 }
 
-async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+/// Queues an investigation of a free-text question.
+#[utoipa::path(post, path = "/api/v1/ask", tag = "investigations", security(("api_token" = [])),
+    request_body = AskRequest,
+    responses(
+        (status = 202, description = "Queued", body = Queued),
+        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
+        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
+        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
+        (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 429, description = "Over a budget", body = crate::api::ErrorBody),
+        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+    ))]
+pub(super) async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
     let body: AskRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
     let question = body.question.unwrap_or_default();
@@ -57,7 +69,21 @@ async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, Api
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
-async fn list(
+/// Investigations, newest first, one page at a time.
+#[utoipa::path(get, path = "/api/v1/investigations", tag = "investigations", security(("api_token" = [])),
+    params(
+        ("status" = Option<InvestigationStatus>, Query, description = "Only investigations in this status"),
+        ("limit" = Option<usize>, Query, minimum = 1, maximum = 500, description = "Page size (default 50)"),
+        ("cursor" = Option<String>, Query, description = "`next_cursor` of the previous page"),
+    ),
+    responses(
+        (status = 200, description = "One page", body = crate::api::InvestigationPage),
+        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
+        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
+        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
+        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+    ))]
+pub(super) async fn list(
     State(state): State<AppState>,
     Query(q): Query<HashMap<String, String>>,
 ) -> Result<Response, ApiError> {
@@ -86,7 +112,17 @@ async fn list(
     Ok(Json(page).into_response())
 }
 
-async fn show(
+/// One investigation with its timeline.
+#[utoipa::path(get, path = "/api/v1/investigations/{id}", tag = "investigations", security(("api_token" = [])),
+    params(("id" = String, Path, description = "Investigation id")),
+    responses(
+        (status = 200, description = "The investigation and its events", body = InvestigationDetail),
+        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
+        (status = 404, description = "Not found", body = crate::api::ErrorBody),
+        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
+        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+    ))]
+pub(super) async fn show(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<InvestigationDetail>, ApiError> {
@@ -101,7 +137,17 @@ async fn show(
     }))
 }
 
-async fn remove(
+/// Deletes an investigation (a running one is cancelled first).
+#[utoipa::path(delete, path = "/api/v1/investigations/{id}", tag = "investigations", security(("api_token" = [])),
+    params(("id" = String, Path, description = "Investigation id")),
+    responses(
+        (status = 204, description = "Deleted"),
+        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
+        (status = 404, description = "Not found", body = crate::api::ErrorBody),
+        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
+        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+    ))]
+pub(super) async fn remove(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {

@@ -9,6 +9,8 @@ mod health;
 mod investigations;
 mod limits;
 mod listener;
+mod openapi;
+mod rejections;
 mod reports;
 mod request_metrics;
 mod server;
@@ -45,9 +47,12 @@ pub fn router(state: AppState) -> Router {
         ));
     Router::new()
         .merge(health::router(&state).layer(limit.clone()))
-        .merge(webhooks::router(&state).layer(limit))
+        .merge(webhooks::router(&state).layer(limit.clone()))
+        .merge(openapi::router().layer(limit))
         .merge(api)
         .fallback(not_found)
+        .layer(middleware::from_fn(rejections::json_errors))
+        .layer(middleware::from_fn(rejections::header_limit))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             request_metrics::track,

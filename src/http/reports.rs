@@ -1,6 +1,7 @@
 //! `/api/v1/reports`: generate a report now (`POST`), list stored reports, fetch one as
 //! JSON, HTML (`?format=html`, charts as data: URIs) or markdown. Bearer `server.api_token`.
 
+use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
@@ -21,11 +22,30 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/reports/{id}", get(show))
 }
 
-async fn create(
+/// Generates the report of a period now (and mails it with `send`).
+#[utoipa::path(post, path = "/api/v1/reports", tag = "reports", security(("api_token" = [])),
+    request_body(content = Option<CreateReport>, description = "Optional; an empty body is the last full week, not sent"),
+    responses(
+        (status = 200, description = "The generated report", body = super::openapi::Report),
+        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
+        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
+        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
+        (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 429, description = "Over a budget", body = crate::api::ErrorBody),
+        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
+        (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
+    ))]
+pub(super) async fn create(
     State(state): State<AppState>,
-    body: Option<Json<CreateReport>>,
+    body: Bytes,
 ) -> Result<Json<Report>, ApiError> {
-    let body = body.map(|Json(b)| b).unwrap_or_default();
+    // Read whatever the Content-Type says, so malformed JSON is a 400 like everywhere else.
+    let body: CreateReport = if body.iter().all(u8::is_ascii_whitespace) {
+        CreateReport::default()
+    } else {
+        serde_json::from_slice(&body)
+            .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?
+    };
     let period: PeriodSpec =
         body.period.as_deref().unwrap_or("last").parse().map_err(
             |e: crate::report::period::InvalidPeriod| ApiError::BadRequest(e.to_string()),
@@ -52,11 +72,21 @@ pub fn time_needed(config: &crate::config::Config) -> std::time::Duration {
 }
 
 #[derive(Deserialize)]
-struct ListQuery {
+pub(super) struct ListQuery {
     limit: Option<usize>,
 }
 
-async fn list(
+/// Stored reports, newest first.
+#[utoipa::path(get, path = "/api/v1/reports", tag = "reports", security(("api_token" = [])),
+    params(("limit" = Option<usize>, Query, maximum = 500, description = "At most this many (default 50)")),
+    responses(
+        (status = 200, description = "Reports", body = Vec<ReportListItem>),
+        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
+        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
+        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
+        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+    ))]
+pub(super) async fn list(
     State(state): State<AppState>,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Vec<ReportListItem>>, ApiError> {
@@ -77,11 +107,29 @@ async fn list(
 }
 
 #[derive(Deserialize)]
-struct ShowQuery {
+pub(super) struct ShowQuery {
     format: Option<String>,
 }
 
-async fn show(
+/// One stored report as JSON, HTML (charts inline) or markdown.
+#[utoipa::path(get, path = "/api/v1/reports/{id}", tag = "reports", security(("api_token" = [])),
+    params(
+        ("id" = String, Path, description = "Report id"),
+        ("format" = Option<String>, Query, description = "json (default), html, markdown or md"),
+    ),
+    responses(
+        (status = 200, description = "The report", content(
+            (super::openapi::Report = "application/json"),
+            (String = "text/html"),
+            (String = "text/markdown"),
+        )),
+        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
+        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
+        (status = 404, description = "Not found", body = crate::api::ErrorBody),
+        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
+        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+    ))]
+pub(super) async fn show(
     State(state): State<AppState>,
     Path(id): Path<String>,
     Query(q): Query<ShowQuery>,

@@ -41,7 +41,24 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .layer(DefaultBodyLimit::disable())
 }
 
-async fn grafana(
+/// Grafana unified alerting webhook (payload version "1"); answered once stored.
+#[utoipa::path(post, path = "/webhook/grafana", tag = "webhooks",
+    security((), ("webhook_token" = []), ("webhook_basic" = [])),
+    request_body(content = super::openapi::WebhookPayload, description = "Grafana's webhook JSON; unknown fields are ignored"),
+    params(
+        ("X-Grafana-Alerting-Signature" = Option<String>, Header, description = "hex HMAC-SHA256 (webhook.hmac_secret)"),
+        ("X-Grafana-Alerting-Timestamp" = Option<String>, Header, description = "unix seconds covered by the signature"),
+    ),
+    responses(
+        (status = 200, description = "Every alert stored; investigations follow", body = IntakeSummary),
+        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
+        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
+        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
+        (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
+        (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
+    ))]
+pub(super) async fn grafana(
     State(state): State<AppState>,
     Extension(seen): Extension<Arc<SeenSignatures>>,
     headers: HeaderMap,
@@ -50,7 +67,20 @@ async fn grafana(
     receive(state, &seen, AlertSource::Grafana, headers, body).await
 }
 
-async fn alertmanager(
+/// Alertmanager webhook (payload version "4"); answered once stored.
+#[utoipa::path(post, path = "/webhook/alertmanager", tag = "webhooks",
+    security((), ("webhook_token" = []), ("webhook_basic" = [])),
+    request_body(content = super::openapi::WebhookPayload, description = "Alertmanager's webhook JSON; unknown fields are ignored"),
+    responses(
+        (status = 200, description = "Every alert stored; investigations follow", body = IntakeSummary),
+        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
+        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
+        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
+        (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
+        (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
+    ))]
+pub(super) async fn alertmanager(
     State(state): State<AppState>,
     Extension(seen): Extension<Arc<SeenSignatures>>,
     headers: HeaderMap,

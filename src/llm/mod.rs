@@ -18,6 +18,8 @@
 mod budget;
 #[cfg(test)]
 pub(crate) mod fixtures;
+#[cfg(test)]
+mod fuzz_tests;
 mod names;
 mod normalize;
 mod repair;
@@ -74,7 +76,7 @@ pub struct ToolCall {
 }
 
 /// Token counts of one call or a sum of calls. `cached` is part of `prompt`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Usage {
     pub prompt: u64,
     pub completion: u64,
@@ -82,16 +84,17 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Saturating, like the sums below: a server may report any count.
     pub fn total(&self) -> u64 {
-        self.prompt + self.completion
+        self.prompt.saturating_add(self.completion)
     }
 }
 
 impl std::ops::AddAssign for Usage {
     fn add_assign(&mut self, o: Self) {
-        self.prompt += o.prompt;
-        self.completion += o.completion;
-        self.cached += o.cached;
+        self.prompt = self.prompt.saturating_add(o.prompt);
+        self.completion = self.completion.saturating_add(o.completion);
+        self.cached = self.cached.saturating_add(o.cached);
     }
 }
 

@@ -38,6 +38,15 @@ static MISTRAL_ARGS: LazyLock<Regex> = LazyLock::new(|| {
 static EMPTY_FENCE: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"```[A-Za-z_]*\s*```").expect("valid regex"));
 
+/// Calls are looked for in the first this many bytes of an answer: a call follows at most
+/// a few paragraphs, and an 8 MiB answer of brackets must not be scanned for minutes.
+const SCAN_BYTES: usize = 64 * 1024;
+/// Bracketed text that is not JSON is tried this many times at most (each try reads to the
+/// matching bracket, so unclosed ones would make the scan quadratic).
+const MAX_FAILED_TRIES: usize = 64;
+/// Calls read from one answer at most (a turn runs far fewer).
+const MAX_CALLS: usize = 64;
+
 /// Tool calls read from the text of an answer, and the text that is left.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TextCalls {
@@ -53,34 +62,43 @@ pub fn extract_text_calls(content: &str, offered: &[&str]) -> Option<TextCalls> 
         return None;
     }
     let text = TOOLS_ECHO.replace_all(content, "").into_owned();
+    let mut scan_end = text.len().min(SCAN_BYTES);
+    while !text.is_char_boundary(scan_end) {
+        scan_end -= 1;
+    }
+    let scan = &text[..scan_end];
     let mut calls = Vec::new();
     let mut taken: Vec<(usize, usize)> = Vec::new();
-    for m in MISTRAL_ARGS.captures_iter(&text) {
+    for m in MISTRAL_ARGS.captures_iter(scan) {
         let (whole, name) = (m.get(0).expect("match"), &m[1]);
         let args_start = whole.end()
-            + text[whole.end()..]
+            + scan[whole.end()..]
                 .find(|c: char| !c.is_whitespace())
                 .unwrap_or(0);
-        if !text[args_start..].starts_with('{') {
+        if !scan[args_start..].starts_with('{') {
             continue;
         }
-        let end = matching_end(text.as_bytes(), args_start);
-        let args = Value::String(text[args_start..end].to_string());
-        if let Some(tool) = match_tool_name(name, offered) {
-            calls.push((tool.to_string(), tool_arguments(Some(args))));
-            taken.push((whole.start(), end));
+        let Some(tool) = match_tool_name(name, offered) else {
+            continue;
+        };
+        let end = matching_end(scan.as_bytes(), args_start);
+        let args = Value::String(scan[args_start..end].to_string());
+        calls.push((tool.to_string(), tool_arguments(Some(args))));
+        taken.push((whole.start(), end));
+        if calls.len() >= MAX_CALLS {
+            break;
         }
     }
     if calls.is_empty() {
-        let bytes = text.as_bytes();
-        let mut i = 0;
-        while i < bytes.len() {
+        let bytes = scan.as_bytes();
+        let (mut i, mut failed) = (0, 0);
+        while i < bytes.len() && failed < MAX_FAILED_TRIES && calls.len() < MAX_CALLS {
             if bytes[i] != b'{' && bytes[i] != b'[' {
                 i += 1;
                 continue;
             }
             let end = matching_end(bytes, i);
-            match parse_lenient(&text[i..end]).map(|v| calls_in(&v, offered)) {
+            match parse_lenient(&scan[i..end]).map(|v| calls_in(&v, offered)) {
                 Some(found) if !found.is_empty() => {
                     calls.extend(found);
                     taken.push((i, end));
@@ -89,13 +107,17 @@ pub fn extract_text_calls(content: &str, offered: &[&str]) -> Option<TextCalls> 
                 // JSON but no call (a finding): nothing inside it is a call either.
                 Some(_) => i = end,
                 // Not JSON: look inside it too, e.g. at a call after a stray bracket.
-                None => i += 1,
+                None => {
+                    failed += 1;
+                    i += 1;
+                }
             }
         }
     }
     if calls.is_empty() {
         return None;
     }
+    calls.truncate(MAX_CALLS);
     let mut rest = String::new();
     let mut at = 0;
     for (start, end) in taken {

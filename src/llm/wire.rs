@@ -136,8 +136,20 @@ struct Details {
 /// Parses a successful response body.
 pub(crate) fn parse_response(bytes: &[u8]) -> Result<Parsed, String> {
     let resp: Response = serde_json::from_slice(bytes).map_err(|e| {
-        let text = String::from_utf8_lossy(&bytes[..bytes.len().min(200)]).into_owned();
-        format!("{e} (body starts: {text:?})")
+        let text: String = String::from_utf8_lossy(&bytes[..bytes.len().min(200)])
+            .chars()
+            .flat_map(char::escape_debug)
+            .take(300)
+            .collect();
+        // serde quotes an unexpected string whole: keep the start and where it failed.
+        let e = e.to_string();
+        let e = match e.rsplit_once(" at line ") {
+            Some((what, at)) if e.chars().count() > 300 => {
+                format!("{}… at line {at}", first_chars(what, 240))
+            }
+            _ => e,
+        };
+        format!("{e} (body starts: \"{text}\")")
     })?;
     let Some(choice) = resp.choices.into_iter().next() else {
         return Err("no choices in the response".into());

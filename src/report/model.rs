@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use super::period::ReportWindow;
 
 /// What started a report (the `trigger` label of `sre_agent_reports_total`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReportTrigger {
     Schedule,
@@ -238,7 +238,7 @@ pub struct Summary {
 }
 
 /// Delivery state of a stored report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ReportStatus {
     Generated,

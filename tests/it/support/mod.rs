@@ -10,6 +10,7 @@ pub mod fake_kube;
 pub mod fake_llm;
 pub mod fake_upstreams;
 pub mod hostile;
+pub mod json_mutation;
 pub mod mail;
 pub mod receiver;
 pub mod report_external;

@@ -5,5 +5,9 @@
 
 mod abuse;
 mod auth;
+mod bad_input;
+mod fuzz;
+mod openapi;
+mod schemathesis;
 mod secrets;
 mod targets;
