@@ -14,6 +14,8 @@ pub const MAX_QUESTION_CHARS: usize = 8_000;
 /// `POST /api/v1/ask`.
 #[derive(Debug, Default, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AskRequest {
+    /// Required; blank is refused.
+    #[schema(min_length = 1, max_length = 8000)]
     pub question: Option<String>,
 }
 

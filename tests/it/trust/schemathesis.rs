@@ -98,6 +98,7 @@ async fn schemathesis_finds_no_server_error_and_no_schema_violation_in_the_live_
         start.elapsed(),
         daemon.log_text()
     );
+    eprintln!("{stdout}");
     assert!(stdout.contains("passed"), "{stdout}\n{stderr}");
     assert!(
         start.elapsed() < Duration::from_secs(90),
