@@ -2,8 +2,10 @@
 //! [`Dispatcher`] (durable queue + workers), the investigation loop (`runner`) with its
 //! bounded corrections of small models, its prompt with fenced untrusted data (`prompt`),
 //! the tools offered in a small context (`context`), the calls made and their citation
-//! check ([`CallLog`]), the structured [`Finding`], and their store.
+//! check ([`CallLog`]), the structured [`Finding`], the daily budgets every investigation
+//! answers to ([`SpendLedger`]), and their store.
 
+mod budget;
 mod call_log;
 mod context;
 mod dispatcher;
@@ -13,6 +15,7 @@ mod finding;
 mod prompt;
 mod promql;
 mod runner;
+pub mod spend;
 pub mod store;
 mod topics;
 
@@ -20,12 +23,14 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use budget::{Budget, Limit, OverBudget, SubmitError, investigation_reserve};
 pub use call_log::{CallLog, CallRecord};
 pub use context::{MAX_SMALL_TOOLS, SMALL_CONTEXT_TOKENS, select_tools};
 pub use dispatcher::{Dispatcher, DispatcherError, build_tools};
 pub use finding::{Evidence, Finding};
 pub use prompt::{fence, system_prompt, user_message};
 pub use runner::{MAX_CONTEXT_RETRIES, MAX_CORRECTIONS, Runner, first_request_body};
+pub use spend::{Claim, DayTotals, SpendLedger};
 
 use crate::llm::Usage;
 

@@ -3,14 +3,17 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use reqwest::Method;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::backend::Backend;
-use crate::agent::{Investigation, InvestigationRequest, InvestigationStatus, Trigger};
-use crate::api::Queued;
+use super::daemon::DaemonError;
+use crate::agent::{
+    Investigation, InvestigationRequest, InvestigationStatus, SubmitError, Trigger,
+};
+use crate::api::{OverBudgetAnswer, Queued};
 use crate::config::Config;
 
 /// Runs the investigation and prints its finding. Returns false when it did not succeed.
@@ -22,7 +25,7 @@ pub async fn run(config: &Config, question: &str, json: bool) -> anyhow::Result<
     let tracker = TaskTracker::new();
     let id = match &backend {
         Backend::Local { dispatcher, .. } => {
-            let inv = dispatcher
+            let submitted = dispatcher
                 .submit(InvestigationRequest {
                     trigger: Trigger::Ask,
                     title: question.chars().take(80).collect(),
@@ -30,17 +33,24 @@ pub async fn run(config: &Config, question: &str, json: bool) -> anyhow::Result<
                     context: None,
                     group_key: None,
                 })
-                .await?;
+                .await;
+            let inv = match submitted {
+                Ok(inv) => inv,
+                Err(SubmitError::OverBudget(e)) => bail!("not investigated: {e}"),
+                Err(SubmitError::Store(e)) => return Err(e.into()),
+            };
             dispatcher.start(token.clone(), &tracker)?;
             inv.id
         }
         Backend::Remote(daemon) => {
             let body = serde_json::json!({ "question": question });
-            let queued: Queued = daemon
-                .request(Method::POST, "/api/v1/ask", Some(&body))
-                .await
-                .context("asking the daemon")?;
-            queued.id
+            let asked = daemon
+                .request::<Queued>(Method::POST, "/api/v1/ask", Some(&body))
+                .await;
+            match asked {
+                Ok(queued) => queued.id,
+                Err(e) => bail_over_budget(e)?,
+            }
         }
     };
     eprintln!("investigation {id} queued");
@@ -78,6 +88,17 @@ pub async fn run(config: &Config, question: &str, json: bool) -> anyhow::Result<
             | InvestigationStatus::Inconclusive
             | InvestigationStatus::LimitReached
     ) && inv.finding.is_some())
+}
+
+/// A 429 from the daemon names the used-up budget: say that alone, clearly.
+fn bail_over_budget(e: DaemonError) -> anyhow::Result<String> {
+    if let DaemonError::Status { status, body, .. } = &e
+        && *status == reqwest::StatusCode::TOO_MANY_REQUESTS
+        && let Ok(answer) = serde_json::from_str::<OverBudgetAnswer>(body)
+    {
+        bail!("not investigated: {}", answer.error);
+    }
+    Err(anyhow::Error::new(e).context("asking the daemon"))
 }
 
 fn print_result(inv: &Investigation) {

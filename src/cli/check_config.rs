@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use crate::config::{Config, ConfigSource, ignored_env_vars};
+use crate::config::{Config, ConfigSource, ignored_env_vars, unpriced_model_warning};
 
 /// Prints the redacted configuration to stdout.
 pub fn run(config: &Config, source: &ConfigSource) {
@@ -40,6 +40,11 @@ fn render(config: &Config, source: &ConfigSource) -> String {
     };
     let _ = writeln!(out, "# enabled integrations: {on}");
     let _ = writeln!(out, "# disabled integrations: {}\n", disabled.join(", "));
+    if config.llm.base_url.is_some()
+        && let Some(warning) = unpriced_model_warning(&config.llm)
+    {
+        let _ = writeln!(out, "# warning: {warning}\n");
+    }
     let ignored = ignored_env_vars();
     if !ignored.is_empty() {
         let _ = writeln!(

@@ -1,4 +1,5 @@
-//! The investigations API (bearer `server.api_token` when set): `POST /api/v1/ask`,
+//! The investigations API (bearer `server.api_token` when set): `POST /api/v1/ask` (429
+//! naming the budget when a daily budget is used up),
 //! `GET /api/v1/investigations` (newest first, paginated), `GET|DELETE
 //! /api/v1/investigations/{id}`.
 
@@ -13,8 +14,8 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use super::ApiError;
-use crate::agent::{InvestigationRequest, InvestigationStatus, Trigger};
-use crate::api::{AskRequest, InvestigationDetail, MAX_QUESTION_CHARS, Queued};
+use crate::agent::{InvestigationRequest, InvestigationStatus, OverBudget, SubmitError, Trigger};
+use crate::api::{AskRequest, InvestigationDetail, MAX_QUESTION_CHARS, OverBudgetAnswer, Queued};
 use crate::app::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -40,7 +41,7 @@ async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, Api
         )));
     }
     let title: String = question.chars().take(80).collect();
-    let inv = state
+    let submitted = state
         .dispatcher
         .submit(InvestigationRequest {
             trigger: Trigger::Ask,
@@ -49,12 +50,34 @@ async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, Api
             context: None,
             group_key: None,
         })
-        .await?;
+        .await;
+    let inv = match submitted {
+        Ok(inv) => inv,
+        Err(SubmitError::OverBudget(e)) => return Ok(over_budget(&e)),
+        Err(SubmitError::Store(e)) => return Err(e.into()),
+    };
     let body = Queued {
         id: inv.id,
         status: inv.status,
     };
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+}
+
+/// 429 with the budget's key and what was spent; `Retry-After` is the next UTC midnight.
+fn over_budget(e: &OverBudget) -> Response {
+    let now = chrono::Utc::now();
+    let midnight = (now.date_naive() + chrono::Days::new(1))
+        .and_hms_opt(0, 0, 0)
+        .map(|m| m.and_utc());
+    let retry = midnight.map_or(0, |m| (m - now).num_seconds().max(1));
+    let mut resp = (
+        StatusCode::TOO_MANY_REQUESTS,
+        Json(OverBudgetAnswer::from(e)),
+    )
+        .into_response();
+    resp.headers_mut()
+        .insert(axum::http::header::RETRY_AFTER, retry.into());
+    resp
 }
 
 async fn list(

@@ -23,6 +23,12 @@ pub const ENDPOINTS: &[&str] = &[
 ];
 
 pub const TRIGGERS: &[&str] = &["ask", "alert", "schedule"];
+/// What can be refused by the daily budget: the investigation triggers and the report's
+/// narrative call.
+pub const BUDGET_TRIGGERS: &[&str] = &["ask", "alert", "schedule", "report"];
+/// The daily budgets: `alerts.max_investigations_per_day` (count) and
+/// `alerts.daily_cost_limit_usd` (cost).
+pub const BUDGETS: &[&str] = &["count", "cost"];
 pub const INVESTIGATION_END_STATES: &[&str] = &[
     "finished",
     "inconclusive",
@@ -67,6 +73,9 @@ pub struct Metrics {
     pub investigation_duration: Histogram,
     pub alerts_received: IntCounterVec,
     pub queue_depth: IntGauge,
+    pub budget_rejections: IntCounterVec,
+    pub budget_today_dollars: Gauge,
+    pub budget_today_investigations: IntGauge,
     pub reports: IntCounterVec,
     pub report_duration: Histogram,
     pub report_collector_duration: HistogramVec,
@@ -193,6 +202,21 @@ impl Metrics {
                 "queue_depth",
                 "Investigations waiting in the durable queue."
             ))?),
+            budget_rejections: reg!(IntCounterVec::new(
+                opts(
+                    "budget_rejections_total",
+                    "Work refused by a daily budget, by budget (count, cost) and trigger."
+                ),
+                &["budget", "trigger"]
+            )?),
+            budget_today_dollars: reg!(Gauge::with_opts(opts(
+                "budget_today_dollars",
+                "Estimated LLM dollars spent plus reserved by running work today (UTC)."
+            ))?),
+            budget_today_investigations: reg!(IntGauge::with_opts(opts(
+                "budget_today_investigations",
+                "Investigations counted against alerts.max_investigations_per_day today (UTC)."
+            ))?),
             reports: reg!(IntCounterVec::new(
                 opts("reports_total", "Weekly reports by trigger and status."),
                 &["trigger", "status"]
@@ -257,6 +281,11 @@ impl Metrics {
         for s in ALERT_SOURCES {
             for o in ALERT_OUTCOMES {
                 self.alerts_received.with_label_values(&[s, o]);
+            }
+        }
+        for b in BUDGETS {
+            for t in BUDGET_TRIGGERS {
+                self.budget_rejections.with_label_values(&[b, t]);
             }
         }
         for t in REPORT_TRIGGERS {
