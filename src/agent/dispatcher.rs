@@ -371,6 +371,8 @@ impl Dispatcher {
             tracing::warn!(%id, error = ?inv.error, "interrupted investigation failed");
             return self.end(id, inv, claim).await;
         }
+        // Durable before it runs, so a kill -9 mid-run is counted as an interruption.
+        store.flush().await?;
         self.inner.running.fetch_add(1, Ordering::Relaxed);
         self.update_queue_depth();
         tracing::info!(%id, trigger = inv.trigger.as_str(), title = %inv.title, "investigation started");

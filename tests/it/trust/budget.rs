@@ -17,7 +17,9 @@ use tokio::sync::watch;
 
 use crate::support::fake_llm::{FakeLlm, Reply, answer, error, finding_json, tool_calls};
 use crate::support::report_external::{mails, start_smtp_sink};
-use crate::support::{Daemon, eventually, free_port, metric_value, run_cli, spawn_app};
+use crate::support::{
+    Daemon, eventually, free_port, metric_value, run_cli, spawn_app, test_config,
+};
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -280,37 +282,54 @@ async fn a_claim_is_released_when_the_llm_fails_so_the_next_ask_is_admitted() {
 
 #[tokio::test]
 async fn a_report_over_the_cost_budget_is_sent_with_its_plain_summary_saying_why() {
-    use sre_agent::report::ReportRequest;
-    use sre_agent::report::model::ReportTrigger;
+    use sre_agent::agent::Dispatcher;
+    use sre_agent::report::model::{ReportStatus, ReportTrigger};
     use sre_agent::report::period::PeriodSpec;
+    use sre_agent::report::{ReportRequest, Reporter};
+    use sre_agent::store::Store;
+    use sre_agent::telemetry::Metrics;
 
     let Some(sink) = start_smtp_sink(None, None) else {
         return;
     };
+    sre_agent::install_crypto_provider();
     let llm = FakeLlm::start(vec![answer("A calm week.", (1_000, 200, 0))]).await;
-    let app = spawn_app(&format!(
-        "[alerts]\ndaily_cost_limit_usd = 0.5\n\n{}\n[report]\nrecipients = [\"ops@example.org\"]\n\
-         collector_timeout = \"2s\"\n[smtp]\nhost = \"127.0.0.1\"\nport = {}\nsecurity = \"none\"\n",
-        llm_toml(&llm.url, ""),
-        sink.port
-    ))
-    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(
+        dir.path(),
+        &format!(
+            "[alerts]\ndaily_cost_limit_usd = 0.5\n\n{}\n[report]\n\
+             recipients = [\"ops@example.org\"]\ncollector_timeout = \"2s\"\n[smtp]\n\
+             host = \"127.0.0.1\"\nport = {}\nsecurity = \"none\"\n",
+            llm_toml(&llm.url, ""),
+            sink.port
+        ),
+    );
+    let store = Store::open(&config.server.data_dir).unwrap();
+    let metrics = Arc::new(Metrics::new(&config.llm.model));
+    let dispatcher = Dispatcher::new(&config, &store, metrics.clone()).unwrap();
+    let reports = Reporter::new(Arc::new(config), &store, metrics.clone())
+        .unwrap()
+        .with_dispatcher(dispatcher.clone());
     let request = || ReportRequest {
         trigger: ReportTrigger::Cli,
         period: PeriodSpec::Last,
         now: Utc::now(),
         send: true,
     };
-    let spend = app.state.dispatcher.spend().clone();
-    let within = app.state.reports.run(request()).await.unwrap();
+    let spend = dispatcher.spend();
+    let within = reports.run(request()).await.unwrap();
     assert_eq!(within.summary.fallback_reason, None);
-    // The narrative call's own cost is counted: 1,000 in + 200 out at 2 and 8 $/M.
-    assert!(
-        (spend.budget().spent_usd - 0.0036).abs() < 1e-9,
+    assert_eq!(
+        within.status,
+        ReportStatus::Sent,
         "{:?}",
-        spend.budget()
+        within.delivery_error
     );
-    assert_eq!(spend.budget().reserved_usd, 0.0);
+    // The narrative call's own cost is counted: 1,000 in + 200 out at 2 and 8 $/M.
+    let b = spend.budget();
+    assert!((b.spent_usd - 0.0036).abs() < 1e-9, "{b:?}");
+    assert_eq!(b.reserved_usd, 0.0);
 
     // Spend the rest of the day's budget.
     spend
@@ -319,7 +338,7 @@ async fn a_report_over_the_cost_budget_is_sent_with_its_plain_summary_saying_why
         .settle(0.5)
         .unwrap();
     let calls = llm.requests().len();
-    let over = app.state.reports.run(request()).await.unwrap();
+    let over = reports.run(request()).await.unwrap();
     let reason = over
         .summary
         .fallback_reason
@@ -329,20 +348,23 @@ async fn a_report_over_the_cost_budget_is_sent_with_its_plain_summary_saying_why
         reason.contains("alerts.daily_cost_limit_usd") && reason.contains("spent"),
         "{reason}"
     );
+    assert_eq!(over.status, ReportStatus::Sent, "{:?}", over.delivery_error);
     assert_eq!(llm.requests().len(), calls, "no LLM call over budget");
-    eventually(Duration::from_secs(15), "both report emails", || async {
-        (mails(&sink).len() == 2).then_some(())
-    })
+    let last = eventually(
+        Duration::from_secs(15),
+        "the second report email",
+        || async {
+            let all = mails(&sink);
+            (all.len() == 2).then(|| std::fs::read_to_string(all.last().unwrap()).unwrap())
+        },
+    )
     .await;
-    let last = std::fs::read_to_string(mails(&sink).pop().unwrap()).unwrap();
     assert!(
         last.contains("daily_cost_limit_usd") && last.contains("automatic summary"),
         "{last}"
     );
-    let m = app.metrics().await;
     let series = r#"sre_agent_budget_rejections_total{budget="cost",trigger="report"}"#;
-    assert_eq!(metric_value(&m, series), Some(1.0));
-    app.stop().await;
+    assert_eq!(metric_value(&metrics.encode(), series), Some(1.0));
 }
 
 #[tokio::test]
@@ -416,8 +438,8 @@ async fn an_investigation_interrupted_past_the_retry_bound_is_failed_with_the_re
         llm_toml(&llm.url, "timeout = \"120s\"")
     );
     let config = daemon_config(dir.path(), port, &rest);
-    let http = reqwest::Client::new();
     let mut daemon = Daemon::start(dir.path(), &config, &[]).await;
+    let http = reqwest::Client::new();
     let (status, body) = ask(&http, &daemon.base, "why is it slow?").await;
     assert_eq!(status, 202, "{body}");
     let id = body["id"].as_str().unwrap().to_string();
