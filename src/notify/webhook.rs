@@ -185,6 +185,7 @@ mod tests {
         let subject = Subject {
             inv: &inv,
             alert: Some(&a),
+            public_url: None,
         };
         let req = render("http://ntfy/topic", WebhookFormat::Ntfy, &subject);
         assert!(req.content_type.starts_with("text/plain"));
@@ -207,6 +208,7 @@ mod tests {
         let subject = Subject {
             inv: &inv,
             alert: Some(&a),
+            public_url: None,
         };
         let slack: serde_json::Value =
             serde_json::from_str(&render("http://x", WebhookFormat::Slack, &subject).body).unwrap();
@@ -225,6 +227,7 @@ mod tests {
         let html = Subject {
             inv: &inv,
             alert: Some(&a),
+            public_url: None,
         }
         .html();
         assert!(html.contains("Bad deploy &lt;script&gt;"));
