@@ -236,6 +236,32 @@ mod tests {
     }
 
     #[test]
+    fn with_a_public_url_notifications_link_the_investigation_and_its_feedback() {
+        let (inv, a) = (investigation(), alert());
+        let mut subject = Subject {
+            inv: &inv,
+            alert: Some(&a),
+            public_url: Some("https://sre.example.com/"),
+        };
+        let url = format!("https://sre.example.com/api/v1/investigations/{}", inv.id);
+        let md = subject.markdown();
+        assert!(md.contains(&format!("- [Investigation]({url})")), "{md}");
+        assert!(md.contains(&format!("to {url}/feedback")), "{md}");
+        assert!(md.contains(&format!(
+            "sre-agent investigations feedback {} right|wrong",
+            inv.id
+        )));
+        let html = subject.html();
+        assert!(
+            html.contains(&format!("<a href=\"{url}\">Investigation</a>")),
+            "{html}"
+        );
+        subject.public_url = None;
+        let md = subject.markdown();
+        assert!(!md.contains("/api/v1/investigations/") && md.contains("Was this right?"));
+    }
+
+    #[test]
     fn only_network_errors_408_429_and_5xx_are_retried() {
         assert!(is_retryable(None));
         assert!(is_retryable(Some(503)));

@@ -198,3 +198,31 @@ fn the_account_stays_short_for_small_models() {
         recall.text.len()
     );
 }
+
+#[test]
+fn feedback_needs_a_known_verdict_and_a_note_within_the_limit() {
+    let fb = Feedback::given(Some(" Wrong "), Some("  it was DNS  ")).unwrap();
+    assert_eq!(fb.verdict, Verdict::Wrong);
+    assert_eq!(fb.note.as_deref(), Some("it was DNS"));
+    assert_eq!(
+        Feedback::given(Some("right"), Some("   ")).unwrap().note,
+        None
+    );
+    for bad in [None, Some(""), Some("maybe")] {
+        let e = Feedback::given(bad, None).unwrap_err();
+        assert!(e.contains("\"verdict\""), "{e}");
+    }
+    let long = "n".repeat(MAX_FEEDBACK_NOTE_CHARS + 1);
+    assert!(
+        Feedback::given(Some("right"), Some(&long))
+            .unwrap_err()
+            .contains("\"note\"")
+    );
+}
+
+#[test]
+fn the_model_cannot_claim_a_recurrence() {
+    let answer = r#"{"summary": "disk full", "recurrence": {"count": 99,
+        "last_seen": "2026-01-01T00:00:00Z", "last_investigation": "x"}}"#;
+    assert_eq!(Finding::from_answer(answer).unwrap().recurrence, None);
+}
