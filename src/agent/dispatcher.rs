@@ -19,6 +19,7 @@ use tokio_util::task::TaskTracker;
 
 use super::budget::SubmitError;
 use super::evidence::EvidencePlanner;
+use super::memory::{Feedback, IncidentMemory};
 use super::runner::Runner;
 use super::spend::{Claim, SpendLedger};
 use super::{Event, Investigation, InvestigationRequest, InvestigationStatus};
@@ -37,6 +38,7 @@ pub struct Dispatcher {
 
 struct Inner {
     store: InvestigationStore,
+    memory: IncidentMemory,
     runner: Runner,
     metrics: Arc<Metrics>,
     model: String,
@@ -122,15 +124,19 @@ impl Dispatcher {
         tools: ToolRegistry,
         evidence: EvidencePlanner,
     ) -> Result<Self, StoreError> {
+        let memory = IncidentMemory::open(store)?;
         let investigations = InvestigationStore::open(store)?;
         let spend = SpendLedger::open(store, &investigations, config, metrics.clone())?;
         let store = investigations;
-        let runner = Runner::new(&config.llm, llm, tools, store.clone()).with_evidence(evidence);
+        let runner = Runner::new(&config.llm, llm, tools, store.clone())
+            .with_evidence(evidence)
+            .with_memory(memory.clone());
         let (tx, rx) = mpsc::unbounded_channel();
         let (finished, _) = broadcast::channel(256);
         let d = Self {
             inner: Arc::new(Inner {
                 store,
+                memory,
                 runner,
                 metrics,
                 model: config.llm.model.clone(),
@@ -422,16 +428,23 @@ impl Dispatcher {
                 .investigation_duration
                 .observe(d.as_secs_f64());
         }
-        // Merge: notes may have been added while it ran.
+        // Merge: notes (and feedback) may have been added while it ran.
         let stored = store.update(id, |cur| {
             let notes = std::mem::take(&mut cur.notes);
+            let feedback = cur.feedback.take();
             *cur = done.clone();
+            cur.feedback = feedback.or_else(|| cur.feedback.take());
             for n in notes {
                 if !cur.notes.contains(&n) {
                     cur.notes.push(n);
                 }
             }
         })?;
+        if let Some(inv) = &stored
+            && let Err(e) = self.inner.memory.remember(inv)
+        {
+            tracing::warn!(%id, error = %e, "cannot remember the investigation in incident memory");
+        }
         store.dequeue(id)?;
         claim.settle(done.cost_usd)?;
         store.flush().await?;
@@ -453,10 +466,56 @@ impl Dispatcher {
             .inc();
     }
 
-    /// Deletes final investigations created before `cutoff` (`store.retention_days`).
+    /// Deletes final investigations created before `cutoff` (`store.retention_days`), and
+    /// forgets what incident memory holds from before it.
     pub fn sweep(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        self.inner.memory.sweep(cutoff)?;
         self.inner.store.sweep(cutoff)
     }
+
+    /// Stores a person's verdict on the finding of `id` (replacing an earlier one) in the
+    /// investigation and in incident memory, durably, and counts it.
+    pub async fn feedback(
+        &self,
+        id: &str,
+        feedback: Feedback,
+    ) -> Result<FeedbackOutcome, StoreError> {
+        let mut status = None;
+        let inv = self.inner.store.update(id, |inv| {
+            status = Some(inv.status);
+            if inv.status.is_final() {
+                inv.feedback = Some(feedback.clone());
+            }
+        })?;
+        let Some(inv) = inv else {
+            return Ok(FeedbackOutcome::NotFound);
+        };
+        if let Some(s) = status.filter(|s| !s.is_final()) {
+            return Ok(FeedbackOutcome::NotFinal(s));
+        }
+        self.inner.memory.set_feedback(id, &feedback)?;
+        self.inner.store.flush().await?;
+        self.inner
+            .metrics
+            .feedback
+            .with_label_values(&[feedback.verdict.as_str()])
+            .inc();
+        Ok(FeedbackOutcome::Stored(Box::new(inv)))
+    }
+
+    /// The incident memory.
+    pub fn memory(&self) -> &IncidentMemory {
+        &self.inner.memory
+    }
+}
+
+/// What became of a person's feedback.
+#[derive(Debug)]
+pub enum FeedbackOutcome {
+    Stored(Box<Investigation>),
+    NotFound,
+    /// The investigation has not ended yet (its status).
+    NotFinal(InvestigationStatus),
 }
 
 /// The current UTC day.
