@@ -156,6 +156,28 @@ impl Dispatcher {
         Ok(inv)
     }
 
+    /// Stores `req` as a `queued` follow-up of `parent_id` (flushed) and hands it to the
+    /// workers; the same budgets apply as to any investigation.
+    pub async fn submit_follow_up(
+        &self,
+        parent_id: &str,
+        req: InvestigationRequest,
+    ) -> Result<Investigation, StoreError> {
+        let mut inv = Investigation::new(req, &self.inner.model);
+        inv.parent_id = Some(parent_id.to_string());
+        self.inner.store.put(&inv)?;
+        self.inner.store.enqueue(&inv.id)?;
+        self.inner.store.flush().await?;
+        self.update_queue_depth();
+        self.send(inv.id.clone());
+        Ok(inv)
+    }
+
+    /// The follow-ups of `parent_id`, oldest first.
+    pub fn follow_ups(&self, parent_id: &str) -> Result<Vec<Investigation>, StoreError> {
+        self.inner.store.follow_ups(parent_id)
+    }
+
     /// Cancels `id` if it is still queued; true when it was.
     pub async fn cancel_queued(&self, id: &str, note: &str) -> Result<bool, StoreError> {
         let mut cancelled = false;

@@ -10,6 +10,7 @@ mod dispatcher;
 mod evidence;
 mod figures;
 mod finding;
+mod follow_up;
 mod prompt;
 mod promql;
 mod runner;
@@ -24,6 +25,7 @@ pub use call_log::{CallLog, CallRecord};
 pub use context::{MAX_SMALL_TOOLS, SMALL_CONTEXT_TOKENS, select_tools};
 pub use dispatcher::{Dispatcher, DispatcherError, build_tools};
 pub use finding::{Evidence, Finding};
+pub use follow_up::follow_up_request;
 pub use prompt::{fence, system_prompt, user_message};
 pub use runner::{MAX_CONTEXT_RETRIES, MAX_CORRECTIONS, Runner, first_request_body};
 
@@ -142,6 +144,9 @@ pub struct Investigation {
     /// Times a worker started it (more than 1 after a restart).
     #[serde(default)]
     pub attempts: u32,
+    /// The investigation this one follows up (`POST /api/v1/investigations/{id}/followup`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
 }
 
 impl Investigation {
@@ -166,6 +171,7 @@ impl Investigation {
             context: req.context,
             steps: 0,
             attempts: 0,
+            parent_id: None,
         }
     }
 

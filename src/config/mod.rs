@@ -12,6 +12,7 @@ mod kubernetes;
 pub(crate) mod matcher;
 mod pbs;
 mod proxmox;
+mod redacted;
 mod secrets;
 mod sections;
 mod truenas;
