@@ -109,7 +109,10 @@ impl InvestigationStore {
     /// with a later id are read.
     pub fn follow_ups(&self, parent_id: &str) -> Result<Vec<Investigation>, StoreError> {
         let mut out = Vec::new();
-        for r in self.records.range(parent_id.to_string(), "\u{10FFFF}".to_string()) {
+        for r in self
+            .records
+            .range(parent_id.to_string(), "\u{10FFFF}".to_string())
+        {
             let (_, inv) = r?;
             if inv.parent_id.as_deref() == Some(parent_id) {
                 out.push(inv);

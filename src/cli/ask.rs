@@ -1,5 +1,6 @@
-//! `sre-agent ask QUESTION [--json]`: runs an investigation (through the daemon when one
-//! runs, else in-process), prints progress to stderr and the finding to stdout.
+//! `sre-agent ask QUESTION [--json] [--follow-up ID]`: runs an investigation (through the
+//! daemon when one runs, else in-process), prints progress to stderr and the finding to
+//! stdout. With `--follow-up` it continues investigation ID (a new one linked to it).
 
 use std::time::Duration;
 
@@ -9,19 +10,26 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::backend::Backend;
-use crate::agent::{Investigation, InvestigationRequest, InvestigationStatus, Trigger};
+use crate::agent::{
+    Investigation, InvestigationRequest, InvestigationStatus, Trigger, follow_up_request,
+};
 use crate::api::Queued;
 use crate::config::Config;
 
 /// Runs the investigation and prints its finding. Returns false when it did not succeed.
-pub async fn run(config: &Config, question: &str, json: bool) -> anyhow::Result<bool> {
+pub async fn run(
+    config: &Config,
+    question: &str,
+    json: bool,
+    follow_up: Option<&str>,
+) -> anyhow::Result<bool> {
     let question = question.trim();
     anyhow::ensure!(!question.is_empty(), "the question is empty");
     let backend = Backend::connect(config, Duration::from_secs(30)).await?;
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
-    let id = match &backend {
-        Backend::Local { dispatcher, .. } => {
+    let id = match (&backend, follow_up) {
+        (Backend::Local { dispatcher, .. }, None) => {
             let inv = dispatcher
                 .submit(InvestigationRequest {
                     trigger: Trigger::Ask,
@@ -34,10 +42,29 @@ pub async fn run(config: &Config, question: &str, json: bool) -> anyhow::Result<
             dispatcher.start(token.clone(), &tracker)?;
             inv.id
         }
-        Backend::Remote(daemon) => {
+        (Backend::Local { dispatcher, .. }, Some(parent_id)) => {
+            let Some(parent) = dispatcher.get(parent_id)? else {
+                bail!("no investigation {parent_id}");
+            };
+            anyhow::ensure!(
+                parent.status.is_final(),
+                "investigation {parent_id} is still {}; ask a follow-up once it has ended",
+                parent.status.as_str()
+            );
+            let events = dispatcher.events(parent_id)?;
+            let req = follow_up_request(&parent, &events, question);
+            let inv = dispatcher.submit_follow_up(parent_id, req).await?;
+            dispatcher.start(token.clone(), &tracker)?;
+            inv.id
+        }
+        (Backend::Remote(daemon), parent) => {
             let body = serde_json::json!({ "question": question });
+            let path = match parent {
+                None => "/api/v1/ask".to_string(),
+                Some(id) => format!("/api/v1/investigations/{id}/followup"),
+            };
             let queued: Queued = daemon
-                .request(Method::POST, "/api/v1/ask", Some(&body))
+                .request(Method::POST, &path, Some(&body))
                 .await
                 .context("asking the daemon")?;
             queued.id

@@ -91,7 +91,9 @@ pub fn new_anchor() -> String {
 
 /// A `Set-Cookie` value: HttpOnly, SameSite=Strict, for the whole site. `max_age` 0 deletes.
 pub fn set_cookie(name: &str, value: &str, max_age: Option<i64>) -> String {
-    let age = max_age.map(|s| format!("; Max-Age={s}")).unwrap_or_default();
+    let age = max_age
+        .map(|s| format!("; Max-Age={s}"))
+        .unwrap_or_default();
     format!("{name}={value}; Path=/; HttpOnly; SameSite=Strict{age}")
 }
 
@@ -157,7 +159,12 @@ mod tests {
         assert!(keys.csrf_ok(&with_cookie(&format!("{CSRF_COOKIE}=abc")), &token));
         assert!(!keys.csrf_ok(&with_cookie(&format!("{CSRF_COOKIE}=abd")), &token));
         assert!(!keys.csrf_ok(&HeaderMap::new(), &token));
-        assert!(!keys.csrf_ok(&with_cookie(&format!("{CSRF_COOKIE}=")), &keys.csrf_token("")));
-        assert!(!ConsoleKeys::new(None).csrf_ok(&with_cookie(&format!("{CSRF_COOKIE}=abc")), &token));
+        assert!(!keys.csrf_ok(
+            &with_cookie(&format!("{CSRF_COOKIE}=")),
+            &keys.csrf_token("")
+        ));
+        assert!(
+            !ConsoleKeys::new(None).csrf_ok(&with_cookie(&format!("{CSRF_COOKIE}=abc")), &token)
+        );
     }
 }

@@ -72,5 +72,8 @@ pub async fn page(
             }
         }
     };
-    Ok(respond(StatusCode::OK, layout(&chrome, "Alerts", "/alerts", body)))
+    Ok(respond(
+        StatusCode::OK,
+        layout(&chrome, "Alerts", "/alerts", body),
+    ))
 }

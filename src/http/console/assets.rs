@@ -35,10 +35,7 @@ fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
         [
             (CONTENT_TYPE, content_type),
             (CACHE_CONTROL, "public, max-age=86400"),
-            (
-                axum::http::header::X_CONTENT_TYPE_OPTIONS,
-                "nosniff",
-            ),
+            (axum::http::header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
         ],
         body,
     )

@@ -194,11 +194,7 @@ fn filters(f: &Filters) -> Markup {
 /// This listing's address with `cursor`.
 fn link(f: &Filters, cursor: &str) -> String {
     let mut q = url::form_urlencoded::Serializer::new(String::new());
-    for (k, v) in [
-        ("status", &f.status),
-        ("trigger", &f.trigger),
-        ("q", &f.q),
-    ] {
+    for (k, v) in [("status", &f.status), ("trigger", &f.trigger), ("q", &f.q)] {
         if !v.is_empty() {
             q.append_pair(k, v);
         }

@@ -57,11 +57,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
 
 /// With `server.api_token` set: passes a valid session cookie or bearer token; sends a
 /// browser without either to the login page (other methods get 401).
-async fn require_login(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
+async fn require_login(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let keys = request.extensions().get::<ConsoleKeys>().cloned();
     let Some(keys) = keys.filter(ConsoleKeys::login_required) else {
         return next.run(request).await;
@@ -71,10 +67,7 @@ async fn require_login(
         return next.run(request).await;
     }
     if request.method() == Method::GET {
-        let here = request
-            .uri()
-            .path_and_query()
-            .map_or("/", |p| p.as_str());
+        let here = request.uri().path_and_query().map_or("/", |p| p.as_str());
         let target = format!(
             "/login?next={}",
             url::form_urlencoded::byte_serialize(here.as_bytes()).collect::<String>()

@@ -92,11 +92,11 @@ pub fn secure(h: &mut HeaderMap, csp: &'static str) {
         CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
+    h.insert("content-security-policy", HeaderValue::from_static(csp));
     h.insert(
-        "content-security-policy",
-        HeaderValue::from_static(csp),
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
     );
-    h.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
     h.insert("referrer-policy", HeaderValue::from_static("same-origin"));
     h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
 }

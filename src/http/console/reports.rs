@@ -62,7 +62,10 @@ pub async fn list(
             }
         }
     };
-    Ok(respond(StatusCode::OK, layout(&chrome, "Reports", "/reports", body)))
+    Ok(respond(
+        StatusCode::OK,
+        layout(&chrome, "Reports", "/reports", body),
+    ))
 }
 
 pub async fn page(
@@ -88,7 +91,10 @@ pub async fn page(
         iframe.report src={ "/reports/" (report.id) "/email" } title={ "The report as emailed: " (title) }
             sandbox="allow-same-origin" {}
     };
-    Ok(respond(StatusCode::OK, layout(&chrome, &title, "/reports", body)))
+    Ok(respond(
+        StatusCode::OK,
+        layout(&chrome, &title, "/reports", body),
+    ))
 }
 
 pub async fn email(
@@ -96,9 +102,10 @@ pub async fn email(
     Path(id): Path<String>,
 ) -> Result<Response, PageError> {
     let report = load(&state, &id)?;
-    let html = render::for_email(&report)
-        .html
-        .replace("src=\"cid:", &format!("src=\"/reports/{}/charts/", report.id));
+    let html = render::for_email(&report).html.replace(
+        "src=\"cid:",
+        &format!("src=\"/reports/{}/charts/", report.id),
+    );
     let mut resp = html.into_response();
     secure(resp.headers_mut(), EMAIL_CSP);
     Ok(resp)

@@ -133,7 +133,11 @@ fn facts(inv: &Investigation) -> Markup {
     }
 }
 
-fn thread(inv: &Investigation, parent: Option<&Investigation>, follow_ups: &[Investigation]) -> Markup {
+fn thread(
+    inv: &Investigation,
+    parent: Option<&Investigation>,
+    follow_ups: &[Investigation],
+) -> Markup {
     html! {
         nav aria-label="Thread" {
             h2 { "Thread" }
