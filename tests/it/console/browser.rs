@@ -118,15 +118,12 @@ async fn unlabelled_fields(c: &Client) -> Vec<Value> {
     v.as_array().cloned().unwrap_or_default()
 }
 
-/// Presses Tab from the top of the page until `selector` has the focus; how many presses.
-async fn tabs_to(c: &Client, selector: &str) -> Option<usize> {
-    c.execute(
-        "document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0);",
-        vec![],
-    )
-    .await
-    .unwrap();
-    for presses in 1..=30 {
+/// The elements the keyboard reaches, in order, pressing Tab from the top of the freshly
+/// loaded page (`tag#id[type]`).
+async fn tab_order(c: &Client) -> Vec<String> {
+    c.refresh().await.unwrap();
+    let mut order = Vec::new();
+    for _ in 0..30 {
         let tab = KeyActions::new("keyboard".into())
             .then(KeyAction::Down {
                 value: Key::Tab.into(),
@@ -137,16 +134,24 @@ async fn tabs_to(c: &Client, selector: &str) -> Option<usize> {
         c.perform_actions(tab).await.unwrap();
         let focused = c
             .execute(
-                "return document.activeElement.matches(arguments[0]);",
-                vec![json!(selector)],
+                "const e = document.activeElement;
+                 return e.tagName.toLowerCase() + (e.id ? '#' + e.id : '')
+                   + (e.getAttribute('type') ? '[' + e.getAttribute('type') + ']' : '');",
+                vec![],
             )
             .await
             .unwrap();
-        if focused == json!(true) {
-            return Some(presses);
-        }
+        order.push(focused.as_str().unwrap_or_default().to_string());
     }
-    None
+    order
+}
+
+/// Whether the keyboard reaches `field` and, after it, a submit button.
+fn reaches_field_then_submit(order: &[String], field: &str) -> bool {
+    order
+        .iter()
+        .position(|e| e == field)
+        .is_some_and(|i| order[i + 1..].iter().any(|e| e == "button[submit]"))
 }
 
 /// Waits until the page at `/investigations/…` shows its finding (after the script
@@ -206,13 +211,11 @@ async fn in_chromium_a_user_asks_watches_tool_calls_arrive_reads_the_finding_fol
         .unwrap();
     assert_eq!(path_of(&c).await, "/ask");
     assert_eq!(unlabelled_fields(&c).await, Vec::<Value>::new());
-    let to_field = tabs_to(&c, "textarea#question")
-        .await
-        .expect("Tab reaches the question");
-    let to_submit = tabs_to(&c, "form.question button[type=submit]")
-        .await
-        .expect("Tab reaches Ask");
-    assert!(to_field < to_submit, "the field comes before its button");
+    let order = tab_order(&c).await;
+    assert!(
+        reaches_field_then_submit(&order, "textarea#question"),
+        "Tab order: {order:?}"
+    );
     let field = c.find(Locator::Css("textarea#question")).await.unwrap();
     field.send_keys("why is pve2 slow?").await.unwrap();
     c.find(Locator::Css("form.question button[type=submit]"))
@@ -265,9 +268,11 @@ async fn in_chromium_a_user_asks_watches_tool_calls_arrive_reads_the_finding_fol
     assert_eq!(unlabelled_fields(&c).await, Vec::<Value>::new());
 
     // A follow-up from the page.
-    tabs_to(&c, "textarea#follow-up")
-        .await
-        .expect("Tab reaches the follow-up question");
+    let order = tab_order(&c).await;
+    assert!(
+        reaches_field_then_submit(&order, "textarea#follow-up"),
+        "Tab order: {order:?}"
+    );
     c.find(Locator::Css("textarea#follow-up"))
         .await
         .unwrap()
