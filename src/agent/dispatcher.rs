@@ -201,7 +201,17 @@ impl Dispatcher {
         req: InvestigationRequest,
         claim: Claim,
     ) -> Result<Investigation, StoreError> {
-        let inv = Investigation::new(req, &self.inner.model);
+        self.enqueue_with(req, None, claim).await
+    }
+
+    async fn enqueue_with(
+        &self,
+        req: InvestigationRequest,
+        parent_id: Option<&str>,
+        claim: Claim,
+    ) -> Result<Investigation, StoreError> {
+        let mut inv = Investigation::new(req, &self.inner.model);
+        inv.parent_id = parent_id.map(str::to_string);
         let stored = async {
             self.inner.store.put(&inv)?;
             self.inner.store.enqueue(&inv.id)?;
@@ -232,6 +242,22 @@ impl Dispatcher {
 
     fn take_claim(&self, id: &str) -> Option<Claim> {
         self.inner.claims.lock().ok()?.remove(id)
+    }
+
+    /// Like [`Dispatcher::submit`] for a follow-up question of `parent_id`: the same
+    /// budgets apply as to any investigation.
+    pub async fn submit_follow_up(
+        &self,
+        parent_id: &str,
+        req: InvestigationRequest,
+    ) -> Result<Investigation, SubmitError> {
+        let claim = self.inner.spend.admit(req.trigger.as_str(), today())?;
+        Ok(self.enqueue_with(req, Some(parent_id), claim).await?)
+    }
+
+    /// The follow-ups of `parent_id`, oldest first.
+    pub fn follow_ups(&self, parent_id: &str) -> Result<Vec<Investigation>, StoreError> {
+        self.inner.store.follow_ups(parent_id)
     }
 
     /// Cancels `id` if it is still queued; true when it was.

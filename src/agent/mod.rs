@@ -13,6 +13,7 @@ mod dispatcher;
 mod evidence;
 mod figures;
 mod finding;
+mod follow_up;
 pub mod memory;
 mod prompt;
 mod promql;
@@ -30,6 +31,7 @@ pub use call_log::{CallLog, CallRecord};
 pub use context::{MAX_SMALL_TOOLS, SMALL_CONTEXT_TOKENS, select_tools};
 pub use dispatcher::{Dispatcher, DispatcherError, FeedbackOutcome, build_tools};
 pub use finding::{Evidence, Finding};
+pub use follow_up::follow_up_request;
 pub use memory::{Feedback, IncidentMemory, Recurrence, Verdict};
 pub use prompt::{fence, first_request_body, system_prompt, user_message};
 pub use runner::{MAX_CONTEXT_RETRIES, MAX_CORRECTIONS, Runner};
@@ -153,6 +155,9 @@ pub struct Investigation {
     /// A person's verdict on the finding (the latest one given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feedback: Option<Feedback>,
+    /// The investigation this one follows up (`POST /api/v1/investigations/{id}/followup`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
 }
 
 impl Investigation {
@@ -178,6 +183,7 @@ impl Investigation {
             steps: 0,
             attempts: 0,
             feedback: None,
+            parent_id: None,
         }
     }
 

@@ -20,6 +20,21 @@ pub const ENDPOINTS: &[&str] = &[
     "/api/v1/alerts",
     "/api/v1/reports",
     "/api/v1/reports/{id}",
+    "/api/v1/investigations/{id}/events",
+    "/api/v1/investigations/{id}/followup",
+    // The web console.
+    "/",
+    "/investigations/{id}",
+    "/investigations/{id}/followup",
+    "/ask",
+    "/alerts",
+    "/reports",
+    "/reports/{id}",
+    "/reports/{id}/email",
+    "/reports/{id}/charts/{chart}",
+    "/status",
+    "/login",
+    "/logout",
     "other",
 ];
 
