@@ -18,7 +18,9 @@ use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::openapi::{RefOr, ServerBuilder};
 use utoipa::{Modify, OpenApi, PartialSchema, ToSchema};
 
-use super::{alerts_api, health, investigations, reports, webhooks};
+use super::{
+    alerts_api, follow_up, health, investigation_events, investigations, reports, webhooks,
+};
 use crate::app::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -58,6 +60,9 @@ pub(super) async fn document() -> Response {
         investigations::list,
         investigations::show,
         investigations::remove,
+        investigations::feedback,
+        follow_up::follow_up,
+        investigation_events::events,
         alerts_api::list,
         reports::list,
         reports::create,

@@ -31,7 +31,6 @@ pub fn router() -> Router<AppState> {
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
         (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
-        (status = 429, description = "Over a budget", body = crate::api::ErrorBody),
         (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
         (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
     ))]

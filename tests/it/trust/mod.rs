@@ -1,11 +1,15 @@
 //! Issue 15, proven by attack: secrets inside configured URLs never leave (`secrets`), what
 //! the model chooses cannot steer a request off its target nor make an upstream answer
 //! cost its size (`targets`), webhook and API auth cannot lock out or fail open (`auth`),
-//! and slow or abusive clients are cut off (`abuse`).
+//! slow or abusive clients are cut off (`abuse`), the daily budgets hold for every
+//! trigger (`budget`), bad input on every route is a JSON error that stores nothing
+//! (`bad_input`), and fuzzing finds nothing: proptest on the parsers (`fuzz`), schemathesis on
+//! the live daemon (`schemathesis`) against the OpenAPI document (`openapi`).
 
 mod abuse;
 mod auth;
 mod bad_input;
+mod budget;
 mod fuzz;
 mod openapi;
 mod schemathesis;

@@ -15,7 +15,14 @@ use crate::support::{TestApp, eventually, spawn_app};
 
 const TOKEN: &str = "api-t0ken";
 
-/// `(method, path, file)` of every `.route("…", get(…).post(…))` in `src/http/`.
+/// Whether a route belongs in the OpenAPI document: the JSON API, the webhooks and the
+/// operations endpoints (the web console's HTML pages do not).
+fn is_api(path: &str) -> bool {
+    path.starts_with("/api/") || path.starts_with("/webhook/") || ["/metrics", "/healthz", "/readyz"].contains(&path)
+}
+
+/// `(method, path, file)` of every `.route("…", get(…).post(…))` in `src/http/` outside
+/// the console (`src/http/console/`, HTML pages for browsers).
 fn routes_in_source() -> BTreeSet<(String, String, String)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http");
     let methods =
@@ -23,6 +30,9 @@ fn routes_in_source() -> BTreeSet<(String, String, String)> {
     let mut out = BTreeSet::new();
     let mut files = vec![dir];
     while let Some(path) = files.pop() {
+        if path.is_dir() && path.file_name().is_some_and(|n| n == "console") {
+            continue;
+        }
         if path.is_dir() {
             files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
             continue;
@@ -51,6 +61,9 @@ fn routes_in_source() -> BTreeSet<(String, String, String)> {
                     depth == 0
                 })
                 .map_or(args.len(), |(i, _)| i);
+            if !is_api(route_path) {
+                continue;
+            }
             for m in methods.captures_iter(&args[..end]) {
                 out.insert((m[1].to_string(), route_path.to_string(), file.clone()));
             }
