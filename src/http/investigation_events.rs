@@ -37,7 +37,7 @@ pub fn router() -> Router<AppState> {
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event index"),
     ),
     responses(
-        (status = 200, description = "An event stream", content_type = "text/event-stream", body = String),
+        (status = 200, description = "An event stream", content_type = "text/event-stream", body = super::openapi::TimelineEvent),
         (status = 400, description = "Bad input", body = crate::api::ErrorBody),
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 404, description = "Not found", body = crate::api::ErrorBody),

@@ -222,3 +222,14 @@ pub struct WebhookAlert {
     #[serde(rename = "valueString")]
     value_string: Option<String>,
 }
+
+/// One Server-Sent Event of `GET /api/v1/investigations/{id}/events`.
+#[derive(serde::Serialize, ToSchema)]
+pub struct TimelineEvent {
+    /// "step" (one timeline entry) or "status" (the final status; the stream ends).
+    event: String,
+    /// The entry's index in the timeline (`step` events), for `Last-Event-ID`.
+    id: Option<String>,
+    /// JSON: the timeline entry (an `Event`), or `{"status": …}`.
+    data: String,
+}

@@ -1,7 +1,7 @@
 //! Rejections made outside the handlers, made like `ApiError`'s: a request head larger than
 //! `MAX_HEADER_BYTES` gets 431, and the plain-text or empty errors of axum's extractors and
 //! router (a body over the limit, malformed JSON or query strings, a wrong method) become
-//! JSON `{"error": "…"}` with their status kept.
+//! JSON `{"error": "…"}` with their status kept. HTML error pages of the console are kept.
 
 use axum::body::Body;
 use axum::extract::Request;
@@ -36,12 +36,13 @@ pub async fn header_limit(req: Request, next: Next) -> Response {
 pub async fn json_errors(req: Request, next: Next) -> Response {
     let resp = next.run(req).await;
     let status = resp.status();
-    let is_json = resp
+    // axum's rejections are text/plain or empty; the console's HTML pages stay as they are.
+    let plain = resp
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"));
-    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        .is_none_or(|v| v.starts_with("text/plain"));
+    if !(status.is_client_error() || status.is_server_error()) || !plain {
         return resp;
     }
     let (mut parts, body) = resp.into_parts();

@@ -18,7 +18,9 @@ const TOKEN: &str = "api-t0ken";
 /// Whether a route belongs in the OpenAPI document: the JSON API, the webhooks and the
 /// operations endpoints (the web console's HTML pages do not).
 fn is_api(path: &str) -> bool {
-    path.starts_with("/api/") || path.starts_with("/webhook/") || ["/metrics", "/healthz", "/readyz"].contains(&path)
+    path.starts_with("/api/")
+        || path.starts_with("/webhook/")
+        || ["/metrics", "/healthz", "/readyz"].contains(&path)
 }
 
 /// `(method, path, file)` of every `.route("…", get(…).post(…))` in `src/http/` outside
