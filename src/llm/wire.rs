@@ -171,7 +171,7 @@ pub(crate) fn parse_response(bytes: &[u8]) -> Result<Parsed, String> {
         .unwrap_or_default()
         .into_iter()
         .filter_map(|c| c.function.map(|f| (c.id, f)))
-        .filter(|(_, f)| !f.name.is_empty())
+        .filter(|(_, f)| !f.name.trim().is_empty())
         .enumerate()
         .map(|(n, (id, f))| ToolCall {
             id: id
