@@ -48,6 +48,9 @@ enum Command {
         /// Print the investigation with its timeline as JSON instead of markdown.
         #[arg(long)]
         json: bool,
+        /// Ask a follow-up of this investigation (its finding and evidence become context).
+        #[arg(long = "follow-up", value_name = "ID")]
+        follow_up: Option<String>,
     },
     /// List or show stored investigations.
     Investigations {
@@ -140,10 +143,14 @@ fn main() -> ExitCode {
         Command::Healthcheck { url, timeout } => {
             run(cli::healthcheck::run(&config, url.as_deref(), timeout))
         }
-        Command::Ask { question, json } => {
+        Command::Ask {
+            question,
+            json,
+            follow_up,
+        } => {
             let mut succeeded = false;
             let code = run(async {
-                succeeded = cli::ask::run(&config, &question, json).await?;
+                succeeded = cli::ask::run(&config, &question, json, follow_up.as_deref()).await?;
                 Ok(())
             });
             if code == ExitCode::SUCCESS && !succeeded {

@@ -270,6 +270,9 @@ pub struct AlertsConfig {
     pub concurrency: usize,
     pub max_investigations_per_day: u32,
     pub daily_cost_limit_usd: f64,
+    /// Restarts of an investigation the daemon was stopped in the middle of (killed,
+    /// crashed); one interrupted again after these is failed with the reason.
+    pub max_interrupted_retries: u32,
     /// Label matchers such as `severity="info"`; matching alerts are stored, not investigated.
     pub ignore: Vec<String>,
 }
@@ -292,6 +295,7 @@ impl Default for AlertsConfig {
             concurrency: 2,
             max_investigations_per_day: 50,
             daily_cost_limit_usd: 2.0,
+            max_interrupted_retries: 2,
             ignore: Vec::new(),
         }
     }

@@ -1,4 +1,5 @@
-//! The investigations API (bearer `server.api_token` when set): `POST /api/v1/ask`,
+//! The investigations API (bearer `server.api_token` when set): `POST /api/v1/ask` (429
+//! naming the budget when a daily budget is used up),
 //! `GET /api/v1/investigations` (newest first, paginated), `GET|DELETE
 //! /api/v1/investigations/{id}`, `POST /api/v1/investigations/{id}/feedback`.
 
@@ -43,7 +44,7 @@ async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, Api
         )));
     }
     let title: String = question.chars().take(80).collect();
-    let inv = state
+    let submitted = state
         .dispatcher
         .submit(InvestigationRequest {
             trigger: Trigger::Ask,
@@ -52,7 +53,8 @@ async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, Api
             context: None,
             group_key: None,
         })
-        .await?;
+        .await;
+    let inv = submitted?;
     let body = Queued {
         id: inv.id,
         status: inv.status,

@@ -20,10 +20,31 @@ pub const ENDPOINTS: &[&str] = &[
     "/api/v1/alerts",
     "/api/v1/reports",
     "/api/v1/reports/{id}",
+    "/api/v1/investigations/{id}/events",
+    "/api/v1/investigations/{id}/followup",
+    // The web console.
+    "/",
+    "/investigations/{id}",
+    "/investigations/{id}/followup",
+    "/ask",
+    "/alerts",
+    "/reports",
+    "/reports/{id}",
+    "/reports/{id}/email",
+    "/reports/{id}/charts/{chart}",
+    "/status",
+    "/login",
+    "/logout",
     "other",
 ];
 
 pub const TRIGGERS: &[&str] = &["ask", "alert", "schedule"];
+/// What can be refused by the daily budget: the investigation triggers and the report's
+/// narrative call.
+pub const BUDGET_TRIGGERS: &[&str] = &["ask", "alert", "schedule", "report"];
+/// The daily budgets: `alerts.max_investigations_per_day` (count) and
+/// `alerts.daily_cost_limit_usd` (cost).
+pub const BUDGETS: &[&str] = &["count", "cost"];
 pub const INVESTIGATION_END_STATES: &[&str] = &[
     "finished",
     "inconclusive",
@@ -72,6 +93,9 @@ pub struct Metrics {
     pub investigation_duration: Histogram,
     pub alerts_received: IntCounterVec,
     pub queue_depth: IntGauge,
+    pub budget_rejections: IntCounterVec,
+    pub budget_today_dollars: Gauge,
+    pub budget_today_investigations: IntGauge,
     pub reports: IntCounterVec,
     pub report_duration: Histogram,
     pub report_collector_duration: HistogramVec,
@@ -199,6 +223,21 @@ impl Metrics {
                 "queue_depth",
                 "Investigations waiting in the durable queue."
             ))?),
+            budget_rejections: reg!(IntCounterVec::new(
+                opts(
+                    "budget_rejections_total",
+                    "Work refused by a daily budget, by budget (count, cost) and trigger."
+                ),
+                &["budget", "trigger"]
+            )?),
+            budget_today_dollars: reg!(Gauge::with_opts(opts(
+                "budget_today_dollars",
+                "Estimated LLM dollars spent plus reserved by running work today (UTC)."
+            ))?),
+            budget_today_investigations: reg!(IntGauge::with_opts(opts(
+                "budget_today_investigations",
+                "Investigations counted against alerts.max_investigations_per_day today (UTC)."
+            ))?),
             reports: reg!(IntCounterVec::new(
                 opts("reports_total", "Weekly reports by trigger and status."),
                 &["trigger", "status"]
@@ -270,6 +309,11 @@ impl Metrics {
         for s in ALERT_SOURCES {
             for o in ALERT_OUTCOMES {
                 self.alerts_received.with_label_values(&[s, o]);
+            }
+        }
+        for b in BUDGETS {
+            for t in BUDGET_TRIGGERS {
+                self.budget_rejections.with_label_values(&[b, t]);
             }
         }
         for t in REPORT_TRIGGERS {

@@ -5,6 +5,7 @@ mod support;
 
 mod agent;
 mod appliances;
+mod console;
 mod dashboard;
 mod eval;
 mod foundation;
