@@ -3,9 +3,9 @@
 //! probable cause, status, time and the verdict a person gave (feedback). A new
 //! investigation of the same alert, or a similar one (same alertname with a key label in
 //! common, or alert names, key label values and summaries whose words overlap by
-//! [`SIMILAR_WORDS`] or more),
-//! starts with a short, fenced account of the earlier ones ([`Recall`]), and its finding
-//! carries the [`Recurrence`] counted here, never by the model.
+//! [`SIMILAR_WORDS`] or more), starts with a short, fenced account of the earlier ones
+//! ([`Recall`]), and its finding carries the [`Recurrence`] counted here, never by the
+//! model.
 //!
 //! Entries live in their own tree keyed `<identity key>\x01<investigation id>` (ids are
 //! uuid v7, so per identity they sort oldest first), at most [`PER_IDENTITY`] per identity,
