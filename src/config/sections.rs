@@ -37,6 +37,10 @@ pub struct ServerConfig {
     pub request_timeout: HumanDuration,
     /// Connections served at once; more wait to be accepted.
     pub max_connections: usize,
+    /// How people reach this sre-agent (`https://sre-agent.example.org`): links back in
+    /// Grafana annotations. Unset: no link.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<HttpUrl>,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +57,7 @@ impl Default for ServerConfig {
             header_timeout: secs(10),
             request_timeout: secs(60),
             max_connections: 512,
+            public_url: None,
         }
     }
 }
@@ -195,6 +200,9 @@ pub struct GrafanaConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
     pub timeout: HumanDuration,
+    /// Write each finding back as an annotation on the alert's dashboard panel (needs a
+    /// token with the Editor role).
+    pub annotate: bool,
 }
 
 impl Default for GrafanaConfig {
@@ -204,6 +212,7 @@ impl Default for GrafanaConfig {
             token: None,
             token_file: None,
             timeout: secs(15),
+            annotate: false,
         }
     }
 }

@@ -1,0 +1,180 @@
+//! From a final investigation to its outbox entries. The source of truth is the
+//! investigation store's finished index (written with the final status): the notifier
+//! drains it at start and whenever the dispatcher's broadcast wakes it, so a notifier that
+//! lags behind the broadcast, or was down, skips nothing. `notified` makes it idempotent.
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use super::outbox::{Notifier, OutboxEntry, Payload, StoredEmail};
+use super::templates::Subject;
+use super::{grafana, webhook};
+use crate::agent::{Investigation, InvestigationStatus};
+use crate::store::StoreError;
+
+impl Notifier {
+    /// Enqueues the notifications for `inv` once (idempotent per investigation id);
+    /// returns how many entries were stored.
+    pub async fn enqueue(&self, inv: &Investigation) -> Result<usize, StoreError> {
+        let inner = &self.inner;
+        if inv.status == InvestigationStatus::Cancelled || !inv.status.is_final() {
+            return Ok(0);
+        }
+        if inner.notified.contains(&inv.id)? {
+            return Ok(0);
+        }
+        let group = match &inv.group_key {
+            Some(k) => inner.alerts.group(k)?,
+            None => None,
+        };
+        let subject = Subject {
+            inv,
+            alert: group.as_ref().map(|g| &g.last_alert),
+        };
+        let mut payloads = Vec::new();
+        if inner.mailer.is_some() && !inner.config.notify.email_to.is_empty() {
+            payloads.push(Payload::Email(StoredEmail {
+                to: inner
+                    .config
+                    .notify
+                    .email_to
+                    .iter()
+                    .map(|e| e.0.to_string())
+                    .collect(),
+                subject: subject.title(),
+                text: subject.markdown(),
+                html: subject.html(),
+            }));
+        }
+        for hook in &inner.config.notify.webhooks {
+            payloads.push(Payload::Webhook(webhook::render(
+                hook.url.expose().as_str(),
+                hook.format,
+                &subject,
+            )));
+        }
+        if inner.grafana.is_some() {
+            let link = self.investigation_link(&inv.id);
+            if let Some(req) = grafana::render(&subject, link.as_deref()) {
+                payloads.push(Payload::Grafana(req));
+            }
+        }
+        let entries: Vec<_> = payloads
+            .into_iter()
+            .map(|p| OutboxEntry::new(&inv.id, p))
+            .collect();
+        self.store_entries(&entries)?;
+        inner.notified.insert(&inv.id, &Utc::now())?;
+        inner.store.flush().await?;
+        self.wake();
+        Ok(entries.len())
+    }
+
+    /// `server.public_url` + the investigation's API path, when a public URL is set.
+    fn investigation_link(&self, id: &str) -> Option<String> {
+        let base = self.inner.config.server.public_url.as_ref()?;
+        Some(format!(
+            "{}/api/v1/investigations/{id}",
+            base.0.as_str().trim_end_matches('/')
+        ))
+    }
+
+    /// Enqueues every investigation in the finished index, then takes it out of the
+    /// index; returns how many were enqueued. One still running (its final status not
+    /// stored yet) stays for the next pass.
+    pub async fn drain_finished(&self) -> Result<usize, StoreError> {
+        let store = &self.inner.investigations;
+        let mut enqueued = 0;
+        for id in store.finished_ids()? {
+            match store.get(&id)? {
+                Some(inv) if !inv.status.is_final() => continue,
+                Some(inv) => {
+                    if self.enqueue(&inv).await? > 0 {
+                        enqueued += 1;
+                    }
+                }
+                None => {}
+            }
+            store.take_finished(&id)?;
+        }
+        Ok(enqueued)
+    }
+
+    /// Runs until `token`: drains the finished index at start and at every event (a lag
+    /// in `events` only means "look again"), catches up on final investigations of the
+    /// last day stored before this version kept the index, and sends due entries.
+    pub async fn run(
+        self,
+        mut events: broadcast::Receiver<Investigation>,
+        token: CancellationToken,
+    ) {
+        self.catch_up_last_day().await;
+        let listener = {
+            let this = self.clone();
+            let token = token.clone();
+            tokio::spawn(async move {
+                loop {
+                    let wait = match this.drain_finished().await {
+                        Ok(_) => None,
+                        Err(e) => {
+                            tracing::error!(error = %e, "cannot enqueue notifications of finished investigations");
+                            Some(Duration::from_secs(5))
+                        }
+                    };
+                    tokio::select! {
+                        _ = token.cancelled() => break,
+                        _ = tokio::time::sleep(wait.unwrap_or(Duration::from_secs(3600))), if wait.is_some() => {}
+                        ev = events.recv() => match ev {
+                            Ok(_) => {}
+                            Err(broadcast::error::RecvError::Lagged(n)) => {
+                                tracing::debug!(missed = n, "finished events lagged; draining the finished index");
+                            }
+                            Err(broadcast::error::RecvError::Closed) => {
+                                token.cancelled().await;
+                                break;
+                            }
+                        },
+                    }
+                }
+            })
+        };
+        loop {
+            let wait = match self.send_due().await {
+                Ok(wait) => wait,
+                Err(e) => {
+                    tracing::error!(error = %e, "notification outbox failed");
+                    Duration::from_secs(5)
+                }
+            };
+            tokio::select! {
+                _ = token.cancelled() => break,
+                _ = self.inner.wake.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+        listener.abort();
+    }
+
+    /// Final investigations of the last day without a notification (stored by a version
+    /// without the finished index).
+    async fn catch_up_last_day(&self) {
+        let since = Utc::now() - TimeDelta::days(1);
+        match self
+            .inner
+            .investigations
+            .between(since, DateTime::<Utc>::MAX_UTC)
+        {
+            Ok(invs) => {
+                for inv in invs.iter().filter(|i| i.status.is_final()) {
+                    if let Err(e) = self.enqueue(inv).await {
+                        tracing::error!(error = %e, "cannot enqueue a notification");
+                    }
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "cannot list investigations for notifications"),
+        }
+    }
+}
