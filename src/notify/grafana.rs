@@ -6,10 +6,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::NotifyError;
 use super::templates::Subject;
-use super::worker::Failure;
 use crate::alerts::Alert;
+use crate::integrations::UpstreamError;
 use crate::integrations::grafana::{GrafanaClient, NewAnnotation};
 use crate::text::{escape_html, truncate};
 
@@ -101,23 +100,18 @@ pub fn render(subject: &Subject, link: Option<&str>) -> Option<AnnotationRequest
     })
 }
 
-/// One POST; 429, 5xx and transport errors are retried, other answers (401, 403, 404:
-/// a token without the Editor role, an unknown dashboard) are not.
-pub(super) async fn send(client: &GrafanaClient, req: &AnnotationRequest) -> Result<(), Failure> {
-    match client.create_annotation(&req.annotation).await {
-        Ok(_) => Ok(()),
-        Err(e) => Failure::upstream(e),
-    }
+/// One POST; the error names Grafana, the redacted URL and the status.
+pub(super) async fn send(
+    client: &GrafanaClient,
+    req: &AnnotationRequest,
+) -> Result<(), UpstreamError> {
+    client.create_annotation(&req.annotation).await.map(|_| ())
 }
 
-impl Failure {
-    fn upstream(e: crate::integrations::UpstreamError) -> Result<(), Failure> {
-        let retryable = e.status().is_none_or(|s| s == 429 || s >= 500);
-        Err(Failure {
-            retryable,
-            error: NotifyError::Upstream(e),
-        })
-    }
+/// 429, 5xx and transport errors are worth retrying; other answers (401, 403, 404: a
+/// token without the Editor role, an unknown dashboard) are not.
+pub(super) fn is_retryable(e: &UpstreamError) -> bool {
+    e.status().is_none_or(|s| s == 429 || s >= 500)
 }
 
 #[cfg(test)]

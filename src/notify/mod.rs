@@ -6,7 +6,8 @@
 //! - [`outbox`]: the stored entries and the `Notifier`.
 //! - [`finished`]: final investigations (from the store's finished index) to entries.
 //! - [`worker`]: sending due entries, retries, at-most-once reports.
-//! - [`report`]: the report email as an entry, and the ledger of report periods.
+//! - [`report`]: the report email as an entry, and the ledger of report periods;
+//!   `report_delivery.rs` enqueues it and checks its period before each attempt.
 //! - [`grafana`]: the annotation of a finding on the alert's dashboard panel.
 
 pub mod email;
@@ -14,6 +15,7 @@ pub mod finished;
 pub mod grafana;
 pub mod outbox;
 pub mod report;
+mod report_delivery;
 pub mod templates;
 pub mod webhook;
 mod worker;

@@ -14,7 +14,8 @@ use chrono::{TimeDelta, Utc};
 use super::NotifyError;
 use super::email::EmailMessage;
 use super::outbox::{Notifier, OutboxEntry, Payload};
-use super::report::{self, ReportCheck};
+use super::report;
+use super::report_delivery::ReportCheck;
 use super::{grafana, webhook};
 use crate::store::StoreError;
 
@@ -22,7 +23,7 @@ use crate::store::StoreError;
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How a failed attempt ends.
-pub(super) struct Failure {
+struct Failure {
     pub retryable: bool,
     pub error: NotifyError,
 }
@@ -170,7 +171,10 @@ impl Notifier {
                         "grafana.annotate is no longer set".into(),
                     ))
                 })?;
-                grafana::send(client, req).await
+                grafana::send(client, req).await.map_err(|e| Failure {
+                    retryable: grafana::is_retryable(&e),
+                    error: NotifyError::Upstream(e),
+                })
             }
         }
     }
