@@ -178,3 +178,102 @@ impl Notifier {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::agent::store::InvestigationStore;
+    use crate::agent::{InvestigationRequest, Trigger};
+    use crate::alerts::store::AlertStore;
+    use crate::config::{Config, NotifyWebhook, WebhookFormat};
+    use crate::store::Store;
+    use crate::telemetry::Metrics;
+
+    fn finished(store: &InvestigationStore, created_days_ago: i64) -> Investigation {
+        let mut inv = Investigation::new(
+            InvestigationRequest {
+                trigger: Trigger::Ask,
+                title: "disk".into(),
+                prompt: "why".into(),
+                context: None,
+                group_key: None,
+            },
+            "m",
+        );
+        inv.created_at = Utc::now() - TimeDelta::days(created_days_ago);
+        store.put(&inv).unwrap();
+        store
+            .update(&inv.id, |i| {
+                i.status = InvestigationStatus::Inconclusive;
+                i.finished_at = Some(Utc::now());
+            })
+            .unwrap()
+            .unwrap()
+    }
+
+    /// Investigations queued long ago (beyond the start-up look-back) that finish in a
+    /// burst the notifier's broadcast cannot hold: every one is still enqueued, once.
+    #[tokio::test]
+    async fn a_lagging_notifier_enqueues_every_finished_investigation_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let invs = InvestigationStore::open(&store).unwrap();
+        let mut config = Config::default();
+        // Nothing listens there: entries stay in the outbox, retrying.
+        config.notify.webhooks = vec![NotifyWebhook {
+            url: "http://127.0.0.1:9/hook".parse().unwrap(),
+            format: WebhookFormat::Json,
+        }];
+        config.notify.retry_backoff = crate::config::HumanDuration::secs(600);
+        let (tx, rx) = broadcast::channel(2);
+        let mut ids = Vec::new();
+        for _ in 0..12 {
+            let inv = finished(&invs, 3);
+            ids.push(inv.id.clone());
+            let _ = tx.send(inv);
+        }
+        let notifier = Notifier::new(
+            Arc::new(config),
+            &store,
+            AlertStore::open(&store).unwrap(),
+            None,
+            Arc::new(Metrics::new("m")),
+        )
+        .unwrap()
+        .unwrap();
+        let token = CancellationToken::new();
+        let running = tokio::spawn(notifier.clone().run(rx, token.clone()));
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let about = || {
+            let mut a: Vec<String> = notifier
+                .pending()
+                .unwrap()
+                .into_iter()
+                .map(|e| e.about)
+                .collect();
+            a.sort();
+            a
+        };
+        while about().len() < ids.len() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // A later wake (another finished event) enqueues nothing twice.
+        let late = finished(&invs, 0);
+        ids.push(late.id.clone());
+        let _ = tx.send(late);
+        while about().len() < ids.len() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        ids.sort();
+        assert_eq!(about(), ids, "one entry per finished investigation");
+        assert!(
+            invs.finished_ids().unwrap().is_empty(),
+            "the index is drained"
+        );
+        token.cancel();
+        running.await.unwrap();
+    }
+}
