@@ -6,6 +6,7 @@ mod support;
 mod agent;
 mod appliances;
 mod dashboard;
+mod delivery;
 mod eval;
 mod foundation;
 mod http_tools;
