@@ -48,6 +48,13 @@ fn render(config: &Config, source: &ConfigSource) -> String {
             ignored.join(", ")
         );
     }
+    if config.grafana.annotate {
+        let _ = writeln!(
+            out,
+            "# grafana.annotate: findings are written to Grafana as annotations; \
+             grafana.token needs the Editor role (annotations:write)\n"
+        );
+    }
     out.push_str(&config.redacted_toml());
     out.push_str("\n# configuration is valid\n");
     out

@@ -91,12 +91,8 @@ impl Notifier {
         for id in store.finished_ids()? {
             match store.get(&id)? {
                 Some(inv) if !inv.status.is_final() => continue,
-                Some(inv) => {
-                    if self.enqueue(&inv).await? > 0 {
-                        enqueued += 1;
-                    }
-                }
-                None => {}
+                Some(inv) if self.enqueue(&inv).await? > 0 => enqueued += 1,
+                _ => {}
             }
             store.take_finished(&id)?;
         }

@@ -48,12 +48,12 @@ impl Notifier {
         let Some(ledger) = &self.inner.reports else {
             return Ok(ReportCheck::Send);
         };
-        if let Some(sent) = ledger.sent_message(&d.period)? {
-            if sent == d.message_id || d.once_per_period {
-                tracing::info!(period = %d.period, report = %d.report_id, message_id = %sent,
-                    "the report of this period already went out; not sending it again");
-                return Ok(ReportCheck::Drop);
-            }
+        if let Some(sent) = ledger.sent_message(&d.period)?
+            && (sent == d.message_id || d.once_per_period)
+        {
+            tracing::info!(period = %d.period, report = %d.report_id, message_id = %sent,
+                "the report of this period already went out; not sending it again");
+            return Ok(ReportCheck::Drop);
         }
         if in_flight {
             tracing::warn!(period = %d.period, report = %d.report_id, message_id = %d.message_id,
