@@ -228,6 +228,17 @@ impl Notifier {
             .inc();
     }
 
+    /// `sre_agent_reports_total{trigger,status}` once a report's delivery has ended.
+    pub(super) fn count_report(&self, d: &super::report::ReportDelivery, status: &str) {
+        if !d.trigger.is_empty() {
+            self.inner
+                .metrics
+                .reports
+                .with_label_values(&[d.trigger.as_str(), status])
+                .inc();
+        }
+    }
+
     /// The wait before attempt `attempts + 1`: `retry_backoff` doubled per attempt, capped.
     pub(super) fn backoff(&self, attempts: u32) -> Duration {
         let n = &self.inner.config.notify;

@@ -27,6 +27,10 @@ pub struct ReportDelivery {
     pub message_id: String,
     /// A scheduled (or caught-up) report: not sent when its period already went out.
     pub once_per_period: bool,
+    /// What built it (`schedule`, `catchup`, `api`, `cli`): the `trigger` label of
+    /// `sre_agent_reports_total`, counted when the delivery ends.
+    #[serde(default)]
+    pub trigger: String,
 }
 
 /// An inline image, base64 in the stored entry.

@@ -60,6 +60,7 @@ impl Notifier {
                 "sre-agent stopped while this report was being sent; it is not sent again \
                  (at most once): look for this Message-ID in the recipients' mail");
             ledger.unconfirmed(d)?;
+            self.count_report(d, "unconfirmed");
             return Ok(ReportCheck::Unconfirmed);
         }
         ledger.sending(d)?;

@@ -168,10 +168,13 @@ impl Reporter {
         if req.send {
             self.deliver(&mut report).await?;
         }
-        self.metrics
-            .reports
-            .with_label_values(&[req.trigger.as_str(), report.status.as_str()])
-            .inc();
+        // A queued report is counted by the outbox when its delivery ends.
+        if report.status != ReportStatus::Queued {
+            self.metrics
+                .reports
+                .with_label_values(&[req.trigger.as_str(), report.status.as_str()])
+                .inc();
+        }
         self.metrics
             .report_duration
             .observe(started.elapsed().as_secs_f64());
@@ -208,6 +211,7 @@ impl Reporter {
                     report.trigger,
                     ReportTrigger::Schedule | ReportTrigger::Catchup
                 ),
+                trigger: report.trigger.as_str().to_string(),
             };
             outbox.enqueue_report(delivery, &msg).await?;
             report.status = ReportStatus::Queued;

@@ -220,3 +220,63 @@ impl ReportLedger for ReportStore {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delivery(id: &str, once: bool) -> ReportDelivery {
+        ReportDelivery {
+            report_id: id.into(),
+            period: "2026-W47".into(),
+            message_id: format!("<{id}@example.org>"),
+            once_per_period: once,
+            trigger: "schedule".into(),
+        }
+    }
+
+    #[test]
+    fn the_ledger_keeps_the_period_that_went_out_and_frees_one_that_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ReportStore::open(&Store::open(dir.path()).unwrap()).unwrap();
+        let (a, b) = (delivery("a", true), delivery("b", false));
+        store.queued(&a).unwrap();
+        assert_eq!(
+            store.sent_message("2026-W47").unwrap(),
+            None,
+            "queued is not sent"
+        );
+        store.sending(&a).unwrap();
+        store.sent(&a).unwrap();
+        assert_eq!(
+            store.sent_message("2026-W47").unwrap().as_deref(),
+            Some("<a@example.org>")
+        );
+        // Another report of the period neither replaces the record nor frees it.
+        store.queued(&b).unwrap();
+        store.failed(&b, "smtp down").unwrap();
+        let p = store.periods.get("2026-W47").unwrap().unwrap();
+        assert_eq!((p.state, p.report_id.as_str()), (PeriodState::Sent, "a"));
+        // A queued report given up frees its period for the next catch-up.
+        let c = ReportDelivery {
+            period: "2026-W48".into(),
+            ..delivery("c", true)
+        };
+        store.queued(&c).unwrap();
+        assert!(store.periods.get("2026-W48").unwrap().is_some());
+        store.failed(&c, "smtp down").unwrap();
+        assert!(store.periods.get("2026-W48").unwrap().is_none());
+        // Interrupted mid-send: kept as unconfirmed, which blocks a second report.
+        let d = ReportDelivery {
+            period: "2026-W49".into(),
+            ..delivery("d", true)
+        };
+        store.sending(&d).unwrap();
+        store.unconfirmed(&d).unwrap();
+        assert_eq!(
+            store.sent_message("2026-W49").unwrap().as_deref(),
+            Some("<d@example.org>")
+        );
+        assert!(store.last_delivered_at().unwrap().is_some());
+    }
+}

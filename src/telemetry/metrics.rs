@@ -36,7 +36,7 @@ pub const ALERT_OUTCOMES: &[&str] = &[
 ];
 pub const TOKEN_TYPES: &[&str] = &["prompt", "completion", "cached"];
 pub const REPORT_TRIGGERS: &[&str] = &["schedule", "catchup", "api", "cli"];
-pub const REPORT_STATES: &[&str] = &["sent", "generated", "failed", "queued"];
+pub const REPORT_STATES: &[&str] = &["sent", "generated", "failed", "unconfirmed"];
 /// Delivery kinds of the outbox: finding emails and webhooks, the weekly report email,
 /// Grafana annotations.
 pub const CHANNELS: &[&str] = &["email", "webhook", "report", "grafana"];

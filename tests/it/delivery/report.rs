@@ -93,6 +93,8 @@ async fn a_report_built_while_the_mail_server_is_down_is_sent_once_when_it_is_ba
     let sent = r#"sre_agent_notifications_total{channel="report",status="sent"}"#;
     assert_eq!(metric_value(&m, sent), Some(1.0));
     assert!(metric_value(&m, "sre_agent_last_report_timestamp_seconds").unwrap() > 0.0);
+    let built = r#"sre_agent_reports_total{status="sent",trigger="catchup"}"#;
+    assert_eq!(metric_value(&m, built), Some(1.0));
 }
 
 /// An SMTP server that accepts everything up to the end of the message, then never
@@ -201,6 +203,8 @@ async fn a_crash_during_the_smtp_session_does_not_send_the_report_a_second_time(
         .unwrap();
     let unconfirmed = r#"sre_agent_notifications_total{channel="report",status="unconfirmed"}"#;
     assert_eq!(metric_value(&m, unconfirmed), Some(1.0));
+    let built = r#"sre_agent_reports_total{status="unconfirmed",trigger="catchup"}"#;
+    assert_eq!(metric_value(&m, built), Some(1.0));
     let log = daemon.log_text();
     assert!(
         log.contains(&format!(".{id}@example.org>")),
