@@ -37,8 +37,9 @@ pub struct ServerConfig {
     pub request_timeout: HumanDuration,
     /// Connections served at once; more wait to be accepted.
     pub max_connections: usize,
-    /// How people reach this sre-agent (`https://sre-agent.example.org`): links back in
-    /// Grafana annotations. Unset: no link.
+    /// The address people reach this daemon at (`https://sre-agent.example.com`); when set,
+    /// notifications link to the investigation and say how to give feedback, and Grafana
+    /// annotations link back to it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub public_url: Option<HttpUrl>,
 }
@@ -274,6 +275,9 @@ pub struct AlertsConfig {
     pub concurrency: usize,
     pub max_investigations_per_day: u32,
     pub daily_cost_limit_usd: f64,
+    /// Restarts of an investigation the daemon was stopped in the middle of (killed,
+    /// crashed); one interrupted again after these is failed with the reason.
+    pub max_interrupted_retries: u32,
     /// Label matchers such as `severity="info"`; matching alerts are stored, not investigated.
     pub ignore: Vec<String>,
 }
@@ -296,6 +300,7 @@ impl Default for AlertsConfig {
             concurrency: 2,
             max_investigations_per_day: 50,
             daily_cost_limit_usd: 2.0,
+            max_interrupted_retries: 2,
             ignore: Vec::new(),
         }
     }

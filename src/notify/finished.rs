@@ -30,9 +30,16 @@ impl Notifier {
             Some(k) => inner.alerts.group(k)?,
             None => None,
         };
+        let public_url = inner
+            .config
+            .server
+            .public_url
+            .as_ref()
+            .map(|u| u.0.as_str());
         let subject = Subject {
             inv,
             alert: group.as_ref().map(|g| &g.last_alert),
+            public_url,
         };
         let mut payloads = Vec::new();
         if inner.mailer.is_some() && !inner.config.notify.email_to.is_empty() {
@@ -56,11 +63,10 @@ impl Notifier {
                 &subject,
             )));
         }
-        if inner.grafana.is_some() {
-            let link = self.investigation_link(&inv.id);
-            if let Some(req) = grafana::render(&subject, link.as_deref()) {
-                payloads.push(Payload::Grafana(req));
-            }
+        if inner.grafana.is_some()
+            && let Some(req) = grafana::render(&subject)
+        {
+            payloads.push(Payload::Grafana(req));
         }
         let entries: Vec<_> = payloads
             .into_iter()
@@ -71,15 +77,6 @@ impl Notifier {
         inner.store.flush().await?;
         self.wake();
         Ok(entries.len())
-    }
-
-    /// `server.public_url` + the investigation's API path, when a public URL is set.
-    fn investigation_link(&self, id: &str) -> Option<String> {
-        let base = self.inner.config.server.public_url.as_ref()?;
-        Some(format!(
-            "{}/api/v1/investigations/{id}",
-            base.0.as_str().trim_end_matches('/')
-        ))
     }
 
     /// Enqueues every investigation in the finished index, then takes it out of the

@@ -62,19 +62,19 @@ fn panel_id(url: &str) -> Option<i64> {
         .and_then(|(_, v)| v.trim_start_matches("panel-").parse().ok())
 }
 
-/// The annotation for `subject`, when its alert is linked to a dashboard. `link` is the
-/// investigation's address on this sre-agent, when `server.public_url` is set.
-pub fn render(subject: &Subject, link: Option<&str>) -> Option<AnnotationRequest> {
+/// The annotation for `subject`, when its alert is linked to a dashboard; it links to the
+/// investigation on this sre-agent when `server.public_url` is set.
+pub fn render(subject: &Subject) -> Option<AnnotationRequest> {
     let alert = subject.alert?;
     let (dashboard_uid, panel_id) = target(alert)?;
     let mut text = format!(
         "sre-agent: {}",
         escape_html(&truncate(&subject.summary(), 500))
     );
-    match link {
+    match subject.investigation_url() {
         Some(url) => text.push_str(&format!(
             " <a href=\"{}\">investigation {}</a>",
-            escape_html(url),
+            escape_html(&url),
             escape_html(&subject.inv.id)
         )),
         None => text.push_str(&format!(

@@ -5,6 +5,7 @@ mod support;
 
 mod agent;
 mod appliances;
+mod console;
 mod dashboard;
 mod delivery;
 mod eval;
@@ -12,6 +13,7 @@ mod foundation;
 mod http_tools;
 mod integration_config;
 mod kubernetes;
+mod memory;
 mod notify;
 mod real_model;
 mod report;
