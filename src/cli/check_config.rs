@@ -36,3 +36,23 @@ fn render(config: &Config, source: &ConfigSource) -> String {
     }
     out + &config.redacted_summary()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_config_says_grafana_annotate_needs_an_editor_token_and_hides_it() {
+        let mut config = Config::default();
+        config.grafana.url = Some("http://grafana:3000".parse().unwrap());
+        config.grafana.token = Some(crate::config::Secret::new("glsa_editor_secret"));
+        config.grafana.annotate = true;
+        let out = render(&config, &ConfigSource { file: None });
+        assert!(out.contains("Editor role"), "{out}");
+        assert!(out.contains("annotate = true"), "{out}");
+        assert!(!out.contains("glsa_editor_secret"), "{out}");
+        config.grafana.annotate = false;
+        let out = render(&config, &ConfigSource { file: None });
+        assert!(!out.contains("Editor role"), "{out}");
+    }
+}
