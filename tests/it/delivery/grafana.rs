@@ -151,3 +151,21 @@ async fn a_refused_annotation_is_not_retried_and_the_error_names_grafana_the_url
             .is_empty()
     );
 }
+
+#[test]
+fn grafana_annotate_without_url_or_token_is_refused_naming_the_key() {
+    use crate::support::tool_registry::load_err;
+    for (toml, why) in [
+        ("[grafana]\nannotate = true\n", "needs grafana.url"),
+        (
+            "[grafana]\nurl = \"http://grafana:3000\"\nannotate = true\n",
+            "Editor role",
+        ),
+    ] {
+        let err = load_err(toml);
+        assert!(
+            err.contains("grafana.annotate") && err.contains(why),
+            "{err}"
+        );
+    }
+}
