@@ -109,6 +109,17 @@ enum InvestigationsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Say whether an investigation's finding was right or wrong (replaces an earlier
+    /// verdict); incident memory tells the next investigation of the alert.
+    Feedback {
+        id: String,
+        /// right or wrong.
+        #[arg(value_parser = ["right", "wrong"])]
+        verdict: String,
+        /// What was actually going on (at most 1000 characters).
+        #[arg(long)]
+        note: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -154,6 +165,9 @@ fn main() -> ExitCode {
             InvestigationsCommand::Show { id, json } => {
                 run(cli::investigations::show(&config, &id, json))
             }
+            InvestigationsCommand::Feedback { id, verdict, note } => run(
+                cli::investigations::feedback(&config, &id, &verdict, note.as_deref()),
+            ),
         },
         Command::Report {
             send,

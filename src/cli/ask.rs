@@ -4,16 +4,18 @@
 
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use reqwest::Method;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::backend::Backend;
+use super::daemon::DaemonError;
 use crate::agent::{
-    Investigation, InvestigationRequest, InvestigationStatus, Trigger, follow_up_request,
+    Investigation, InvestigationRequest, InvestigationStatus, SubmitError, Trigger,
+    follow_up_request,
 };
-use crate::api::Queued;
+use crate::api::{OverBudgetAnswer, Queued};
 use crate::config::Config;
 
 /// Runs the investigation and prints its finding. Returns false when it did not succeed.
@@ -30,7 +32,7 @@ pub async fn run(
     let tracker = TaskTracker::new();
     let id = match (&backend, follow_up) {
         (Backend::Local { dispatcher, .. }, None) => {
-            let inv = dispatcher
+            let submitted = dispatcher
                 .submit(InvestigationRequest {
                     trigger: Trigger::Ask,
                     title: question.chars().take(80).collect(),
@@ -38,7 +40,12 @@ pub async fn run(
                     context: None,
                     group_key: None,
                 })
-                .await?;
+                .await;
+            let inv = match submitted {
+                Ok(inv) => inv,
+                Err(SubmitError::OverBudget(e)) => bail!("not investigated: {e}"),
+                Err(SubmitError::Store(e)) => return Err(e.into()),
+            };
             dispatcher.start(token.clone(), &tracker)?;
             inv.id
         }
@@ -53,7 +60,11 @@ pub async fn run(
             );
             let events = dispatcher.events(parent_id)?;
             let req = follow_up_request(&parent, &events, question);
-            let inv = dispatcher.submit_follow_up(parent_id, req).await?;
+            let inv = match dispatcher.submit_follow_up(parent_id, req).await {
+                Ok(inv) => inv,
+                Err(SubmitError::OverBudget(e)) => bail!("not investigated: {e}"),
+                Err(SubmitError::Store(e)) => return Err(e.into()),
+            };
             dispatcher.start(token.clone(), &tracker)?;
             inv.id
         }
@@ -63,11 +74,13 @@ pub async fn run(
                 None => "/api/v1/ask".to_string(),
                 Some(id) => format!("/api/v1/investigations/{id}/followup"),
             };
-            let queued: Queued = daemon
-                .request(Method::POST, &path, Some(&body))
-                .await
-                .context("asking the daemon")?;
-            queued.id
+            let asked = daemon
+                .request::<Queued>(Method::POST, &path, Some(&body))
+                .await;
+            match asked {
+                Ok(queued) => queued.id,
+                Err(e) => bail_over_budget(e)?,
+            }
         }
     };
     eprintln!("investigation {id} queued");
@@ -105,6 +118,17 @@ pub async fn run(
             | InvestigationStatus::Inconclusive
             | InvestigationStatus::LimitReached
     ) && inv.finding.is_some())
+}
+
+/// A 429 from the daemon names the used-up budget: say that alone, clearly.
+fn bail_over_budget(e: DaemonError) -> anyhow::Result<String> {
+    if let DaemonError::Status { status, body, .. } = &e
+        && *status == reqwest::StatusCode::TOO_MANY_REQUESTS
+        && let Ok(answer) = serde_json::from_str::<OverBudgetAnswer>(body)
+    {
+        bail!("not investigated: {}", answer.error);
+    }
+    Err(anyhow::Error::new(e).context("asking the daemon"))
 }
 
 fn print_result(inv: &Investigation) {

@@ -12,6 +12,7 @@ mod foundation;
 mod http_tools;
 mod integration_config;
 mod kubernetes;
+mod memory;
 mod notify;
 mod real_model;
 mod report;
