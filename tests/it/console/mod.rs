@@ -3,6 +3,7 @@
 //! (API and form), login and CSRF. `browser.rs` drives the real binary in Chromium.
 
 mod browser;
+mod cli;
 mod live;
 
 use std::time::Duration;
