@@ -105,7 +105,7 @@ pub async fn page(
             h2 { "Ask a follow-up" }
             p.muted { "A new investigation starts with this one's finding and evidence as context." }
             (question_form(&csrf, &format!("/investigations/{}/followup", inv.id),
-                "follow-up", "Follow-up question", "", "Ask follow-up"))
+                ("follow-up", "Follow-up question"), "", "Ask follow-up"))
         }
     };
     Ok(respond(

@@ -5,6 +5,7 @@
 mod browser;
 mod cli;
 mod live;
+mod reports;
 
 use std::time::Duration;
 
