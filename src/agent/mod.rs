@@ -152,12 +152,12 @@ pub struct Investigation {
     /// Times a worker started it (more than 1 after a restart).
     #[serde(default)]
     pub attempts: u32,
-    /// The investigation this one follows up (`POST /api/v1/investigations/{id}/followup`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parent_id: Option<String>,
     /// A person's verdict on the finding (the latest one given).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feedback: Option<Feedback>,
+    /// The investigation this one follows up (`POST /api/v1/investigations/{id}/followup`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
 }
 
 impl Investigation {
@@ -182,8 +182,8 @@ impl Investigation {
             context: req.context,
             steps: 0,
             attempts: 0,
-            parent_id: None,
             feedback: None,
+            parent_id: None,
         }
     }
 

@@ -60,11 +60,7 @@ pub async fn run(
             );
             let events = dispatcher.events(parent_id)?;
             let req = follow_up_request(&parent, &events, question);
-            let inv = match dispatcher.submit_follow_up(parent_id, req).await {
-                Ok(inv) => inv,
-                Err(SubmitError::OverBudget(e)) => bail!("not investigated: {e}"),
-                Err(SubmitError::Store(e)) => return Err(e.into()),
-            };
+            let inv = dispatcher.submit_follow_up(parent_id, req).await?;
             dispatcher.start(token.clone(), &tracker)?;
             inv.id
         }

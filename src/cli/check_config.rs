@@ -4,7 +4,7 @@
 
 use std::io::Write as _;
 
-use crate::config::{Config, ConfigSource};
+use crate::config::{Config, ConfigSource, unpriced_model_warning};
 
 /// Prints the redacted configuration to stdout.
 pub fn run(config: &Config, source: &ConfigSource) {
@@ -22,5 +22,11 @@ fn render(config: &Config, source: &ConfigSource) -> String {
         ),
         None => "# built-in defaults (plus SRE_AGENT_* environment); no config file\n".into(),
     };
-    header + &config.redacted_summary()
+    let mut out = header;
+    if config.llm.base_url.is_some()
+        && let Some(warning) = unpriced_model_warning(&config.llm)
+    {
+        out.push_str(&format!("# warning: {warning}\n\n"));
+    }
+    out + &config.redacted_summary()
 }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Config, ignored_env_vars, unpriced_model_warning};
+use super::{Config, ignored_env_vars};
 
 impl Config {
     /// The redacted configuration with its summary lines (no line about its source file).
@@ -23,11 +23,6 @@ impl Config {
         };
         let _ = writeln!(out, "# enabled integrations: {on}");
         let _ = writeln!(out, "# disabled integrations: {}\n", disabled.join(", "));
-        if self.llm.base_url.is_some()
-            && let Some(warning) = unpriced_model_warning(&self.llm)
-        {
-            let _ = writeln!(out, "# warning: {warning}\n");
-        }
         let ignored = ignored_env_vars();
         if !ignored.is_empty() {
             let _ = writeln!(

@@ -1,8 +1,7 @@
 //! `POST /api/v1/investigations/{id}/followup` `{"question": "…"}` (bearer
 //! `server.api_token`): asks a follow-up question of a finished investigation. The answer
 //! is a new investigation linked to its parent (`parent_id`), with the parent's finding and
-//! cited evidence as fenced context and the same budgets as any other (429 naming a used-up
-//! daily budget, as `POST /api/v1/ask`).
+//! cited evidence as fenced context and the same budgets as any other.
 
 use axum::Json;
 use axum::Router;
@@ -13,8 +12,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 
 use super::ApiError;
-use super::investigations::over_budget;
-use crate::agent::{OverBudget, SubmitError, follow_up_request};
+use crate::agent::follow_up_request;
 use crate::api::{AskRequest, MAX_QUESTION_CHARS, Queued};
 use crate::app::AppState;
 
@@ -29,51 +27,27 @@ async fn follow_up(
 ) -> Result<Response, ApiError> {
     let body: AskRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
-    match submit(&state, &id, body.question.as_deref().unwrap_or_default()).await {
-        Ok(queued) => Ok((StatusCode::ACCEPTED, Json(queued)).into_response()),
-        Err(FollowUpError::OverBudget(e)) => Ok(over_budget(&e)),
-        Err(FollowUpError::Api(e)) => Err(e),
-    }
-}
-
-/// Why a follow-up was not queued.
-pub enum FollowUpError {
-    /// A daily budget is used up (429 naming it).
-    OverBudget(OverBudget),
-    Api(ApiError),
-}
-
-impl<E: Into<ApiError>> From<E> for FollowUpError {
-    fn from(e: E) -> Self {
-        Self::Api(e.into())
-    }
+    let queued = submit(&state, &id, body.question.as_deref().unwrap_or_default()).await?;
+    Ok((StatusCode::ACCEPTED, Json(queued)).into_response())
 }
 
 /// Validates `question` and queues it as a follow-up of `parent_id` (also used by the
 /// console's form).
-pub async fn submit(
-    state: &AppState,
-    parent_id: &str,
-    question: &str,
-) -> Result<Queued, FollowUpError> {
+pub async fn submit(state: &AppState, parent_id: &str, question: &str) -> Result<Queued, ApiError> {
     let question = validate_question(question)?;
     let parent = state
         .dispatcher
         .get(parent_id)?
         .ok_or_else(|| ApiError::NotFound(format!("no investigation {parent_id}")))?;
     if !parent.status.is_final() {
-        return Err(FollowUpError::Api(ApiError::Conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "investigation {parent_id} is still {}; ask a follow-up once it has ended",
             parent.status.as_str()
-        ))));
+        )));
     }
     let events = state.dispatcher.events(parent_id)?;
     let req = follow_up_request(&parent, &events, question);
-    let inv = match state.dispatcher.submit_follow_up(parent_id, req).await {
-        Ok(inv) => inv,
-        Err(SubmitError::OverBudget(e)) => return Err(FollowUpError::OverBudget(e)),
-        Err(SubmitError::Store(e)) => return Err(e.into()),
-    };
+    let inv = state.dispatcher.submit_follow_up(parent_id, req).await?;
     Ok(Queued {
         id: inv.id,
         status: inv.status,

@@ -14,13 +14,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use super::ApiError;
-use crate::agent::{
-    Feedback, FeedbackOutcome, InvestigationRequest, InvestigationStatus, OverBudget, SubmitError,
-    Trigger,
-};
+use crate::agent::{Feedback, FeedbackOutcome, InvestigationRequest, InvestigationStatus, Trigger};
 use crate::api::{
-    AskRequest, FeedbackRequest, FeedbackStored, InvestigationDetail, MAX_QUESTION_CHARS,
-    OverBudgetAnswer, Queued,
+    AskRequest, FeedbackRequest, FeedbackStored, InvestigationDetail, MAX_QUESTION_CHARS, Queued,
 };
 use crate::app::AppState;
 
@@ -58,33 +54,12 @@ async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, Api
             group_key: None,
         })
         .await;
-    let inv = match submitted {
-        Ok(inv) => inv,
-        Err(SubmitError::OverBudget(e)) => return Ok(over_budget(&e)),
-        Err(SubmitError::Store(e)) => return Err(e.into()),
-    };
+    let inv = submitted?;
     let body = Queued {
         id: inv.id,
         status: inv.status,
     };
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
-}
-
-/// 429 with the budget's key and what was spent; `Retry-After` is the next UTC midnight.
-pub(super) fn over_budget(e: &OverBudget) -> Response {
-    let now = chrono::Utc::now();
-    let midnight = (now.date_naive() + chrono::Days::new(1))
-        .and_hms_opt(0, 0, 0)
-        .map(|m| m.and_utc());
-    let retry = midnight.map_or(0, |m| (m - now).num_seconds().max(1));
-    let mut resp = (
-        StatusCode::TOO_MANY_REQUESTS,
-        Json(OverBudgetAnswer::from(e)),
-    )
-        .into_response();
-    resp.headers_mut()
-        .insert(axum::http::header::RETRY_AFTER, retry.into());
-    resp
 }
 
 async fn list(

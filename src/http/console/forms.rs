@@ -11,11 +11,11 @@ use maud::{Markup, html};
 use serde::Deserialize;
 
 use super::login::csrf_refused;
-use super::page::{Chrome, Csrf, PageError, layout, over_budget, respond};
-use crate::agent::{InvestigationRequest, SubmitError, Trigger};
+use super::page::{Chrome, Csrf, PageError, layout, respond};
+use crate::agent::{InvestigationRequest, Trigger};
 use crate::api::MAX_QUESTION_CHARS;
 use crate::app::AppState;
-use crate::http::follow_up::{FollowUpError, submit, validate_question};
+use crate::http::follow_up::{submit, validate_question};
 use crate::http::session::ConsoleKeys;
 
 #[derive(Deserialize)]
@@ -58,7 +58,7 @@ pub async fn ask(
             return Ok(respond(StatusCode::BAD_REQUEST, body));
         }
     };
-    let submitted = state
+    let inv = state
         .dispatcher
         .submit(InvestigationRequest {
             trigger: Trigger::Ask,
@@ -67,12 +67,8 @@ pub async fn ask(
             context: None,
             group_key: None,
         })
-        .await;
-    match submitted {
-        Ok(inv) => Ok(see_other(&inv.id)),
-        Err(SubmitError::OverBudget(e)) => Ok(over_budget(&e)),
-        Err(SubmitError::Store(e)) => Err(e.into()),
-    }
+        .await?;
+    Ok(see_other(&inv.id))
 }
 
 pub async fn follow_up(
@@ -85,11 +81,8 @@ pub async fn follow_up(
     if !keys.csrf_ok(&headers, &f.csrf) {
         return Err(csrf_refused());
     }
-    match submit(&state, &id, &f.question).await {
-        Ok(queued) => Ok(see_other(&queued.id)),
-        Err(FollowUpError::OverBudget(e)) => Ok(over_budget(&e)),
-        Err(FollowUpError::Api(e)) => Err(e.into()),
-    }
+    let queued = submit(&state, &id, &f.question).await?;
+    Ok(see_other(&queued.id))
 }
 
 fn see_other(id: &str) -> Response {

@@ -104,29 +104,15 @@ pub fn secure(h: &mut HeaderMap, csp: &'static str) {
 /// A console error: an HTML page with the status and what went wrong.
 pub struct PageError(pub ApiError);
 
-/// A daily budget is used up: 429 naming it.
-pub fn over_budget(e: &crate::agent::OverBudget) -> Response {
-    let body = html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                title { "Over budget · sre-agent" }
-                link rel="stylesheet" href=(super::assets::CSS_PATH);
-            }
-            body { main id="main" {
-                h1 { "Not investigated" }
-                p.error role="alert" { (e.to_string()) }
-                p { a href="/" { "Back to the investigations" } }
-            } }
-        }
-    };
-    respond(StatusCode::TOO_MANY_REQUESTS, body)
-}
-
 impl From<ApiError> for PageError {
     fn from(e: ApiError) -> Self {
         Self(e)
+    }
+}
+
+impl From<crate::agent::SubmitError> for PageError {
+    fn from(e: crate::agent::SubmitError) -> Self {
+        Self(e.into())
     }
 }
 
