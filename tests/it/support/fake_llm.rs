@@ -128,7 +128,9 @@ async fn handle(
 ) -> Response {
     let reply = next_reply(&shared, &headers, &body);
     let delay = shared.lock().unwrap().delay;
-    tokio::time::sleep(delay).await;
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     let Some(reply) = reply else {
         return (StatusCode::INTERNAL_SERVER_ERROR, "empty script").into_response();
     };
