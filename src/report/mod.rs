@@ -26,6 +26,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use crate::agent::Dispatcher;
+use crate::alerts::store::AlertStore;
 use crate::config::Config;
 use crate::integrations::UpstreamError;
 use crate::report::store::ReportStore;
@@ -61,6 +62,7 @@ pub struct Reporter {
     store: ReportStore,
     metrics: Arc<Metrics>,
     dispatcher: Option<Dispatcher>,
+    alert_log: AlertStore,
     running: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -70,6 +72,7 @@ impl Reporter {
         store: &Store,
         metrics: Arc<Metrics>,
     ) -> Result<Self, StoreError> {
+        let alert_log = AlertStore::open(store)?;
         let store = ReportStore::open(store)?;
         if let Some(at) = store.last_delivered_at()? {
             metrics.last_report_timestamp.set(at.timestamp() as f64);
@@ -79,6 +82,7 @@ impl Reporter {
             store,
             metrics,
             dispatcher: None,
+            alert_log,
             running: Arc::new(tokio::sync::Mutex::new(())),
         })
     }
@@ -137,6 +141,7 @@ impl Reporter {
             tz: self.timezone(),
             previous: self.store.previous(window.period)?,
             dispatcher: self.dispatcher.clone(),
+            alert_log: Some(self.alert_log.clone()),
         };
         let data = collect::collect_all(&sources, &self.metrics).await;
         let summary =

@@ -1,4 +1,5 @@
-//! Rendering: the report as markdown (and email text) or email-safe HTML with PNG charts.
+//! Rendering: the report as markdown, plain text (the email's text part) or email-safe
+//! HTML with PNG charts; the model's markdown narrative is rendered, never shown raw.
 
 pub mod backups;
 pub mod block;
@@ -6,8 +7,12 @@ pub mod chart;
 pub mod document;
 pub mod font;
 pub mod html;
+pub mod hygiene;
 pub mod markdown;
 pub mod number;
+pub mod prose;
+pub mod prose_text;
+pub mod text;
 
 pub use chart::Chart;
 pub use html::ImageRefs;
@@ -16,15 +21,32 @@ use super::model::Report;
 
 /// A report rendered for email: text, HTML with `cid:` images, and the images.
 pub struct Rendered {
+    /// The report as markdown (API and CLI format).
     pub markdown: String,
+    /// Plain text: the text part of the email.
+    pub text: String,
     pub html: String,
     pub charts: Vec<Chart>,
+}
+
+impl Rendered {
+    /// The email's HTML part with every `cid:` image replaced by its `data:` URI: what a
+    /// browser shows as the mail client would (`sre-agent report preview`, the tests).
+    pub fn preview_html(&self) -> String {
+        self.charts.iter().fold(self.html.clone(), |html, c| {
+            html.replace(
+                &format!("src=\"cid:{}\"", c.content_id),
+                &format!("src=\"{}\"", html::data_uri(&c.png)),
+            )
+        })
+    }
 }
 
 pub fn for_email(report: &Report) -> Rendered {
     let doc = document::build(report);
     Rendered {
         markdown: markdown::render(&doc),
+        text: text::render(&doc),
         html: html::render(&doc, ImageRefs::ContentId),
         charts: doc.charts,
     }
