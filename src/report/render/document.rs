@@ -50,18 +50,18 @@ fn executive_summary(r: &Report, d: &mut Document) {
     }
     match Narrative::from_answer(&r.summary.text) {
         Some(n) => {
-            if !n.summary.is_empty() {
-                d.push(Block::Markdown(n.summary));
-            }
+            // One markdown text: the prose, then the actions as a list.
+            let mut md = n.summary;
             if !n.actions.is_empty() {
-                d.push(Block::Para("Worth acting on:".into()));
-                let list: Vec<String> = n
-                    .actions
-                    .iter()
-                    .map(|a| format!("- {}", a.replace('\n', " ")))
-                    .collect();
-                d.push(Block::Markdown(list.join("\n")));
+                if !md.is_empty() {
+                    md.push_str("\n\n");
+                }
+                md.push_str("Worth acting on:\n");
+                for a in &n.actions {
+                    md.push_str(&format!("\n- {}", a.replace('\n', " ")));
+                }
             }
+            d.push(Block::Markdown(md));
         }
         None => d.push(Block::Markdown(r.summary.text.clone())),
     }

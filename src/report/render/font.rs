@@ -1,7 +1,7 @@
 //! The chart font: DejaVu Sans, a 22 KB subset (printable ASCII, Latin-1, dashes, quotes;
 //! see `assets/fonts/README.md` and its license there) embedded in the binary, so charts
 //! carry text on machines without fonts. Glyphs are rasterised by ab_glyph with
-//! anti-aliasing (coverage 0–1 per pixel) and kerned; characters outside the subset draw
+//! anti-aliasing (coverage 0–1 per pixel); characters outside the subset draw
 //! as `?`.
 
 use ab_glyph::{Font, FontRef, Glyph, GlyphId, PxScale, ScaleFont, point};
@@ -22,20 +22,16 @@ fn glyph_id(font: &FontRef<'_>, c: char) -> GlyphId {
     }
 }
 
-/// The glyphs of `s` at `size` pixels, kerned, from x = 0 on the baseline y = 0.
+/// The glyphs of `s` at `size` pixels from x = 0 on the baseline y = 0. (The subset keeps
+/// DejaVu's kerning only as an OpenType feature, which ab_glyph does not apply.)
 fn layout(font: &FontRef<'_>, s: &str, size: f32) -> (Vec<Glyph>, f32) {
     let scaled = font.as_scaled(PxScale::from(size));
     let mut x = 0.0;
-    let mut prev: Option<GlyphId> = None;
     let mut glyphs = Vec::with_capacity(s.len());
     for c in s.chars() {
         let id = glyph_id(font, c);
-        if let Some(p) = prev {
-            x += scaled.kern(p, id);
-        }
         glyphs.push(id.with_scale_and_position(size, point(x, 0.0)));
         x += scaled.h_advance(id);
-        prev = Some(id);
     }
     (glyphs, x)
 }
@@ -119,12 +115,10 @@ mod tests {
     }
 
     #[test]
-    fn wider_text_measures_wider_and_kerning_applies() {
+    fn wider_text_measures_wider_and_capitals_have_the_expected_height() {
         assert_eq!(width("", 13.0), 0);
         assert!(width("Mon 16", 13.0) > width("Mo", 13.0));
         assert!(width("Mon 16", 16.0) > width("Mon 16", 13.0));
-        // "AV" kerns tighter than "A" and "V" side by side.
-        assert!(width("AV", 20.0) < width("A", 20.0) + width("V", 20.0));
         let cap = cap_height(13.0);
         assert!((8..=11).contains(&cap), "{cap}");
     }

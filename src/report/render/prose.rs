@@ -204,3 +204,98 @@ impl HtmlWriter {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn headings_lists_emphasis_code_and_tables_become_styled_html() {
+        let md = "# Weekly report\n\nA **calm** week, _mostly_.\n\n## Act on\n\n\
+                  - Free space on `pve1`\n- Tune ~~NodeDown~~ DiskFull\n\n\
+                  1. first\n2. second\n\n\
+                  | Alert | Episodes |\n|---|--:|\n| NodeDown | 3 |\n\n\
+                  ```\nrate(x[5m])\n```\n";
+        let html = to_html(md);
+        for want in [
+            "<h3 style=\"font-size:16px;margin:14px 0 6px\">Weekly report</h3>",
+            "A <strong>calm</strong> week, <em>mostly</em>.</p>",
+            "<h4 style=",
+            &format!("<ul style=\"{LIST}\"><li style=\"{ITEM}\">Free space on <code style="),
+            ">pve1</code></li>",
+            "<del>NodeDown</del> DiskFull",
+            &format!("<ol start=\"1\" style=\"{LIST}\">"),
+            &format!("<th style=\"{HEAD_CELL}\">Alert</th>"),
+            &format!("<td style=\"{CELL};text-align:right\">3</td>"),
+            "<code>rate(x[5m])\n</code></pre>",
+        ] {
+            assert!(html.contains(want), "{want} not in {html}");
+        }
+        // Nothing of the markdown syntax is left as text.
+        for raw in ["# ", "**", "`", "|---", "~~"] {
+            assert!(!html.contains(raw), "{raw} in {html}");
+        }
+        // Every tag is from the allow-list and styled inline.
+        assert!(!html.contains("<h1") && !html.contains("<h2") && !html.contains("class="));
+    }
+
+    #[test]
+    fn raw_html_from_the_model_is_shown_as_text_never_run() {
+        for (md, must_not) in [
+            ("<script>alert(1)</script>", "<script"),
+            ("Hi <img src=x onerror=alert(1)> there", "<img"),
+            ("<iframe src=\"https://evil\"></iframe>", "<iframe"),
+            ("<a href=\"javascript:alert(1)\">x</a>", "<a "),
+            ("<style>body{display:none}</style>", "<style"),
+            ("x <!-- hidden --> y", "<!--"),
+            ("<div onclick=\"x()\">\n\ntext\n</div>", "<div"),
+            ("&lt;script&gt; and </data> <DATA>", "</data>"),
+        ] {
+            let html = to_html(md);
+            assert!(!html.contains(must_not), "{md:?} gave {html}");
+            assert!(html.contains("&lt;"), "{md:?} lost its text: {html}");
+        }
+        let html = to_html("<script>alert(1)</script>");
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
+    }
+
+    #[test]
+    fn only_http_links_keep_an_href_and_images_are_never_loaded() {
+        let html = to_html(
+            "[runbook](https://wiki.example/disk \"t\") [bad](javascript:alert(1)) \
+             [data](data:text/html,x) [mail](mailto:a@b) [rel](/x) <http://ok.example/a?b=\"c\">\n\n\
+             ![tracker](https://evil.example/pixel.png)",
+        );
+        assert!(
+            html.contains(&format!(
+                "<a href=\"https://wiki.example/disk\" style=\"{LINK}\">runbook</a>"
+            )),
+            "{html}"
+        );
+        assert!(html.contains("<a href=\"http://ok.example/a?b=&quot;c&quot;\""), "{html}");
+        assert_eq!(html.matches("<a ").count(), 2, "{html}");
+        for text in ["bad", "data", "mail", "rel", "tracker"] {
+            assert!(html.contains(text), "{text} dropped: {html}");
+        }
+        assert!(!html.contains("javascript") || !html.contains("href=\"javascript"));
+        assert!(!html.contains("<img") && !html.contains("pixel.png\""), "{html}");
+        assert_eq!(web_link(" HTTPS://x "), Some("HTTPS://x"));
+        assert_eq!(web_link("javascript:x"), None);
+        assert_eq!(web_link("//x"), None);
+    }
+
+    #[test]
+    fn garbage_answers_render_as_escaped_text() {
+        for md in [
+            "",
+            "{\"summary\": ",
+            "]]>\0\u{202e}<<<>>>&&&",
+            "* * *\n- \n1.\n#\n>",
+            &"[".repeat(2000),
+            &"> ".repeat(500),
+        ] {
+            let html = to_html(md);
+            assert!(!html.contains("<script") && !html.contains("&&"), "{html}");
+        }
+    }
+}

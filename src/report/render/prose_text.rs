@@ -1,6 +1,6 @@
 //! Markdown written by the model as clean plain text, for the text part of the email: no
 //! `#`, `*` or backtick markers; lists keep their bullets and numbers, headings are
-//! underlined, tables become aligned columns, links show their `http(s)` address.
+//! underlined with `~` (below the report's own `=` title and `-` sections), tables become aligned columns, links show their `http(s)` address.
 
 use pulldown_cmark::{Event, HeadingLevel, Tag, TagEnd};
 
@@ -188,10 +188,13 @@ impl TextWriter {
             TagEnd::Paragraph | TagEnd::Item => self.newline(),
             TagEnd::Heading(level) => {
                 let width = self.out[self.heading_start..].chars().count();
-                let rule = if level == HeadingLevel::H1 { "=" } else { "-" };
                 let indent = self.indent();
-                self.out
-                    .push_str(&format!("\n{indent}{}\n", rule.repeat(width.max(3))));
+                if matches!(level, HeadingLevel::H1 | HeadingLevel::H2) {
+                    self.out
+                        .push_str(&format!("\n{indent}{}\n", "~".repeat(width.max(3))));
+                } else {
+                    self.out.push('\n');
+                }
             }
             TagEnd::BlockQuote(_) => self.quotes = self.quotes.saturating_sub(1),
             TagEnd::CodeBlock => {
@@ -254,4 +257,41 @@ pub fn columns(rows: &[Vec<String>], indent: &str) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markdown_becomes_plain_text_without_markers() {
+        let md = "# Weekly report\n\nA **calm** week, _mostly_. See `pve1`.\n\n## Act on\n\n\
+                  - Free space on pve1\n- Tune [NodeDown](https://wiki.example/nd)\n  - nested\n\n\
+                  1. first\n2. second\n\n\
+                  | Alert | Episodes |\n|---|--:|\n| NodeDown | 3 |\n\n\
+                  ```\nrate(x[5m])\n```\n\n> quoted";
+        assert_eq!(
+            to_text(md),
+            "Weekly report\n~~~~~~~~~~~~~\n\nA calm week, mostly. See pve1.\n\n\
+             Act on\n~~~~~~\n\n- Free space on pve1\n\
+             - Tune NodeDown (https://wiki.example/nd)\n  - nested\n\n\
+             1. first\n2. second\n\n\
+             Alert     Episodes\n--------  --------\nNodeDown  3\n\n    rate(x[5m])\n\n> quoted"
+        );
+    }
+
+    #[test]
+    fn raw_html_and_bad_links_stay_inert_text() {
+        let t = to_text("Hi <b>there</b> [x](javascript:alert(1)) [y](https://y.example)");
+        assert_eq!(t, "Hi <b>there</b> x y (https://y.example)");
+        assert_eq!(to_text("<https://a.example>"), "https://a.example");
+    }
+
+    #[test]
+    fn no_line_starts_with_a_markdown_marker() {
+        let t = to_text("# A\n\n**b**\n\n### c\n\n* d\n\n---\n\n`e`");
+        for line in t.lines() {
+            assert!(!line.starts_with('#') && !line.contains("**") && !line.contains('`'));
+        }
+    }
 }
