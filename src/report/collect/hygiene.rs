@@ -10,9 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::CollectContext;
-use super::alerts::episodes;
-use crate::alerts::model::AlertStatus;
-use crate::alerts::store::AlertRecord;
+use super::history::{Episode, Timeline, from_alerts_series, from_received};
 use crate::integrations::prometheus::{RuleGroup, Series};
 use crate::report::model::{HygieneData, HygieneFinding, HygieneIssue, Section};
 
@@ -30,30 +28,6 @@ const FOR_CHOICES: [u64; 8] = [120, 300, 600, 900, 1800, 3600, 5400, 7200];
 pub const MAX_FINDINGS: usize = 25;
 /// Longest rule expression quoted in a suggestion.
 const MAX_EXPR_CHARS: usize = 80;
-
-/// One firing episode in unix seconds; `open` when still firing at the end of the period.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Episode {
-    pub start: f64,
-    pub end: f64,
-    pub open: bool,
-}
-
-impl Episode {
-    fn secs(&self) -> f64 {
-        self.end - self.start
-    }
-}
-
-/// The episodes of one alert series (one label set).
-#[derive(Clone, Debug, Default)]
-pub struct Timeline {
-    pub alertname: String,
-    /// The series as a reader knows it: its `instance`, or its other labels.
-    pub series: String,
-    pub labels: BTreeMap<String, String>,
-    pub episodes: Vec<Episode>,
-}
 
 /// What the rules API says about one alerting rule.
 #[derive(Clone, Debug, Default)]
@@ -117,82 +91,6 @@ pub fn rule_infos(groups: &[RuleGroup]) -> Vec<RuleInfo> {
             query: r.query.clone(),
             for_secs: r.duration.unwrap_or(0.0),
             has_severity: r.labels.get("severity").is_some_and(|s| !s.is_empty()),
-        })
-        .collect()
-}
-
-fn series_name(labels: &BTreeMap<String, String>) -> String {
-    if let Some(i) = labels.get("instance") {
-        return i.clone();
-    }
-    let other: Vec<String> = labels
-        .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "alertname" | "alertstate" | "severity"))
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    other.join(",")
-}
-
-/// Timelines from `timestamp(ALERTS{alertstate="firing"})` series.
-pub fn from_alerts_series(series: &[Series], step: Duration, end: f64) -> Vec<Timeline> {
-    let step_s = step.as_secs_f64();
-    series
-        .iter()
-        .map(|s| Timeline {
-            alertname: s.metric.get("alertname").cloned().unwrap_or_default(),
-            series: series_name(&s.metric),
-            labels: s.metric.clone().into_iter().collect(),
-            episodes: episodes(s, step)
-                .into_iter()
-                .map(|(first, last)| Episode {
-                    start: first,
-                    end: (last + step_s).min(end),
-                    open: last >= end - 2.0 * step_s,
-                })
-                .collect(),
-        })
-        .collect()
-}
-
-/// Timelines from received alerts: an episode per fingerprint and `startsAt`, ended by a
-/// resolved notification (repeated firing notifications of one episode count once).
-pub fn from_received(records: &[AlertRecord], end: f64) -> Vec<Timeline> {
-    let mut by_fp: BTreeMap<&str, (Timeline, BTreeMap<i64, Option<f64>>)> = BTreeMap::new();
-    for r in records {
-        let a = &r.alert;
-        let (_, eps) = by_fp.entry(&a.fingerprint).or_insert_with(|| {
-            let labels: BTreeMap<String, String> = a.labels.clone().into_iter().collect();
-            let t = Timeline {
-                alertname: a.name.clone(),
-                series: series_name(&labels),
-                labels,
-                episodes: Vec::new(),
-            };
-            (t, BTreeMap::new())
-        });
-        let start = a.starts_at.unwrap_or(r.received_at).timestamp();
-        match a.status {
-            AlertStatus::Firing => {
-                eps.entry(start).or_insert(None);
-            }
-            AlertStatus::Resolved => {
-                let ended = a.ends_at.unwrap_or(r.received_at).timestamp() as f64;
-                eps.insert(start, Some(ended));
-            }
-        }
-    }
-    by_fp
-        .into_values()
-        .map(|(mut t, eps)| {
-            t.episodes = eps
-                .into_iter()
-                .map(|(start, ended)| Episode {
-                    start: start as f64,
-                    end: ended.unwrap_or(end).min(end),
-                    open: ended.is_none(),
-                })
-                .collect();
-            t
         })
         .collect()
 }
@@ -389,17 +287,185 @@ fn more(n: usize) -> String {
 }
 
 fn no_severity(name: &str, rule: Option<&RuleInfo>) -> HygieneFinding {
-    let place = match rule {
-        Some(r) if !r.file.is_empty() => format!("the rule in {}", r.file),
-        Some(_) => "the rule".to_string(),
-        None => "alerts received for it".to_string(),
+    let evidence = match rule {
+        Some(r) if !r.file.is_empty() => format!("the rule in {} has no severity label", r.file),
+        Some(_) => "the rule has no severity label".to_string(),
+        None => "its alerts carry no severity label".to_string(),
     };
     HygieneFinding {
         alertname: name.to_string(),
         issue: HygieneIssue::NoSeverity,
-        evidence: format!("{place} has no severity label"),
+        evidence,
         suggestion: "Add severity: warning under labels: (critical if it must wake someone), \
                      so routing and this report can rank it."
             .to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const END: f64 = 7.0 * 86_400.0;
+
+    fn timeline(name: &str, series: &str, severity: bool, eps: &[(f64, f64, bool)]) -> Timeline {
+        let mut labels = BTreeMap::from([("alertname".to_string(), name.to_string())]);
+        if severity {
+            labels.insert("severity".into(), "warning".into());
+        }
+        Timeline {
+            alertname: name.into(),
+            series: series.into(),
+            labels,
+            episodes: eps
+                .iter()
+                .map(|(start, len, open)| Episode {
+                    start: *start,
+                    end: start + len,
+                    open: *open,
+                })
+                .collect(),
+        }
+    }
+
+    fn rule(name: &str, for_secs: f64, severity: bool) -> RuleInfo {
+        RuleInfo {
+            name: name.into(),
+            file: "/etc/prometheus/rules.yml".into(),
+            query: "node_load1 > 4".into(),
+            for_secs,
+            has_severity: severity,
+        }
+    }
+
+    /// `n` closed episodes an hour apart, each `len` seconds long.
+    fn short(n: usize, len: f64) -> Vec<(f64, f64, bool)> {
+        (0..n)
+            .map(|i| (i as f64 * 3600.0, len + i as f64, false))
+            .collect()
+    }
+
+    #[test]
+    fn a_series_with_many_short_episodes_is_flapping_with_a_longer_for_proposed() {
+        let t = [timeline("CpuHigh", "a:9100", true, &short(8, 120.0))];
+        let h = analyse(&t, &[rule("CpuHigh", 60.0, true)], END);
+        assert_eq!(h.findings.len(), 1, "{h:?}");
+        let f = &h.findings[0];
+        assert_eq!(f.issue, HygieneIssue::Flapping);
+        assert_eq!(
+            f.evidence,
+            "8 of 8 episodes on a:9100 were shorter than 10m (median 2m)"
+        );
+        // Up to 127 s firing on top of for: 1m: 5m holds every one back.
+        assert_eq!(
+            f.suggestion,
+            "Raise for: from 1m to 5m: it would have held back 8 of these 8 short episodes."
+        );
+        assert_eq!((h.rules_checked, h.rules_fired), (1, 1));
+    }
+
+    #[test]
+    fn few_short_episodes_or_one_each_on_many_instances_is_not_flapping() {
+        let few = timeline("A", "x", true, &short(FLAP_MIN_SHORT_EPISODES - 1, 60.0));
+        let many: Vec<Timeline> = (0..200)
+            .map(|i| timeline("Storm", &format!("host{i}"), true, &short(1, 60.0)))
+            .collect();
+        let long = timeline("B", "y", true, &short(10, FLAP_SHORT.as_secs_f64() + 1.0));
+        let mut all = many;
+        all.extend([few, long]);
+        let h = analyse(&all, &[], END);
+        assert!(h.findings.is_empty(), "{h:?}");
+        assert_eq!(h.rules_fired, 3);
+    }
+
+    #[test]
+    fn days_long_and_unresolved_episodes_are_listed_with_the_rule_expression() {
+        let t = [
+            timeline("DiskFull", "nas", true, &[(0.0, 3.0 * 86_400.0, false)]),
+            timeline(
+                "NodeDown",
+                "pve2",
+                true,
+                &[(END - 30.0 * 3600.0, 30.0 * 3600.0, true)],
+            ),
+            timeline("Blip", "z", true, &[(END - 3600.0, 3600.0, true)]),
+        ];
+        let h = analyse(&t, &[rule("DiskFull", 300.0, true)], END);
+        let got: Vec<(&str, HygieneIssue)> = h
+            .findings
+            .iter()
+            .map(|f| (f.alertname.as_str(), f.issue))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("DiskFull", HygieneIssue::FiredForDays),
+                ("NodeDown", HygieneIssue::NeverResolved)
+            ]
+        );
+        assert_eq!(
+            h.findings[0].evidence,
+            "fired for 3.0 days on nas before it resolved"
+        );
+        assert!(
+            h.findings[0]
+                .suggestion
+                .contains("change the threshold (node_load1 > 4)")
+        );
+        assert_eq!(
+            h.findings[1].evidence,
+            "still firing at the end of the period on pve2, for 30h"
+        );
+    }
+
+    #[test]
+    fn rules_and_received_alerts_without_severity_get_one_finding_each() {
+        let t = [
+            timeline("Unlabelled", "a", false, &short(1, 600.0)),
+            timeline("Known", "b", false, &short(1, 600.0)),
+        ];
+        let rules = [
+            rule("Known", 0.0, false),
+            rule("NeverFired", 0.0, false),
+            rule("Ok", 0.0, true),
+        ];
+        let h = analyse(&t, &rules, END);
+        let names: Vec<&str> = h.findings.iter().map(|f| f.alertname.as_str()).collect();
+        assert_eq!(names, ["Known", "NeverFired", "Unlabelled"]);
+        assert!(
+            h.findings
+                .iter()
+                .all(|f| f.issue == HygieneIssue::NoSeverity)
+        );
+        assert_eq!(
+            h.findings[0].evidence,
+            "the rule in /etc/prometheus/rules.yml has no severity label"
+        );
+        assert_eq!(h.findings[2].evidence, "its alerts carry no severity label");
+        assert!(
+            h.findings[0]
+                .suggestion
+                .starts_with("Add severity: warning under labels:")
+        );
+    }
+
+    #[test]
+    fn findings_are_capped_and_the_rest_counted() {
+        let rules: Vec<RuleInfo> = (0..MAX_FINDINGS + 7)
+            .map(|i| rule(&format!("R{i:02}"), 0.0, false))
+            .collect();
+        let h = analyse(&[], &rules, END);
+        assert_eq!((h.findings.len(), h.omitted), (MAX_FINDINGS, 7));
+    }
+
+    #[test]
+    fn durations_read_as_people_write_them() {
+        assert_eq!(human(45.0), "45s");
+        assert_eq!(human(600.0), "10m");
+        assert_eq!(human(30.0 * 3600.0), "30h");
+        assert_eq!(human(5.25 * 3600.0), "5.5h");
+        assert_eq!(human(3.0 * 86_400.0), "3.0 days");
+        assert_eq!(for_value(5400), "90m");
+        assert_eq!(for_value(7200), "2h");
     }
 }

@@ -7,6 +7,7 @@ mod alerts;
 mod backups;
 mod changes;
 mod cost;
+mod history;
 pub mod hygiene;
 mod logs;
 mod slos;

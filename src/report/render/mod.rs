@@ -255,8 +255,7 @@ mod narrative_tests {
 
     use super::*;
     use crate::report::model::{
-        HygieneData, HygieneFinding, HygieneIssue, ReportData, ReportStatus, ReportTrigger,
-        Summary,
+        HygieneData, HygieneFinding, HygieneIssue, ReportData, ReportStatus, ReportTrigger, Summary,
     };
     use crate::report::period::{PeriodSpec, ReportWindow};
 
@@ -292,7 +291,11 @@ mod narrative_tests {
         let mut d = ReportData::default();
         d.alerts.data.per_day = vec![("Mon 16".into(), 2), ("Tue 17".into(), 0)];
         let email = for_email(&report(ANSWER, d));
-        assert!(email.html.contains(">Weekly summary</h3>"), "{}", email.html);
+        assert!(
+            email.html.contains(">Weekly summary</h3>"),
+            "{}",
+            email.html
+        );
         assert!(email.html.contains("A <strong>busy</strong> week"));
         assert!(email.html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
         assert!(!email.html.contains("<script"));
@@ -300,7 +303,11 @@ mod narrative_tests {
             assert!(!part.contains("**") && !part.contains("# Weekly"), "{part}");
             assert!(part.lines().all(|l| !l.trim_start().starts_with('#')));
         }
-        assert!(email.text.contains("Weekly summary\n~~~~~~~~~~~~~~"), "{}", email.text);
+        assert!(
+            email.text.contains("Weekly summary\n~~~~~~~~~~~~~~"),
+            "{}",
+            email.text
+        );
         assert!(email.text.contains("- Free space on pve1\n"));
         // The markdown format keeps the model's markdown as written.
         assert!(email.markdown.contains(ANSWER));
@@ -314,7 +321,11 @@ mod narrative_tests {
         let email = for_email(&report("x", d));
         assert_eq!(email.charts.len(), 2);
         for c in &email.charts {
-            assert!(email.html.contains(&format!("src=\"cid:{}\"", c.content_id)));
+            assert!(
+                email
+                    .html
+                    .contains(&format!("src=\"cid:{}\"", c.content_id))
+            );
         }
         let preview = email.preview_html();
         assert!(!preview.contains("cid:"));
@@ -331,7 +342,9 @@ mod narrative_tests {
                 alertname: "CpuHigh".into(),
                 issue: HygieneIssue::Flapping,
                 evidence: "9 of 10 episodes on a:9100 were shorter than 10m (median 2m)".into(),
-                suggestion: "Raise for: from 1m to 5m: it would have held back 9 of these 9 short episodes.".into(),
+                suggestion:
+                    "Raise for: from 1m to 5m: it would have held back 9 of these 9 short episodes."
+                        .into(),
             }],
             omitted: 0,
         };
@@ -344,6 +357,9 @@ mod narrative_tests {
         assert!(text.contains("Alert hygiene\n-------------"), "{text}");
         assert!(text.contains("CpuHigh  flapping"), "{text}");
         let empty = to_markdown(&report("x", ReportData::default()));
-        assert!(empty.contains("## Alert hygiene\n\nNo rule flapped"), "{empty}");
+        assert!(
+            empty.contains("## Alert hygiene\n\nNo rule flapped"),
+            "{empty}"
+        );
     }
 }

@@ -256,7 +256,10 @@ mod tests {
             assert!(html.contains("&lt;"), "{md:?} lost its text: {html}");
         }
         let html = to_html("<script>alert(1)</script>");
-        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "{html}");
+        assert!(
+            html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"),
+            "{html}"
+        );
     }
 
     #[test]
@@ -272,13 +275,19 @@ mod tests {
             )),
             "{html}"
         );
-        assert!(html.contains("<a href=\"http://ok.example/a?b=&quot;c&quot;\""), "{html}");
+        assert!(
+            html.contains("<a href=\"http://ok.example/a?b=&quot;c&quot;\""),
+            "{html}"
+        );
         assert_eq!(html.matches("<a ").count(), 2, "{html}");
         for text in ["bad", "data", "mail", "rel", "tracker"] {
             assert!(html.contains(text), "{text} dropped: {html}");
         }
         assert!(!html.contains("javascript") || !html.contains("href=\"javascript"));
-        assert!(!html.contains("<img") && !html.contains("pixel.png\""), "{html}");
+        assert!(
+            !html.contains("<img") && !html.contains("pixel.png\""),
+            "{html}"
+        );
         assert_eq!(web_link(" HTTPS://x "), Some("HTTPS://x"));
         assert_eq!(web_link("javascript:x"), None);
         assert_eq!(web_link("//x"), None);
