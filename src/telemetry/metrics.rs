@@ -40,7 +40,9 @@ pub const REPORT_STATES: &[&str] = &["sent", "generated", "failed"];
 pub const CHANNELS: &[&str] = &["email", "webhook"];
 pub const NOTIFICATION_STATES: &[&str] = &["sent", "failed", "retry"];
 /// Weekly report collectors.
-pub const COLLECTORS: &[&str] = &["alerts", "slos", "agent", "cost", "logs", "changes"];
+pub const COLLECTORS: &[&str] = &[
+    "alerts", "slos", "agent", "cost", "logs", "changes", "hygiene",
+];
 
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
