@@ -107,13 +107,14 @@ pub fn human(secs: f64) -> String {
         let h = (h * 2.0).round() / 2.0;
         format!("{h}h")
     } else {
-        format!("{:.1} days", s / 86_400.0)
+        let days = (s / 86_400.0 * 10.0).round() / 10.0;
+        format!("{days} days")
     }
 }
 
 /// The `for:` duration as a rule file writes it.
 fn for_value(secs: u64) -> String {
-    if secs % 3600 == 0 {
+    if secs.is_multiple_of(3600) {
         format!("{}h", secs / 3600)
     } else {
         format!("{}m", secs / 60)
@@ -405,7 +406,7 @@ mod tests {
         );
         assert_eq!(
             h.findings[0].evidence,
-            "fired for 3.0 days on nas before it resolved"
+            "fired for 3 days on nas before it resolved"
         );
         assert!(
             h.findings[0]
@@ -464,7 +465,8 @@ mod tests {
         assert_eq!(human(600.0), "10m");
         assert_eq!(human(30.0 * 3600.0), "30h");
         assert_eq!(human(5.25 * 3600.0), "5.5h");
-        assert_eq!(human(3.0 * 86_400.0), "3.0 days");
+        assert_eq!(human(3.0 * 86_400.0), "3 days");
+        assert_eq!(human(2.75 * 86_400.0), "2.8 days");
         assert_eq!(for_value(5400), "90m");
         assert_eq!(for_value(7200), "2h");
     }

@@ -195,11 +195,7 @@ impl HtmlWriter {
             TagEnd::Emphasis => o.push_str("</em>"),
             TagEnd::Strong => o.push_str("</strong>"),
             TagEnd::Strikethrough => o.push_str("</del>"),
-            TagEnd::Link => {
-                if self.links.pop() == Some(true) {
-                    o.push_str("</a>");
-                }
-            }
+            TagEnd::Link if self.links.pop() == Some(true) => o.push_str("</a>"),
             _ => {}
         }
     }
