@@ -413,7 +413,7 @@ security = "none"
         "{text}"
     );
     assert!(
-        text.contains("## Log errors\n\n> **Note:** Loki at"),
+        text.contains("Log errors\n----------\n\nNote: Loki at"),
         "{text}"
     );
 }
