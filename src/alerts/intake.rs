@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -39,8 +38,12 @@ pub trait Investigator: Send + Sync + 'static {
     async fn cancel_queued(&self, id: &str, note: &str) -> Result<bool, StoreError>;
     fn add_note(&self, id: &str, note: &str) -> Result<(), StoreError>;
     fn state(&self, id: &str) -> Result<InvState, StoreError>;
-    /// (count, cost) of investigations created since `since`.
-    fn usage_since(&self, since: DateTime<Utc>) -> Result<(u32, f64), StoreError>;
+    /// Today's budgets, with every claim made so far (held decisions included).
+    fn budget(&self) -> Budget;
+    /// Holds a place in the budget for a decision not yet submitted.
+    fn hold(&self);
+    /// Gives a held place back (the decision was submitted, or dropped).
+    fn release_hold(&self);
     /// An investigation for `group_key` created at or after `since`, if any.
     fn find_for_group(
         &self,
@@ -73,8 +76,6 @@ struct Inner {
     decide: Mutex<()>,
     /// Serializes submissions so one episode is submitted once.
     submit: Mutex<()>,
-    /// Claims decided but not yet submitted (count against the budget).
-    in_flight: AtomicU32,
 }
 
 /// One group touched by a batch: its stored state, the investigation's state, and the
@@ -113,7 +114,6 @@ impl Intake {
                 metrics,
                 decide: Mutex::new(()),
                 submit: Mutex::new(()),
-                in_flight: AtomicU32::new(0),
             }),
         })
     }
@@ -141,7 +141,6 @@ impl Intake {
         let mut actions = Vec::new();
         {
             let _guard = self.inner.decide.lock().await;
-            let mut budget: Option<Budget> = None;
             let mut touched: Vec<Touched> = Vec::new();
             let mut index: HashMap<String, usize> = HashMap::new();
             for alert in batch.alerts {
@@ -158,7 +157,7 @@ impl Intake {
                         touched.len() - 1
                     }
                 };
-                let outcome = self.decide(&touched[i], &alert, now, &mut budget)?;
+                let outcome = self.decide(&touched[i], &alert, now);
                 if outcome == Outcome::Queued {
                     summary.queued += 1;
                 }
@@ -188,53 +187,31 @@ impl Intake {
         })
     }
 
-    fn decide(
-        &self,
-        t: &Touched,
-        alert: &Alert,
-        now: DateTime<Utc>,
-        budget: &mut Option<Budget>,
-    ) -> Result<Outcome, StoreError> {
+    fn decide(&self, t: &Touched, alert: &Alert, now: DateTime<Utc>) -> Outcome {
         let inner = &self.inner;
         let cfg = &inner.config;
         if alert.status == AlertStatus::Resolved {
-            return Ok(Outcome::Resolved);
+            return Outcome::Resolved;
         }
         let ignored = inner.ignore.iter().any(|m| m.matches(&alert.labels));
         let inv = if t.queued { &InvState::Queued } else { &t.inv };
-        let mut budget_err = None;
+        let mut seen: Option<Budget> = None;
         let outcome = grouping::decide_firing(
             t.group.as_ref(),
             inv,
             ignored,
             now,
             cfg.cooldown.get(),
-            || {
-                let b = *budget.get_or_insert_with(|| {
-                    let (used, cost_usd) = inner
-                        .investigator
-                        .usage_since(start_of_day(now))
-                        .unwrap_or_else(|e| {
-                            budget_err = Some(e);
-                            (0, 0.0)
-                        });
-                    Budget {
-                        used,
-                        cost_usd,
-                        max_per_day: cfg.max_investigations_per_day,
-                        cost_limit_usd: cfg.daily_cost_limit_usd,
-                    }
-                });
-                Budget {
-                    used: b.used + inner.in_flight.load(Ordering::SeqCst),
-                    ..b
-                }
-            },
+            || *seen.insert(inner.investigator.budget()),
         );
-        match budget_err {
-            Some(e) => Err(e),
-            None => Ok(outcome),
+        if let (Outcome::Budget, Some(limit)) = (outcome, seen.and_then(|b| b.exceeded())) {
+            inner
+                .metrics
+                .budget_rejections
+                .with_label_values(&[limit.label(), "alert"])
+                .inc();
         }
+        outcome
     }
 
     /// Logs the alert and folds it into the in-memory view of its group.
@@ -266,7 +243,7 @@ impl Intake {
             g.pending_since = Some(now);
             g.investigation_id = None;
             t.queued = true;
-            inner.in_flight.fetch_add(1, Ordering::SeqCst);
+            inner.investigator.hold();
         }
         t.alerts.push((alert, outcome));
         Ok(())
@@ -311,14 +288,6 @@ impl Intake {
             .filter(|_| resolved_now && had_investigation)
             .map(|id| Action::Resolve { key: t.key, id }))
     }
-}
-
-/// Midnight UTC of `now`'s day.
-pub fn start_of_day(now: DateTime<Utc>) -> DateTime<Utc> {
-    now.date_naive()
-        .and_hms_opt(0, 0, 0)
-        .expect("midnight exists")
-        .and_utc()
 }
 
 #[cfg(test)]

@@ -2,11 +2,9 @@
 //! pending investigation once per episode (also at start, for groups a crash left pending)
 //! and noting or cancelling the investigation of a group that resolved.
 
-use std::sync::atomic::Ordering;
-
 use chrono::Utc;
 
-use super::{Intake, request_for};
+use super::{Intake, Investigator, request_for};
 use crate::alerts::AlertStatus;
 use crate::store::StoreError;
 
@@ -43,11 +41,10 @@ impl Intake {
         let (Some(since), None) = (group.pending_since, &group.investigation_id) else {
             return Ok(group.investigation_id);
         };
-        let release = || {
-            let _ = inner
-                .in_flight
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
-        };
+        // The decision's place in the budget is given back however this ends: submitted
+        // (the investigation holds its own claim), dropped, or left pending on an error
+        // (the next start holds it again).
+        let _held = HeldPlace(inner.investigator.as_ref());
         if group.status == AlertStatus::Resolved {
             inner.store.update_group(key, |g, _| {
                 g.map(|mut g| {
@@ -55,7 +52,6 @@ impl Intake {
                     g
                 })
             })?;
-            release();
             return Ok(None);
         }
         let id = match inner.investigator.find_for_group(key, since)? {
@@ -70,7 +66,6 @@ impl Intake {
                 g
             })
         })?;
-        release();
         inner.store.flush().await?;
         Ok(Some(id))
     }
@@ -78,9 +73,9 @@ impl Intake {
     /// At start: re-submits every group left pending by a crash.
     pub async fn recover(&self) -> Result<usize, StoreError> {
         let pending = self.inner.store.pending_groups()?;
-        self.inner
-            .in_flight
-            .fetch_add(pending.len() as u32, Ordering::SeqCst);
+        for _ in &pending {
+            self.inner.investigator.hold();
+        }
         for g in &pending {
             tracing::info!(group = %g.key, "re-submitting an investigation decided before a restart");
             self.submit_pending(&g.key).await?;
@@ -96,6 +91,15 @@ impl Intake {
         }
         tracing::info!(group = %key, investigation = %id, cancelled, "alert group resolved");
         Ok(())
+    }
+}
+
+/// A decision's held place in the budget, given back when dropped.
+struct HeldPlace<'a>(&'a dyn Investigator);
+
+impl Drop for HeldPlace<'_> {
+    fn drop(&mut self) {
+        self.0.release_hold();
     }
 }
 

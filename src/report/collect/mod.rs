@@ -10,6 +10,7 @@ mod cost;
 mod history;
 pub mod hygiene;
 mod logs;
+mod memory;
 mod slos;
 
 use std::sync::Arc;
@@ -73,12 +74,13 @@ pub fn day_label(d: NaiveDate) -> String {
 pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData {
     let timeout = ctx.config.report.collector_timeout.get();
     let history = std::sync::OnceLock::new();
-    let (alerts, slos, agent, cost, logs) = tokio::join!(
+    let (alerts, slos, agent, cost, logs, memory) = tokio::join!(
         timed("alerts", timeout, metrics, alerts::collect(ctx, &history)),
         timed("slos", timeout, metrics, slos::collect(ctx)),
         timed("agent", timeout, metrics, agent::collect(ctx)),
         timed("cost", timeout, metrics, cost::collect(ctx)),
         timed("logs", timeout, metrics, logs::collect(ctx)),
+        timed("memory", timeout, metrics, memory::collect(ctx)),
     );
     let mut data = ReportData {
         alerts,
@@ -86,6 +88,7 @@ pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData 
         agent,
         cost,
         logs,
+        memory,
         changes: Section::default(),
         hygiene: Section::default(),
         homelab: None,

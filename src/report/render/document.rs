@@ -28,6 +28,7 @@ pub const SECTIONS: &[SectionWriter] = &[
     cost,
     logs,
     homelab,
+    recurring,
     changes,
 ];
 
@@ -267,6 +268,11 @@ fn homelab(r: &Report, d: &mut Document) {
     if let Some(h) = &r.data.homelab {
         super::backups::blocks(&mut d.blocks, h);
     }
+}
+
+/// Recurring incidents and feedback counts (incident memory).
+fn recurring(r: &Report, d: &mut Document) {
+    super::recurring::blocks(&mut d.blocks, &r.data.memory);
 }
 
 fn changes(r: &Report, d: &mut Document) {

@@ -12,6 +12,7 @@ pub mod markdown;
 pub mod number;
 pub mod prose;
 pub mod prose_text;
+pub mod recurring;
 pub mod text;
 
 pub use chart::Chart;
