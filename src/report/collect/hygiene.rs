@@ -59,17 +59,25 @@ pub async fn collect(ctx: &CollectContext, prom: Option<PromHistory>) -> Section
         Some((series, step)) => from_alerts_series(&series, step, end),
         None => Vec::new(),
     };
-    if let Some(log) = &ctx.alert_log {
-        match log.alerts_between(ctx.window.start, ctx.window.end) {
-            Ok(records) => {
+    if let Some(log) = ctx.alert_log.clone() {
+        let (from, to) = (ctx.window.start, ctx.window.end);
+        // A week of received alerts (a storm logs thousands) is sled work: off the runtime.
+        let read = tokio::task::spawn_blocking(move || {
+            log.alerts_between(from, to)
+                .map(|records| from_received(&records, end))
+        })
+        .await;
+        match read {
+            Ok(Ok(received)) => {
                 let known: BTreeSet<String> =
                     timelines.iter().map(|t| t.alertname.clone()).collect();
                 timelines.extend(
-                    from_received(&records, end)
+                    received
                         .into_iter()
                         .filter(|t| !known.contains(&t.alertname)),
                 );
             }
+            Ok(Err(e)) => notes.push(format!("received alerts for alert hygiene: {e}")),
             Err(e) => notes.push(format!("received alerts for alert hygiene: {e}")),
         }
     }
