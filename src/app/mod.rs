@@ -69,7 +69,7 @@ impl Components {
         let dispatcher = Dispatcher::new(&config, &store, metrics.clone())
             .map_err(AppError::component("building the investigation dispatcher"))?;
         // One alert store (its write-through cache is shared): intake writes groups, the
-        // notifier reads them.
+        // notifier and the report read them.
         let alerts = AlertStore::open(&store)?;
         let intake = Intake::new(
             &config.alerts,
@@ -79,7 +79,8 @@ impl Components {
         )
         .map_err(AppError::component("building the alert intake"))?;
         let reports = Reporter::new(config.clone(), &store, metrics.clone())?
-            .with_dispatcher(dispatcher.clone());
+            .with_dispatcher(dispatcher.clone())
+            .with_alert_store(alerts.clone());
         let ledger: Arc<dyn ReportLedger> = Arc::new(reports.store().clone());
         let notifier = Notifier::new(
             config.clone(),

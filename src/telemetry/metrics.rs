@@ -68,7 +68,7 @@ pub const NOTIFICATION_STATES: &[&str] = &["sent", "failed", "retry", "unconfirm
 pub const VERDICTS: &[&str] = &["right", "wrong"];
 /// Weekly report collectors.
 pub const COLLECTORS: &[&str] = &[
-    "alerts", "slos", "agent", "cost", "logs", "memory", "changes",
+    "alerts", "slos", "agent", "cost", "logs", "memory", "changes", "hygiene",
 ];
 
 const LATENCY_BUCKETS: &[f64] = &[

@@ -19,6 +19,7 @@ mod real_model;
 mod report;
 mod report_api;
 mod report_backups;
+mod report_screenshot;
 mod report_sources;
 mod retention;
 mod tools;
