@@ -6,6 +6,11 @@
 //! holds a [`Claim`] on the daily budget (`spend`) from admission to its end, settled to its
 //! real cost. Final investigations are broadcast to subscribers.
 
+mod feedback;
+mod reads;
+
+pub use feedback::FeedbackOutcome;
+
 use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -19,11 +24,12 @@ use tokio_util::task::TaskTracker;
 
 use super::budget::SubmitError;
 use super::evidence::EvidencePlanner;
-use super::memory::{Feedback, IncidentMemory};
+use super::memory::IncidentMemory;
 use super::runner::Runner;
+
 use super::spend::{Claim, SpendLedger};
-use super::{Event, Investigation, InvestigationRequest, InvestigationStatus};
-use crate::agent::store::{InvestigationStore, Page};
+use super::{Investigation, InvestigationRequest, InvestigationStatus};
+use crate::agent::store::InvestigationStore;
 use crate::config::Config;
 use crate::llm::LlmClient;
 use crate::store::{Store, StoreError};
@@ -255,11 +261,6 @@ impl Dispatcher {
         Ok(self.enqueue_with(req, Some(parent_id), claim).await?)
     }
 
-    /// The follow-ups of `parent_id`, oldest first.
-    pub fn follow_ups(&self, parent_id: &str) -> Result<Vec<Investigation>, StoreError> {
-        self.inner.store.follow_ups(parent_id)
-    }
-
     /// Cancels `id` if it is still queued; true when it was.
     pub async fn cancel_queued(&self, id: &str, note: &str) -> Result<bool, StoreError> {
         let mut cancelled = false;
@@ -289,25 +290,6 @@ impl Dispatcher {
             .store
             .update(id, |inv| inv.notes.push(note.to_string()))
             .map(|_| ())
-    }
-
-    pub fn get(&self, id: &str) -> Result<Option<Investigation>, StoreError> {
-        self.inner.store.get(id)
-    }
-
-    /// The timeline of `id`.
-    pub fn events(&self, id: &str) -> Result<Vec<Event>, StoreError> {
-        self.inner.store.events(id)
-    }
-
-    /// Newest first, paginated by id cursor.
-    pub fn list(
-        &self,
-        status: Option<InvestigationStatus>,
-        limit: usize,
-        cursor: Option<&str>,
-    ) -> Result<Page, StoreError> {
-        self.inner.store.list(status, limit, cursor)
     }
 
     /// Deletes `id` with its events (a queued one will not run); false when absent.
@@ -498,50 +480,6 @@ impl Dispatcher {
         self.inner.memory.sweep(cutoff)?;
         self.inner.store.sweep(cutoff)
     }
-
-    /// Stores a person's verdict on the finding of `id` (replacing an earlier one) in the
-    /// investigation and in incident memory, durably, and counts it.
-    pub async fn feedback(
-        &self,
-        id: &str,
-        feedback: Feedback,
-    ) -> Result<FeedbackOutcome, StoreError> {
-        let mut status = None;
-        let inv = self.inner.store.update(id, |inv| {
-            status = Some(inv.status);
-            if inv.status.is_final() {
-                inv.feedback = Some(feedback.clone());
-            }
-        })?;
-        let Some(inv) = inv else {
-            return Ok(FeedbackOutcome::NotFound);
-        };
-        if let Some(s) = status.filter(|s| !s.is_final()) {
-            return Ok(FeedbackOutcome::NotFinal(s));
-        }
-        self.inner.memory.set_feedback(id, &feedback)?;
-        self.inner.store.flush().await?;
-        self.inner
-            .metrics
-            .feedback
-            .with_label_values(&[feedback.verdict.as_str()])
-            .inc();
-        Ok(FeedbackOutcome::Stored(Box::new(inv)))
-    }
-
-    /// The incident memory.
-    pub fn memory(&self) -> &IncidentMemory {
-        &self.inner.memory
-    }
-}
-
-/// What became of a person's feedback.
-#[derive(Debug)]
-pub enum FeedbackOutcome {
-    Stored(Box<Investigation>),
-    NotFound,
-    /// The investigation has not ended yet (its status).
-    NotFinal(InvestigationStatus),
 }
 
 /// The current UTC day.

@@ -97,10 +97,8 @@ async fn csrf_cookie(mut request: Request, next: Next) -> Response {
         .extensions_mut()
         .insert(Csrf(keys.csrf_token(&anchor)));
     let mut resp = next.run(request).await;
-    if fresh {
-        if let Ok(v) = HeaderValue::from_str(&set_cookie(CSRF_COOKIE, &anchor, None)) {
-            resp.headers_mut().append(SET_COOKIE, v);
-        }
+    if fresh && let Ok(v) = HeaderValue::from_str(&set_cookie(CSRF_COOKIE, &anchor, None)) {
+        resp.headers_mut().append(SET_COOKIE, v);
     }
     resp
 }

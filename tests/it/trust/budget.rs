@@ -242,7 +242,7 @@ async fn five_concurrent_asks_when_the_cost_limit_fits_one_run_exactly_one() {
     assert!(cost > 0.0 && cost < 0.01, "{done}");
     let (next, body) = ask(&app.http, &app.base, "after it").await;
     assert_eq!(next, 202, "{body}");
-    assert_eq!(llm.requests() >= 2, true);
+    assert!(llm.requests() >= 2, "the second ask reached the model");
     let m = app.metrics().await;
     let series = r#"sre_agent_budget_rejections_total{budget="cost",trigger="ask"}"#;
     assert_eq!(metric_value(&m, series), Some(4.0));
@@ -358,7 +358,10 @@ async fn a_report_over_the_cost_budget_is_sent_with_its_plain_summary_saying_why
             (all.len() == 2).then(|| std::fs::read_to_string(all.last().unwrap()).unwrap())
         },
     )
-    .await;
+    .await
+    // Quoted-printable soft line breaks may split any word.
+    .replace("=\r\n", "")
+    .replace("=\n", "");
     assert!(
         last.contains("daily_cost_limit_usd") && last.contains("automatic summary"),
         "{last}"
