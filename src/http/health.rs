@@ -32,8 +32,8 @@ pub(super) async fn healthz() -> &'static str {
 /// Readiness: the store is open; the health of each configured integration.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses(
-        (status = 200, description = "Ready", body = super::openapi::Readiness),
-        (status = 503, description = "The store is not usable", body = super::openapi::Readiness),
+        (status = 200, description = "Ready", body = Readiness),
+        (status = 503, description = "The store is not usable", body = Readiness),
     ))]
 pub(super) async fn readyz(State(state): State<AppState>) -> Response {
     let store_ok = state.store.is_healthy();
@@ -67,4 +67,16 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
         body,
     )
         .into_response()
+}
+
+/// `GET /readyz`.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Readiness {
+    /// "ready" or "not ready".
+    status: String,
+    /// "ok" or "error".
+    store: String,
+    /// Each configured integration's last probe, by name.
+    #[schema(value_type = Object)]
+    components: serde_json::Value,
 }

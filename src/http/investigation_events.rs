@@ -37,7 +37,7 @@ pub fn router() -> Router<AppState> {
         ("Last-Event-ID" = Option<String>, Header, description = "Resume after this event index"),
     ),
     responses(
-        (status = 200, description = "An event stream", content_type = "text/event-stream", body = super::openapi::TimelineEvent),
+        (status = 200, description = "An event stream", content_type = "text/event-stream", body = TimelineEvent),
         (status = 400, description = "Bad input", body = crate::api::ErrorBody),
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 404, description = "Not found", body = crate::api::ErrorBody),
@@ -140,4 +140,15 @@ impl Tail {
         }
         None
     }
+}
+
+/// One Server-Sent Event of `GET /api/v1/investigations/{id}/events`.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct TimelineEvent {
+    /// "step" (one timeline entry) or "status" (the final status; the stream ends).
+    event: String,
+    /// The entry's index in the timeline (`step` events), for `Last-Event-ID`.
+    id: Option<String>,
+    /// JSON: the timeline entry (an `Event`), or `{"status": …}`.
+    data: String,
 }

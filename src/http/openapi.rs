@@ -6,17 +6,15 @@
 //! A new route needs its annotation and a line in `paths(...)` below; the test
 //! `tests/it/trust/openapi.rs` fails, naming the route, until it has both.
 
-use std::borrow::Cow;
 use std::sync::LazyLock;
 
 use axum::Router;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use utoipa::openapi::schema::{AdditionalProperties, ObjectBuilder, Schema, Type};
+use utoipa::openapi::ServerBuilder;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
-use utoipa::openapi::{RefOr, ServerBuilder};
-use utoipa::{Modify, OpenApi, PartialSchema, ToSchema};
+use utoipa::{Modify, OpenApi};
 
 use super::{
     alerts_api, follow_up, health, investigation_events, investigations, reports, webhooks,
@@ -74,7 +72,7 @@ pub(super) async fn document() -> Response {
         health::readyz,
         health::metrics,
     ),
-    components(schemas(crate::api::ErrorBody, Report)),
+    components(schemas(crate::api::ErrorBody, reports::ReportBody)),
     modifiers(&Security),
     tags(
         (name = "investigations", description = "Questions and alert investigations"),
@@ -112,124 +110,4 @@ impl Modify for Security {
         basic.description = Some("webhook.basic_user / webhook.basic_password".into());
         components.add_security_scheme("webhook_basic", SecurityScheme::Http(basic));
     }
-}
-
-/// A stored report (`GET /api/v1/reports/{id}`, `POST /api/v1/reports`): its top-level
-/// fields; the window, summary and collected data are objects whose fields follow the
-/// report's sections (see the README), so they are not pinned here.
-pub struct Report;
-
-impl PartialSchema for Report {
-    fn schema() -> RefOr<Schema> {
-        let object = || {
-            ObjectBuilder::new()
-                .schema_type(Type::Object)
-                .additional_properties(Some(AdditionalProperties::FreeForm(true)))
-        };
-        let string = || ObjectBuilder::new().schema_type(Type::String);
-        object()
-            .property("id", string())
-            .property("trigger", crate::report::model::ReportTrigger::schema())
-            .property("window", object())
-            .property("timezone", string())
-            .property(
-                "created_at",
-                string().format(Some(utoipa::openapi::SchemaFormat::KnownFormat(
-                    utoipa::openapi::KnownFormat::DateTime,
-                ))),
-            )
-            .property("status", crate::report::model::ReportStatus::schema())
-            .property(
-                "delivery_error",
-                ObjectBuilder::new().schema_type(utoipa::openapi::schema::SchemaType::from_iter([
-                    Type::String,
-                    Type::Null,
-                ])),
-            )
-            .property("summary", object())
-            .property("data", object())
-            .required("id")
-            .required("trigger")
-            .required("window")
-            .required("timezone")
-            .required("created_at")
-            .required("status")
-            .required("summary")
-            .required("data")
-            .into()
-    }
-}
-
-impl ToSchema for Report {
-    fn name() -> Cow<'static, str> {
-        Cow::Borrowed("Report")
-    }
-}
-
-/// `GET /readyz`.
-#[derive(serde::Serialize, ToSchema)]
-pub struct Readiness {
-    /// "ready" or "not ready".
-    status: String,
-    /// "ok" or "error".
-    store: String,
-    /// Each configured integration's last probe, by name.
-    #[schema(value_type = Object)]
-    components: serde_json::Value,
-}
-
-/// A webhook body as Grafana (version "1") or Alertmanager (version "4") sends it; read
-/// leniently: unknown fields are ignored, null and absent optional fields are accepted.
-#[derive(serde::Serialize, ToSchema)]
-pub struct WebhookPayload {
-    /// "1" (Grafana) or "4" (Alertmanager); absent is accepted.
-    version: Option<String>,
-    #[serde(rename = "groupKey")]
-    group_key: Option<String>,
-    /// "firing" or "resolved": the default of alerts without their own.
-    status: Option<String>,
-    #[serde(rename = "truncatedAlerts")]
-    truncated_alerts: Option<u64>,
-    alerts: Vec<WebhookAlert>,
-}
-
-/// One alert of a webhook body.
-#[derive(serde::Serialize, ToSchema)]
-pub struct WebhookAlert {
-    status: Option<String>,
-    /// Label values; numbers and other JSON values are kept as their JSON text.
-    #[schema(value_type = Option<Object>)]
-    labels: Option<serde_json::Value>,
-    #[schema(value_type = Option<Object>)]
-    annotations: Option<serde_json::Value>,
-    /// RFC 3339; Go's zero time means none.
-    #[serde(rename = "startsAt")]
-    starts_at: Option<String>,
-    #[serde(rename = "endsAt")]
-    ends_at: Option<String>,
-    #[serde(rename = "generatorURL")]
-    generator_url: Option<String>,
-    /// Computed from the labels when absent.
-    fingerprint: Option<String>,
-    #[serde(rename = "silenceURL")]
-    silence_url: Option<String>,
-    #[serde(rename = "dashboardURL")]
-    dashboard_url: Option<String>,
-    #[serde(rename = "panelURL")]
-    panel_url: Option<String>,
-    #[schema(value_type = Option<Object>)]
-    values: Option<serde_json::Value>,
-    #[serde(rename = "valueString")]
-    value_string: Option<String>,
-}
-
-/// One Server-Sent Event of `GET /api/v1/investigations/{id}/events`.
-#[derive(serde::Serialize, ToSchema)]
-pub struct TimelineEvent {
-    /// "step" (one timeline entry) or "status" (the final status; the stream ends).
-    event: String,
-    /// The entry's index in the timeline (`step` events), for `Last-Event-ID`.
-    id: Option<String>,
-    /// JSON: the timeline entry (an `Event`), or `{"status": …}`.
-    data: String,
 }

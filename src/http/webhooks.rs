@@ -44,7 +44,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
 /// Grafana unified alerting webhook (payload version "1"); answered once stored.
 #[utoipa::path(post, path = "/webhook/grafana", tag = "webhooks",
     security((), ("webhook_token" = []), ("webhook_basic" = [])),
-    request_body(content = super::openapi::WebhookPayload, description = "Grafana's webhook JSON; unknown fields are ignored"),
+    request_body(content = WebhookPayload, description = "Grafana's webhook JSON; unknown fields are ignored"),
     params(
         ("X-Grafana-Alerting-Signature" = Option<String>, Header, description = "hex HMAC-SHA256 (webhook.hmac_secret)"),
         ("X-Grafana-Alerting-Timestamp" = Option<String>, Header, description = "unix seconds covered by the signature"),
@@ -70,7 +70,7 @@ pub(super) async fn grafana(
 /// Alertmanager webhook (payload version "4"); answered once stored.
 #[utoipa::path(post, path = "/webhook/alertmanager", tag = "webhooks",
     security((), ("webhook_token" = []), ("webhook_basic" = [])),
-    request_body(content = super::openapi::WebhookPayload, description = "Alertmanager's webhook JSON; unknown fields are ignored"),
+    request_body(content = WebhookPayload, description = "Alertmanager's webhook JSON; unknown fields are ignored"),
     responses(
         (status = 200, description = "Every alert stored; investigations follow", body = IntakeSummary),
         (status = 400, description = "Bad input", body = crate::api::ErrorBody),
@@ -273,6 +273,51 @@ fn unix_now() -> i64 {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
         .unwrap_or(0)
+}
+
+/// A webhook body as Grafana (version "1") or Alertmanager (version "4") sends it; read
+/// leniently: unknown fields are ignored, null and absent optional fields are accepted.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct WebhookPayload {
+    /// "1" (Grafana) or "4" (Alertmanager); absent is accepted.
+    version: Option<String>,
+    #[serde(rename = "groupKey")]
+    group_key: Option<String>,
+    /// "firing" or "resolved": the default of alerts without their own.
+    status: Option<String>,
+    #[serde(rename = "truncatedAlerts")]
+    truncated_alerts: Option<u64>,
+    alerts: Vec<WebhookAlert>,
+}
+
+/// One alert of a webhook body.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct WebhookAlert {
+    status: Option<String>,
+    /// Label values; numbers and other JSON values are kept as their JSON text.
+    #[schema(value_type = Option<Object>)]
+    labels: Option<serde_json::Value>,
+    #[schema(value_type = Option<Object>)]
+    annotations: Option<serde_json::Value>,
+    /// RFC 3339; Go's zero time means none.
+    #[serde(rename = "startsAt")]
+    starts_at: Option<String>,
+    #[serde(rename = "endsAt")]
+    ends_at: Option<String>,
+    #[serde(rename = "generatorURL")]
+    generator_url: Option<String>,
+    /// Computed from the labels when absent.
+    fingerprint: Option<String>,
+    #[serde(rename = "silenceURL")]
+    silence_url: Option<String>,
+    #[serde(rename = "dashboardURL")]
+    dashboard_url: Option<String>,
+    #[serde(rename = "panelURL")]
+    panel_url: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    values: Option<serde_json::Value>,
+    #[serde(rename = "valueString")]
+    value_string: Option<String>,
 }
 
 #[cfg(test)]
