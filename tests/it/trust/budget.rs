@@ -200,6 +200,56 @@ async fn an_ask_over_the_daily_count_gets_429_naming_the_budget_over_http_and_in
 }
 
 #[tokio::test]
+async fn alerts_and_asks_share_one_budget_and_alerts_over_it_are_stored_not_investigated() {
+    let llm = GatedLlm::start().await;
+    let app = spawn_app(&format!(
+        "[alerts]\nmax_investigations_per_day = 2\n\n{}",
+        llm_toml(&llm.url, "")
+    ))
+    .await;
+    // Three groups fire: two fit the day's count, the third is stored with outcome budget.
+    let resp = app
+        .http
+        .post(app.url("/webhook/alertmanager"))
+        .json(&crate::support::alerts::am_storm(3, 3, "firing"))
+        .send()
+        .await
+        .unwrap();
+    assert!(resp.status().is_success());
+    let summary: Value = resp.json().await.unwrap();
+    assert_eq!(summary["queued"], 2, "{summary}");
+    eventually(WAIT, "both alert investigations queued", || async {
+        let page = app.state.dispatcher.list(None, 10, None).unwrap();
+        (page.items.len() == 2).then_some(())
+    })
+    .await;
+    // The alerts took the day's count: an ask is refused.
+    let (status, body) = ask(&app.http, &app.base, "anything else?").await;
+    assert_eq!(status, 429, "{body}");
+    assert_eq!(body["budget"], "alerts.max_investigations_per_day");
+    let m = app.metrics().await;
+    for (series, want) in [
+        (
+            r#"sre_agent_budget_rejections_total{budget="count",trigger="alert"}"#,
+            1.0,
+        ),
+        (
+            r#"sre_agent_budget_rejections_total{budget="count",trigger="ask"}"#,
+            1.0,
+        ),
+        (
+            r#"sre_agent_alerts_received_total{outcome="budget",source="alertmanager"}"#,
+            1.0,
+        ),
+        ("sre_agent_budget_today_investigations", 2.0),
+    ] {
+        assert_eq!(metric_value(&m, series), Some(want), "{series}");
+    }
+    llm.open();
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn five_concurrent_asks_when_the_cost_limit_fits_one_run_exactly_one() {
     let llm = GatedLlm::start().await;
     // Two steps at most: one investigation reserves ~$0.068 of the $0.10 limit.
