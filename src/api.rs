@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::agent::{Event, Investigation, InvestigationStatus};
+use crate::agent::{Event, Feedback, Investigation, InvestigationStatus};
 use crate::report::model::{ReportStatus, ReportTrigger};
 
 /// The longest question `POST /api/v1/ask` accepts, in characters.
@@ -65,6 +65,23 @@ pub struct InvestigationDetail {
     #[serde(flatten)]
     pub investigation: Investigation,
     pub events: Vec<Event>,
+}
+
+/// `POST /api/v1/investigations/{id}/feedback`: `verdict` is "right" or "wrong"; the note
+/// is at most [`crate::agent::memory::MAX_FEEDBACK_NOTE_CHARS`] characters.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedbackRequest {
+    pub verdict: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The answer to a feedback request: the feedback as stored.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FeedbackStored {
+    pub id: String,
+    pub feedback: Feedback,
 }
 
 /// One page of `GET /api/v1/investigations`, newest first.

@@ -6,6 +6,11 @@
 //! holds a [`Claim`] on the daily budget (`spend`) from admission to its end, settled to its
 //! real cost. Final investigations are broadcast to subscribers.
 
+mod feedback;
+mod reads;
+
+pub use feedback::FeedbackOutcome;
+
 use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -19,10 +24,12 @@ use tokio_util::task::TaskTracker;
 
 use super::budget::SubmitError;
 use super::evidence::EvidencePlanner;
+use super::memory::IncidentMemory;
 use super::runner::Runner;
+
 use super::spend::{Claim, SpendLedger};
-use super::{Event, Investigation, InvestigationRequest, InvestigationStatus};
-use crate::agent::store::{InvestigationStore, Page};
+use super::{Investigation, InvestigationRequest, InvestigationStatus};
+use crate::agent::store::InvestigationStore;
 use crate::config::Config;
 use crate::llm::LlmClient;
 use crate::store::{Store, StoreError};
@@ -37,6 +44,7 @@ pub struct Dispatcher {
 
 struct Inner {
     store: InvestigationStore,
+    memory: IncidentMemory,
     runner: Runner,
     metrics: Arc<Metrics>,
     model: String,
@@ -122,15 +130,19 @@ impl Dispatcher {
         tools: ToolRegistry,
         evidence: EvidencePlanner,
     ) -> Result<Self, StoreError> {
+        let memory = IncidentMemory::open(store)?;
         let investigations = InvestigationStore::open(store)?;
         let spend = SpendLedger::open(store, &investigations, config, metrics.clone())?;
         let store = investigations;
-        let runner = Runner::new(&config.llm, llm, tools, store.clone()).with_evidence(evidence);
+        let runner = Runner::new(&config.llm, llm, tools, store.clone())
+            .with_evidence(evidence)
+            .with_memory(memory.clone());
         let (tx, rx) = mpsc::unbounded_channel();
         let (finished, _) = broadcast::channel(256);
         let d = Self {
             inner: Arc::new(Inner {
                 store,
+                memory,
                 runner,
                 metrics,
                 model: config.llm.model.clone(),
@@ -195,7 +207,17 @@ impl Dispatcher {
         req: InvestigationRequest,
         claim: Claim,
     ) -> Result<Investigation, StoreError> {
-        let inv = Investigation::new(req, &self.inner.model);
+        self.enqueue_with(req, None, claim).await
+    }
+
+    async fn enqueue_with(
+        &self,
+        req: InvestigationRequest,
+        parent_id: Option<&str>,
+        claim: Claim,
+    ) -> Result<Investigation, StoreError> {
+        let mut inv = Investigation::new(req, &self.inner.model);
+        inv.parent_id = parent_id.map(str::to_string);
         let stored = async {
             self.inner.store.put(&inv)?;
             self.inner.store.enqueue(&inv.id)?;
@@ -228,6 +250,17 @@ impl Dispatcher {
         self.inner.claims.lock().ok()?.remove(id)
     }
 
+    /// Like [`Dispatcher::submit`] for a follow-up question of `parent_id`: the same
+    /// budgets apply as to any investigation.
+    pub async fn submit_follow_up(
+        &self,
+        parent_id: &str,
+        req: InvestigationRequest,
+    ) -> Result<Investigation, SubmitError> {
+        let claim = self.inner.spend.admit(req.trigger.as_str(), today())?;
+        Ok(self.enqueue_with(req, Some(parent_id), claim).await?)
+    }
+
     /// Cancels `id` if it is still queued; true when it was.
     pub async fn cancel_queued(&self, id: &str, note: &str) -> Result<bool, StoreError> {
         let mut cancelled = false;
@@ -257,25 +290,6 @@ impl Dispatcher {
             .store
             .update(id, |inv| inv.notes.push(note.to_string()))
             .map(|_| ())
-    }
-
-    pub fn get(&self, id: &str) -> Result<Option<Investigation>, StoreError> {
-        self.inner.store.get(id)
-    }
-
-    /// The timeline of `id`.
-    pub fn events(&self, id: &str) -> Result<Vec<Event>, StoreError> {
-        self.inner.store.events(id)
-    }
-
-    /// Newest first, paginated by id cursor.
-    pub fn list(
-        &self,
-        status: Option<InvestigationStatus>,
-        limit: usize,
-        cursor: Option<&str>,
-    ) -> Result<Page, StoreError> {
-        self.inner.store.list(status, limit, cursor)
     }
 
     /// Deletes `id` with its events (a queued one will not run); false when absent.
@@ -422,16 +436,23 @@ impl Dispatcher {
                 .investigation_duration
                 .observe(d.as_secs_f64());
         }
-        // Merge: notes may have been added while it ran.
+        // Merge: notes (and feedback) may have been added while it ran.
         let stored = store.update(id, |cur| {
             let notes = std::mem::take(&mut cur.notes);
+            let feedback = cur.feedback.take();
             *cur = done.clone();
+            cur.feedback = feedback.or_else(|| cur.feedback.take());
             for n in notes {
                 if !cur.notes.contains(&n) {
                     cur.notes.push(n);
                 }
             }
         })?;
+        if let Some(inv) = &stored
+            && let Err(e) = self.inner.memory.remember(inv)
+        {
+            tracing::warn!(%id, error = %e, "cannot remember the investigation in incident memory");
+        }
         store.dequeue(id)?;
         claim.settle(done.cost_usd)?;
         store.flush().await?;
@@ -453,8 +474,10 @@ impl Dispatcher {
             .inc();
     }
 
-    /// Deletes final investigations created before `cutoff` (`store.retention_days`).
+    /// Deletes final investigations created before `cutoff` (`store.retention_days`), and
+    /// forgets what incident memory holds from before it.
     pub fn sweep(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        self.inner.memory.sweep(cutoff)?;
         self.inner.store.sweep(cutoff)
     }
 }

@@ -3,7 +3,8 @@
 //! bounded corrections of small models, its prompt with fenced untrusted data (`prompt`),
 //! the tools offered in a small context (`context`), the calls made and their citation
 //! check ([`CallLog`]), the structured [`Finding`], the daily budgets every investigation
-//! answers to ([`SpendLedger`]), and their store.
+//! answers to ([`SpendLedger`]), incident memory with people's feedback
+//! ([`IncidentMemory`]), and their store.
 
 mod budget;
 mod call_log;
@@ -12,6 +13,8 @@ mod dispatcher;
 mod evidence;
 mod figures;
 mod finding;
+mod follow_up;
+pub mod memory;
 mod prompt;
 mod promql;
 mod runner;
@@ -26,10 +29,12 @@ use serde_json::Value;
 pub use budget::{Budget, Limit, OverBudget, SubmitError, investigation_reserve};
 pub use call_log::{CallLog, CallRecord};
 pub use context::{MAX_SMALL_TOOLS, SMALL_CONTEXT_TOKENS, select_tools};
-pub use dispatcher::{Dispatcher, DispatcherError, build_tools};
+pub use dispatcher::{Dispatcher, DispatcherError, FeedbackOutcome, build_tools};
 pub use finding::{Evidence, Finding};
-pub use prompt::{fence, system_prompt, user_message};
-pub use runner::{MAX_CONTEXT_RETRIES, MAX_CORRECTIONS, Runner, first_request_body};
+pub use follow_up::follow_up_request;
+pub use memory::{Feedback, IncidentMemory, Recurrence, Verdict};
+pub use prompt::{fence, first_request_body, system_prompt, user_message};
+pub use runner::{MAX_CONTEXT_RETRIES, MAX_CORRECTIONS, Runner};
 pub use spend::{Claim, DayTotals, SpendLedger};
 
 use crate::llm::Usage;
@@ -147,6 +152,12 @@ pub struct Investigation {
     /// Times a worker started it (more than 1 after a restart).
     #[serde(default)]
     pub attempts: u32,
+    /// A person's verdict on the finding (the latest one given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<Feedback>,
+    /// The investigation this one follows up (`POST /api/v1/investigations/{id}/followup`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
 }
 
 impl Investigation {
@@ -171,6 +182,8 @@ impl Investigation {
             context: req.context,
             steps: 0,
             attempts: 0,
+            feedback: None,
+            parent_id: None,
         }
     }
 

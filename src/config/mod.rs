@@ -13,6 +13,7 @@ pub(crate) mod matcher;
 mod pbs;
 mod pricing;
 mod proxmox;
+mod redacted;
 mod secrets;
 mod sections;
 mod truenas;

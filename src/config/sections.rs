@@ -37,6 +37,10 @@ pub struct ServerConfig {
     pub request_timeout: HumanDuration,
     /// Connections served at once; more wait to be accepted.
     pub max_connections: usize,
+    /// The address people reach this daemon at (`https://sre-agent.example.com`); when set,
+    /// notifications link to the investigation and say how to give feedback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<HttpUrl>,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +57,7 @@ impl Default for ServerConfig {
             header_timeout: secs(10),
             request_timeout: secs(60),
             max_connections: 512,
+            public_url: None,
         }
     }
 }

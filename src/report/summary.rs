@@ -46,6 +46,8 @@ pub fn compact(data: &ReportData) -> String {
             "log_errors": data.logs.data.jobs.iter().take(keep).map(|j| json!([j.job, j.this_week, j.last_week])).collect::<Vec<_>>(),
             "log_patterns": data.logs.data.patterns.iter().take(keep.min(5)).map(|p| json!([p.pattern, p.count])).collect::<Vec<_>>(),
             "log_notes": data.logs.notes,
+            "recurring_incidents": data.memory.data.recurring.iter().take(keep.min(5)).map(|r| json!([r.alert, r.investigations, r.last_probable_cause, r.right, r.wrong])).collect::<Vec<_>>(),
+            "feedback": {"right": data.memory.data.feedback_right, "wrong": data.memory.data.feedback_wrong},
             "changes": data.changes.data.deltas.iter().map(|d| json!([d.metric, d.previous, d.current])).collect::<Vec<_>>(),
         });
         let text = v.to_string();

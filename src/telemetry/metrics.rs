@@ -16,9 +16,25 @@ pub const ENDPOINTS: &[&str] = &[
     "/api/v1/ask",
     "/api/v1/investigations",
     "/api/v1/investigations/{id}",
+    "/api/v1/investigations/{id}/feedback",
     "/api/v1/alerts",
     "/api/v1/reports",
     "/api/v1/reports/{id}",
+    "/api/v1/investigations/{id}/events",
+    "/api/v1/investigations/{id}/followup",
+    // The web console.
+    "/",
+    "/investigations/{id}",
+    "/investigations/{id}/followup",
+    "/ask",
+    "/alerts",
+    "/reports",
+    "/reports/{id}",
+    "/reports/{id}/email",
+    "/reports/{id}/charts/{chart}",
+    "/status",
+    "/login",
+    "/logout",
     "other",
 ];
 
@@ -45,8 +61,12 @@ pub const REPORT_TRIGGERS: &[&str] = &["schedule", "catchup", "api", "cli"];
 pub const REPORT_STATES: &[&str] = &["sent", "generated", "failed"];
 pub const CHANNELS: &[&str] = &["email", "webhook"];
 pub const NOTIFICATION_STATES: &[&str] = &["sent", "failed", "retry"];
+/// People's verdicts on findings.
+pub const VERDICTS: &[&str] = &["right", "wrong"];
 /// Weekly report collectors.
-pub const COLLECTORS: &[&str] = &["alerts", "slos", "agent", "cost", "logs", "changes"];
+pub const COLLECTORS: &[&str] = &[
+    "alerts", "slos", "agent", "cost", "logs", "memory", "changes",
+];
 
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -82,6 +102,7 @@ pub struct Metrics {
     pub report_collector_runs: IntCounterVec,
     pub last_report_timestamp: Gauge,
     pub notifications: IntCounterVec,
+    pub feedback: IntCounterVec,
     pub start_time: Gauge,
 }
 
@@ -252,6 +273,13 @@ impl Metrics {
                 ),
                 &["channel", "status"]
             )?),
+            feedback: reg!(IntCounterVec::new(
+                opts(
+                    "feedback_total",
+                    "Verdicts people gave on findings (right, wrong), each submission counted."
+                ),
+                &["verdict"]
+            )?),
             start_time: reg!(Gauge::with_opts(opts(
                 "start_time_seconds",
                 "Unix time the daemon started."
@@ -297,6 +325,9 @@ impl Metrics {
             for s in NOTIFICATION_STATES {
                 self.notifications.with_label_values(&[c, s]);
             }
+        }
+        for v in VERDICTS {
+            self.feedback.with_label_values(&[v]);
         }
         // Always registered, so the tool families are exported before any tool is configured.
         self.init_tool("current_time");
