@@ -8,78 +8,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
-use axum::extract::State;
-use axum::routing::post;
 use chrono::Utc;
 use serde_json::{Value, json};
-use tokio::sync::watch;
 
-use crate::support::fake_llm::{FakeLlm, Reply, answer, error, finding_json, tool_calls};
+use crate::support::fake_llm::{FakeLlm, answer, error, finding_json, tool_calls};
+use crate::support::gated_llm::GatedLlm;
 use crate::support::report_external::{mails, start_smtp_sink};
 use crate::support::{
     Daemon, eventually, free_port, metric_value, run_cli, spawn_app, test_config,
 };
 
 const WAIT: Duration = Duration::from_secs(30);
-
-/// An LLM that holds every request until the gate opens (never, if it is not opened),
-/// then answers a tool call first and the finding after; counts the requests it got.
-struct GatedLlm {
-    url: String,
-    gate: watch::Sender<bool>,
-    seen: Arc<std::sync::atomic::AtomicUsize>,
-    handle: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for GatedLlm {
-    fn drop(&mut self) {
-        self.handle.abort();
-    }
-}
-
-type Gate = (watch::Receiver<bool>, Arc<std::sync::atomic::AtomicUsize>);
-
-async fn gated_reply(State((mut gate, seen)): State<Gate>, body: String) -> axum::Json<Value> {
-    seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    let _ = gate.wait_for(|open| *open).await;
-    let has_tool_result = body.contains("\"role\":\"tool\"");
-    let reply: Reply = if has_tool_result {
-        answer(&finding_json("all quiet", "call_1"), (100, 20, 0))
-    } else {
-        tool_calls(&[("call_1", "current_time", "{}")], (100, 20, 0))
-    };
-    axum::Json(reply.body)
-}
-
-impl GatedLlm {
-    async fn start() -> GatedLlm {
-        let (gate, rx) = watch::channel(false);
-        let seen = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let app = Router::new()
-            .route("/v1/chat/completions", post(gated_reply))
-            .with_state((rx, seen.clone()));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let handle = tokio::spawn(async move {
-            axum::serve(listener, app).await.unwrap();
-        });
-        GatedLlm {
-            url: format!("http://{addr}/v1"),
-            gate,
-            seen,
-            handle,
-        }
-    }
-
-    fn open(&self) {
-        self.gate.send_replace(true);
-    }
-
-    fn requests(&self) -> usize {
-        self.seen.load(std::sync::atomic::Ordering::SeqCst)
-    }
-}
 
 /// `[llm]` for `url` with the fake model's price (2 $/M in, 8 $/M out), `extra` keys.
 fn llm_toml(url: &str, extra: &str) -> String {
