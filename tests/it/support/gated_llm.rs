@@ -15,7 +15,8 @@ use super::fake_llm::{Reply, answer, finding_json, tool_calls};
 /// An LLM that holds every request until the gate opens (never, if it is not opened),
 /// then answers a tool call first and the finding after; counts the requests it got.
 pub struct GatedLlm {
-    url: String,
+    /// The base URL to configure as `llm.base_url` (ends with /v1).
+    pub url: String,
     gate: watch::Sender<bool>,
     seen: Arc<std::sync::atomic::AtomicUsize>,
     handle: tokio::task::JoinHandle<()>,
