@@ -22,7 +22,7 @@ use crate::alerts::Intake;
 use crate::alerts::store::AlertStore;
 use crate::config::Config;
 use crate::integrations::health::HealthChecker;
-use crate::notify::Notifier;
+use crate::notify::{Notifier, ReportLedger};
 use crate::report::Reporter;
 use crate::schedule::Scheduler;
 use crate::store::{Store, StoreError};
@@ -68,17 +68,30 @@ impl Components {
         let tasks = TaskTracker::new();
         let dispatcher = Dispatcher::new(&config, &store, metrics.clone())
             .map_err(AppError::component("building the investigation dispatcher"))?;
+        // One alert store (its write-through cache is shared): intake writes groups, the
+        // notifier and the report read them.
+        let alerts = AlertStore::open(&store)?;
         let intake = Intake::new(
             &config.alerts,
-            AlertStore::open(&store)?,
+            alerts.clone(),
             Arc::new(dispatcher.clone()),
             metrics.clone(),
         )
         .map_err(AppError::component("building the alert intake"))?;
         let reports = Reporter::new(config.clone(), &store, metrics.clone())?
-            .with_dispatcher(dispatcher.clone());
-        let notifier = Notifier::new(config.clone(), &store, metrics.clone())
-            .map_err(AppError::component("building the notifier"))?;
+            .with_dispatcher(dispatcher.clone())
+            .with_alert_store(alerts.clone());
+        let ledger: Arc<dyn ReportLedger> = Arc::new(reports.store().clone());
+        let notifier = Notifier::new(
+            config.clone(),
+            &store,
+            alerts,
+            Some(ledger),
+            metrics.clone(),
+        )
+        .map_err(AppError::component("building the notifier"))?;
+        // Reports go out through the notifier's outbox (retries, at most once per period).
+        let reports = reports.with_outbox(notifier.clone());
         let health = Arc::new(RwLock::new(BTreeMap::new()));
         let checker = HealthChecker::new(&config, metrics.clone(), health.clone())
             .map_err(AppError::component("building the health checker"))?;
@@ -116,7 +129,7 @@ impl Components {
         tasks.spawn(checker.run(token.clone()));
         if let Some(notifier) = state.notifier.clone() {
             let events = state.dispatcher.subscribe();
-            tasks.spawn(notifier.run(state.dispatcher.clone(), events, token.clone()));
+            tasks.spawn(notifier.run(events, token.clone()));
         }
         tasks.spawn(retention::run(state.clone(), token.clone()));
         state
