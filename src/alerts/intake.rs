@@ -12,7 +12,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tokio::sync::Mutex;
 
+use tokio_util::sync::CancellationToken;
+
 use super::grouping::{self, Budget, InvState};
+use super::storm::StormStore;
 use super::{Alert, AlertStatus, WebhookBatch};
 use crate::alerts::store::{AlertGroup, AlertRecord, AlertStore, GroupState, Outcome};
 use crate::config::AlertsConfig;
@@ -22,13 +25,14 @@ use crate::telemetry::Metrics;
 
 mod follow_up;
 mod request;
+mod storm;
 
 #[cfg(test)]
 mod fake;
 
 use follow_up::Action;
 pub use follow_up::FollowUp;
-pub use request::{NewInvestigation, request_for};
+pub use request::{NewInvestigation, request_for, storm_request};
 
 /// What the intake needs from the investigation dispatcher.
 #[async_trait]
@@ -55,6 +59,9 @@ pub struct IntakeSummary {
     pub received: usize,
     pub queued: usize,
     pub groups: Vec<String>,
+    /// Storms the batch's alerts attached to (or formed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub storms: Vec<String>,
 }
 
 /// Alert intake. Cheap to clone.
@@ -67,6 +74,7 @@ struct Inner {
     config: AlertsConfig,
     ignore: Vec<LabelMatcher>,
     store: AlertStore,
+    storms: StormStore,
     investigator: Arc<dyn Investigator>,
     metrics: Arc<Metrics>,
     /// Serializes decisions so dedupe and the budget see each other's claims.
@@ -75,6 +83,9 @@ struct Inner {
     submit: Mutex<()>,
     /// Claims decided but not yet submitted (count against the budget).
     in_flight: AtomicU32,
+    /// Cancelled at shutdown: submissions waiting out `alerts.storm_hold` stop waiting
+    /// (their pending mark makes the next start submit them).
+    holds: CancellationToken,
 }
 
 /// One group touched by a batch: its stored state, the investigation's state, and the
@@ -85,6 +96,8 @@ struct Touched {
     inv: InvState,
     alerts: Vec<(Alert, Outcome)>,
     queued: bool,
+    /// The storm key of the group's alerts (`alerts.storm_by`), once one was seen.
+    storm: Option<String>,
 }
 
 /// An `alerts.ignore` matcher that does not parse (config validation reports it first).
@@ -96,6 +109,7 @@ impl Intake {
     pub fn new(
         config: &AlertsConfig,
         store: AlertStore,
+        storms: StormStore,
         investigator: Arc<dyn Investigator>,
         metrics: Arc<Metrics>,
     ) -> Result<Self, BadMatcher> {
@@ -109,11 +123,13 @@ impl Intake {
                 config: config.clone(),
                 ignore,
                 store,
+                storms,
                 investigator,
                 metrics,
                 decide: Mutex::new(()),
                 submit: Mutex::new(()),
                 in_flight: AtomicU32::new(0),
+                holds: CancellationToken::new(),
             }),
         })
     }
@@ -124,6 +140,24 @@ impl Intake {
 
     pub fn investigator(&self) -> &Arc<dyn Investigator> {
         &self.inner.investigator
+    }
+
+    /// The storms of alerts (`alerts::storm`).
+    pub fn storms(&self) -> &StormStore {
+        &self.inner.storms
+    }
+
+    /// At shutdown: submissions waiting out `alerts.storm_hold` give up (the next start
+    /// submits them).
+    pub fn stop_holding(&self) {
+        self.inner.holds.cancel();
+    }
+
+    /// Removes storms quiet since before `cutoff` (under the decision lock, so no batch
+    /// is writing them). Returns how many.
+    pub async fn sweep_storms(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        let _guard = self.inner.decide.lock().await;
+        self.inner.storms.sweep(cutoff)
     }
 
     /// Stores the batch and its decisions durably; returns what to do next. Call
@@ -144,6 +178,7 @@ impl Intake {
             let mut budget: Option<Budget> = None;
             let mut touched: Vec<Touched> = Vec::new();
             let mut index: HashMap<String, usize> = HashMap::new();
+            let mut storms = storm::StormViews::new();
             for alert in batch.alerts {
                 let key = grouping::group_key(
                     &self.inner.config.group_by,
@@ -159,15 +194,28 @@ impl Intake {
                     }
                 };
                 let outcome = self.decide(&touched[i], &alert, now, &mut budget)?;
+                let outcome =
+                    self.storm_outcome(&mut storms, &mut touched[i], &alert, outcome, now)?;
                 if outcome == Outcome::Queued {
                     summary.queued += 1;
                 }
                 self.absorb(&mut touched[i], alert, outcome, now)?;
             }
+            let mut statuses = HashMap::new();
             for t in touched {
                 summary.groups.push(t.key.clone());
-                actions.extend(self.write_group(t, now)?);
+                let key = t.key.clone();
+                let (action, status) = self.write_group(t, now)?;
+                actions.extend(action);
+                statuses.insert(key, status);
             }
+            summary.storms = storms
+                .iter()
+                .filter(|(_, v)| v.attached())
+                .map(|(k, _)| k.clone())
+                .collect();
+            summary.storms.sort();
+            actions.extend(self.write_storms(storms, &statuses, now, &mut budget)?);
         }
         self.inner.store.flush().await?;
         Ok((summary, actions.into_iter().map(FollowUp).collect()))
@@ -185,6 +233,7 @@ impl Intake {
             inv,
             alerts: Vec::new(),
             queued: false,
+            storm: None,
         })
     }
 
@@ -209,27 +258,7 @@ impl Intake {
             ignored,
             now,
             cfg.cooldown.get(),
-            || {
-                let b = *budget.get_or_insert_with(|| {
-                    let (used, cost_usd) = inner
-                        .investigator
-                        .usage_since(start_of_day(now))
-                        .unwrap_or_else(|e| {
-                            budget_err = Some(e);
-                            (0, 0.0)
-                        });
-                    Budget {
-                        used,
-                        cost_usd,
-                        max_per_day: cfg.max_investigations_per_day,
-                        cost_limit_usd: cfg.daily_cost_limit_usd,
-                    }
-                });
-                Budget {
-                    used: b.used + inner.in_flight.load(Ordering::SeqCst),
-                    ..b
-                }
-            },
+            || self.budget_now(now, budget, &mut budget_err),
         );
         match budget_err {
             Some(e) => Err(e),
@@ -274,7 +303,11 @@ impl Intake {
 
     /// Writes one touched group atomically (re-applying this batch's alerts onto the
     /// stored value, so a concurrent submission's id is kept) and returns its follow-up.
-    fn write_group(&self, t: Touched, now: DateTime<Utc>) -> Result<Option<Action>, StoreError> {
+    fn write_group(
+        &self,
+        t: Touched,
+        now: DateTime<Utc>,
+    ) -> Result<(Option<Action>, AlertStatus), StoreError> {
         let group_by = &self.inner.config.group_by;
         let group = self
             .inner
@@ -296,7 +329,7 @@ impl Intake {
             })?
             .expect("update returns the new group");
         if t.queued {
-            return Ok(Some(Action::Submit(t.key)));
+            return Ok((Some(Action::Submit(t.key)), group.status));
         }
         let resolved_now = group.status == AlertStatus::Resolved
             && t.alerts
@@ -306,10 +339,12 @@ impl Intake {
             t.inv,
             InvState::Queued | InvState::Running | InvState::Done { .. }
         );
-        Ok(group
+        let status = group.status;
+        let action = group
             .investigation_id
             .filter(|_| resolved_now && had_investigation)
-            .map(|id| Action::Resolve { key: t.key, id }))
+            .map(|id| Action::Resolve { key: t.key, id });
+        Ok((action, status))
     }
 }
 

@@ -19,6 +19,7 @@ pub use state::AppState;
 
 use crate::agent::Dispatcher;
 use crate::alerts::Intake;
+use crate::alerts::storm::StormStore;
 use crate::alerts::store::AlertStore;
 use crate::config::Config;
 use crate::integrations::health::HealthChecker;
@@ -71,6 +72,7 @@ impl Components {
         let intake = Intake::new(
             &config.alerts,
             AlertStore::open(&store)?,
+            StormStore::open(&store)?,
             Arc::new(dispatcher.clone()),
             metrics.clone(),
         )
@@ -156,6 +158,7 @@ impl Running {
         scheduler.shutdown().await;
         let grace: Duration = state.config.server.shutdown_timeout.get();
         state.tasks.close();
+        state.intake.stop_holding();
         let drained = tokio::time::timeout(grace, async {
             drain.await;
             state.tasks.wait().await;

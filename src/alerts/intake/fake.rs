@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 
 use super::{Intake, IntakeSummary, Investigator, NewInvestigation};
 use crate::alerts::grouping::InvState;
+use crate::alerts::storm::StormStore;
 use crate::alerts::store::AlertStore;
 use crate::alerts::{Alert, AlertSource, AlertStatus, WebhookBatch};
 use crate::config::AlertsConfig;
@@ -108,10 +109,15 @@ pub(super) fn config(max_per_day: u32) -> AlertsConfig {
 }
 
 pub(super) fn intake(store: &Store, fake: &Arc<FakeInvestigator>, max: u32) -> Intake {
+    intake_with(store, fake, config(max))
+}
+
+pub(super) fn intake_with(store: &Store, fake: &Arc<FakeInvestigator>, cfg: AlertsConfig) -> Intake {
     let alerts = AlertStore::open(store).unwrap();
     Intake::new(
-        &config(max),
+        &cfg,
         alerts,
+        StormStore::open(store).unwrap(),
         fake.clone(),
         Arc::new(Metrics::new("m")),
     )

@@ -1,0 +1,339 @@
+//! The intake's storm part (rules in `alerts/storm.rs`): during a batch, each firing alert
+//! of a group that starts an episode is noted for its storm key; the threshold-th group
+//! within the window forms the storm, and every alert of a storm's groups is attached to
+//! it (outcome `storm`). After the batch's groups are written, each storm touched is
+//! written once: new members, members whose group resolved or fired again, its resolution,
+//! and whether it needs an investigation (or a bounded follow-up).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::Ordering;
+
+use chrono::{DateTime, Utc};
+
+use super::follow_up::Action;
+use super::{Intake, Touched};
+use crate::alerts::grouping::{self, Budget, InvState};
+use crate::alerts::storm::{self, Member, Storm, StormStatus, StormStore};
+use crate::alerts::store::Outcome;
+use crate::alerts::{Alert, AlertStatus};
+use crate::store::StoreError;
+
+/// A storm touched by a batch: its record as decided so far, the groups that joined it,
+/// and the member records read for the batch's groups (None: not a member).
+pub(super) struct StormView {
+    storm: Storm,
+    dirty: bool,
+    joined: Vec<(String, Option<BTreeMap<String, String>>)>,
+    known: HashMap<String, Option<Member>>,
+    /// An alert of the batch attached to the storm.
+    attached: bool,
+}
+
+impl StormView {
+    pub(super) fn attached(&self) -> bool {
+        self.attached
+    }
+
+    fn is_member(&mut self, store: &StormStore, group: &str) -> Result<bool, StoreError> {
+        if let Some(m) = self.known.get(group) {
+            return Ok(m.is_some() || self.joined.iter().any(|(g, _)| g == group));
+        }
+        let m = store.member(&self.storm.key, group)?;
+        let member = m.is_some();
+        self.known.insert(group.to_string(), m);
+        Ok(member)
+    }
+
+    fn join(&mut self, group: &str, labels: Option<BTreeMap<String, String>>) {
+        let already = matches!(self.known.get(group), Some(Some(_)))
+            || self.joined.iter().any(|(g, _)| g == group);
+        if !already {
+            self.joined.push((group.to_string(), labels));
+        }
+    }
+}
+
+/// The batch's storms by key.
+pub(super) type StormViews = HashMap<String, StormView>;
+
+impl Intake {
+    /// The outcome of a firing (or resolved) `alert` of group `t` once storms are
+    /// considered: `storm` when its storm fires (or this makes one), else `base`.
+    pub(super) fn storm_outcome(
+        &self,
+        views: &mut StormViews,
+        t: &mut Touched,
+        alert: &Alert,
+        base: Outcome,
+        now: DateTime<Utc>,
+    ) -> Result<Outcome, StoreError> {
+        let cfg = &self.inner.config;
+        if cfg.storm_threshold == 0 || base == Outcome::Ignored {
+            return Ok(base);
+        }
+        let Some(key) = storm::storm_key(&cfg.storm_by, &alert.labels) else {
+            return Ok(base);
+        };
+        // A group belongs to one storm: the one of its first alert.
+        if t.storm.get_or_insert_with(|| key.clone()) != &key {
+            return Ok(base);
+        }
+        if !views.contains_key(&key) {
+            let storm = match self.inner.storms.get(&key)? {
+                Some(s) => s,
+                None => Storm::new(
+                    key.clone(),
+                    storm::storm_title(&cfg.storm_by, &alert.labels),
+                    now,
+                ),
+            };
+            views.insert(
+                key.clone(),
+                StormView {
+                    storm,
+                    dirty: false,
+                    joined: Vec::new(),
+                    known: HashMap::new(),
+                    attached: false,
+                },
+            );
+        }
+        let view = views.get_mut(&key).expect("inserted above");
+        let member = view.is_member(&self.inner.storms, &t.key)?;
+        if alert.status == AlertStatus::Resolved {
+            return Ok(base);
+        }
+        let storm = &mut view.storm;
+        match storm.status {
+            StormStatus::Firing => {}
+            StormStatus::Resolved
+                if member && storm.reopens_for_member(now, cfg.cooldown.get()) =>
+            {
+                storm.status = StormStatus::Firing;
+                storm.resolved_at = None;
+            }
+            _ => {
+                if !matches!(base, Outcome::Queued | Outcome::Budget) {
+                    return Ok(base);
+                }
+                view.dirty = true;
+                storm.last_seen = now;
+                let window = cfg.storm_window.get();
+                if !storm.note_candidate(&t.key, now, window, cfg.storm_threshold) {
+                    return Ok(base);
+                }
+                tracing::info!(storm = %storm.key, "alert storm formed");
+                for group in storm.form(now) {
+                    view.join(&group, None);
+                }
+            }
+        }
+        let labels = storm::member_labels(&cfg.group_by, &cfg.storm_by, &alert.labels);
+        view.join(&t.key, Some(labels));
+        view.dirty = true;
+        view.attached = true;
+        view.storm.alerts += 1;
+        view.storm.last_seen = now;
+        Ok(Outcome::Storm)
+    }
+
+    /// Writes the batch's storms once each (after its groups, whose new `statuses` it
+    /// reads); returns the submissions and resolution notes to follow.
+    pub(super) fn write_storms(
+        &self,
+        views: StormViews,
+        statuses: &HashMap<String, AlertStatus>,
+        now: DateTime<Utc>,
+        budget: &mut Option<Budget>,
+    ) -> Result<Vec<Action>, StoreError> {
+        let inner = &self.inner;
+        let cfg = &inner.config;
+        let mut actions = Vec::new();
+        for (key, mut view) in views {
+            let mut seen: HashSet<String> = HashSet::new();
+            let status_of = |group: &str| -> Result<bool, StoreError> {
+                Ok(match statuses.get(group) {
+                    Some(s) => *s == AlertStatus::Firing,
+                    None => inner
+                        .store
+                        .group_state(group)?
+                        .is_some_and(|g| g.status == AlertStatus::Firing),
+                })
+            };
+            for (group, labels) in std::mem::take(&mut view.joined) {
+                seen.insert(group.clone());
+                let firing = status_of(&group)?;
+                // A group of an earlier episode, not read in this batch, is a member already.
+                if !view.known.contains_key(&group)
+                    && let Some(m) = inner.storms.member(&key, &group)?
+                {
+                    if m.firing != firing {
+                        inner.storms.put_member(&key, &group, &Member { firing, ..m })?;
+                        view.storm.member_firing(firing);
+                    }
+                    continue;
+                }
+                if !view.storm.add_member() {
+                    continue;
+                }
+                let labels = match labels {
+                    Some(l) => l,
+                    None => inner.store.group(&group)?.map_or_else(BTreeMap::new, |g| {
+                        storm::member_labels(&cfg.group_by, &cfg.storm_by, &g.last_alert.labels)
+                    }),
+                };
+                let member = Member {
+                    labels,
+                    firing,
+                    joined_at: now,
+                };
+                inner.storms.put_member(&key, &group, &member)?;
+                if firing {
+                    view.storm.member_firing(true);
+                }
+                view.dirty = true;
+            }
+            for (group, known) in &view.known {
+                let (Some(m), Some(status)) = (known, statuses.get(group)) else {
+                    continue;
+                };
+                let firing = *status == AlertStatus::Firing;
+                if m.firing != firing && !seen.contains(group) {
+                    let m = Member { firing, ..m.clone() };
+                    inner.storms.put_member(&key, group, &m)?;
+                    view.storm.member_firing(firing);
+                    view.dirty = true;
+                }
+            }
+            actions.extend(self.settle_storm(&mut view, now, budget)?);
+            if view.dirty {
+                inner.storms.put(&view.storm)?;
+            }
+        }
+        Ok(actions)
+    }
+
+    /// Resolves a storm whose groups resolved, or decides its investigation (a new one,
+    /// or one follow-up when many groups joined after it started).
+    fn settle_storm(
+        &self,
+        view: &mut StormView,
+        now: DateTime<Utc>,
+        budget: &mut Option<Budget>,
+    ) -> Result<Option<Action>, StoreError> {
+        let inner = &self.inner;
+        let cfg = &inner.config;
+        let s = &mut view.storm;
+        let was = s.status;
+        if s.settle(now) {
+            view.dirty = true;
+            tracing::info!(storm = %s.key, "alert storm resolved");
+            return Ok(match (&s.investigation_id, s.pending_since) {
+                (Some(id), None) => Some(Action::ResolveStorm {
+                    key: s.key.clone(),
+                    id: id.clone(),
+                }),
+                _ => None,
+            });
+        }
+        view.dirty |= was != s.status;
+        if s.status != StormStatus::Firing || s.pending_since.is_some() {
+            return Ok(None);
+        }
+        let inv = match &s.investigation_id {
+            Some(id) => inner.investigator.state(id)?,
+            None => InvState::Missing,
+        };
+        let mut budget_err = None;
+        let mut budget_now = || self.budget_now(now, budget, &mut budget_err);
+        let decision = grouping::decide_firing(
+            Some(&s.decision_state()),
+            &inv,
+            false,
+            now,
+            cfg.cooldown.get(),
+            &mut budget_now,
+        );
+        let follow_up = decision != Outcome::Queued
+            && s.wants_follow_up(&inv, cfg.storm_threshold)
+            && !budget_now().exhausted();
+        if let Some(e) = budget_err {
+            return Err(e);
+        }
+        if decision != Outcome::Queued && !follow_up {
+            return Ok(None);
+        }
+        s.pending_since = Some(now);
+        s.pending_follow_up = follow_up;
+        view.dirty = true;
+        inner.in_flight.fetch_add(1, Ordering::SeqCst);
+        Ok(Some(Action::SubmitStorm(s.key.clone())))
+    }
+
+    /// The day's budget (read once per batch), with the claims not yet submitted.
+    pub(super) fn budget_now(
+        &self,
+        now: DateTime<Utc>,
+        cache: &mut Option<Budget>,
+        err: &mut Option<StoreError>,
+    ) -> Budget {
+        let inner = &self.inner;
+        let cfg = &inner.config;
+        let b = *cache.get_or_insert_with(|| {
+            let (used, cost_usd) = inner
+                .investigator
+                .usage_since(super::start_of_day(now))
+                .unwrap_or_else(|e| {
+                    *err = Some(e);
+                    (0, 0.0)
+                });
+            Budget {
+                used,
+                cost_usd,
+                max_per_day: cfg.max_investigations_per_day,
+                cost_limit_usd: cfg.daily_cost_limit_usd,
+            }
+        });
+        Budget {
+            used: b.used + inner.in_flight.load(Ordering::SeqCst),
+            ..b
+        }
+    }
+
+    /// The storm `group` belongs to, when it fires (its own investigation is not needed).
+    pub(super) fn firing_storm_of(
+        &self,
+        group: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<Option<Storm>, StoreError> {
+        let cfg = &self.inner.config;
+        let Some(key) = storm::storm_key(&cfg.storm_by, labels).filter(|_| cfg.storm_threshold > 0)
+        else {
+            return Ok(None);
+        };
+        let Some(s) = self.inner.storms.get(&key)? else {
+            return Ok(None);
+        };
+        let member = self.inner.storms.member(&key, group)?.is_some();
+        Ok((member && s.status == StormStatus::Firing).then_some(s))
+    }
+
+    /// The storm watch of `labels`' alert, when other groups of it started within the
+    /// window (a new investigation then waits `alerts.storm_hold`).
+    pub(super) fn storm_forming(
+        &self,
+        group: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> Result<bool, StoreError> {
+        let cfg = &self.inner.config;
+        let Some(key) = storm::storm_key(&cfg.storm_by, labels).filter(|_| cfg.storm_threshold > 0)
+        else {
+            return Ok(false);
+        };
+        Ok(self
+            .inner
+            .storms
+            .get(&key)?
+            .is_some_and(|s| s.others_starting(group)))
+    }
+}
