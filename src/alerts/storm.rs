@@ -15,9 +15,9 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use super::AlertStatus;
 use super::grouping::InvState;
 use super::store::GroupState;
-use super::AlertStatus;
 
 pub use store::{Member, StormStore};
 
@@ -244,7 +244,9 @@ impl Storm {
 
     /// Quiet since before `cutoff`, not firing, nothing waiting to be submitted.
     pub fn is_stale(&self, cutoff: DateTime<Utc>) -> bool {
-        self.last_seen < cutoff && self.status != StormStatus::Firing && self.pending_since.is_none()
+        self.last_seen < cutoff
+            && self.status != StormStatus::Firing
+            && self.pending_since.is_none()
     }
 }
 

@@ -19,8 +19,8 @@ pub use state::AppState;
 
 use crate::agent::Dispatcher;
 use crate::alerts::Intake;
-use crate::alerts::storm::StormStore;
 use crate::alerts::store::AlertStore;
+use crate::alerts::storm::StormStore;
 use crate::config::Config;
 use crate::integrations::health::HealthChecker;
 use crate::notify::Notifier;

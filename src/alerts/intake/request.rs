@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::alerts::storm::{self, Member, Storm};
 use crate::alerts::store::AlertGroup;
+use crate::alerts::storm::{self, Member, Storm};
 use crate::alerts::{Alert, AlertStatus};
 
 /// Member groups listed one by one in a storm's context; the rest are summarised (every
@@ -70,10 +70,18 @@ pub fn storm_request(
     }
     let affected: BTreeMap<&str, String> = values
         .into_iter()
-        .map(|(k, vs)| (k, crate::text::truncate(&storm::compact_values(vs), AFFECTED_MAX_CHARS)))
+        .map(|(k, vs)| {
+            (
+                k,
+                crate::text::truncate(&storm::compact_values(vs), AFFECTED_MAX_CHARS),
+            )
+        })
         .collect();
-    let listed: Vec<&BTreeMap<String, String>> =
-        ordered.iter().take(STORM_LISTED).map(|m| &m.labels).collect();
+    let listed: Vec<&BTreeMap<String, String>> = ordered
+        .iter()
+        .take(STORM_LISTED)
+        .map(|m| &m.labels)
+        .collect();
     let mut about = serde_json::json!({
         "alert": storm.title,
         "groups": total,
@@ -150,9 +158,9 @@ mod tests {
 
     use super::{request_for, storm_request};
     use crate::alerts::AlertStatus;
-    use crate::alerts::storm::{Member, Storm};
     use crate::alerts::intake::fake::alert;
     use crate::alerts::store::AlertGroup;
+    use crate::alerts::storm::{Member, Storm};
 
     fn ctx_group(context: &str) -> String {
         let v: serde_json::Value = serde_json::from_str(context).unwrap();
@@ -208,10 +216,22 @@ mod tests {
         let ctx: serde_json::Value = serde_json::from_str(&req.context).unwrap();
         let s = &ctx["storm"];
         assert_eq!(s["affected"]["instance"], "host[0-199]:9100");
-        assert_eq!(s["instances"].as_array().unwrap().len(), super::STORM_LISTED);
+        assert_eq!(
+            s["instances"].as_array().unwrap().len(),
+            super::STORM_LISTED
+        );
         assert_eq!(s["instances_not_listed"], "… and 180 more");
-        assert_eq!((s["groups"].as_u64(), s["firing_groups"].as_u64()), (Some(200), Some(199)));
+        assert_eq!(
+            (s["groups"].as_u64(), s["firing_groups"].as_u64()),
+            (Some(200), Some(199))
+        );
         // Firing groups are listed first.
-        assert!(s["instances"].as_array().unwrap().iter().all(|m| m["instance"] != "host7:9100"));
+        assert!(
+            s["instances"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .all(|m| m["instance"] != "host7:9100")
+        );
     }
 }

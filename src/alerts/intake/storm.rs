@@ -13,8 +13,8 @@ use chrono::{DateTime, Utc};
 use super::follow_up::Action;
 use super::{Intake, Touched};
 use crate::alerts::grouping::{self, Budget, InvState};
-use crate::alerts::storm::{self, Member, Storm, StormStatus, StormStore};
 use crate::alerts::store::Outcome;
+use crate::alerts::storm::{self, Member, Storm, StormStatus, StormStore};
 use crate::alerts::{Alert, AlertStatus};
 use crate::store::StoreError;
 
@@ -168,7 +168,9 @@ impl Intake {
                     && let Some(m) = inner.storms.member(&key, &group)?
                 {
                     if m.firing != firing {
-                        inner.storms.put_member(&key, &group, &Member { firing, ..m })?;
+                        inner
+                            .storms
+                            .put_member(&key, &group, &Member { firing, ..m })?;
                         view.storm.member_firing(firing);
                     }
                     continue;
@@ -199,7 +201,10 @@ impl Intake {
                 };
                 let firing = *status == AlertStatus::Firing;
                 if m.firing != firing && !seen.contains(group) {
-                    let m = Member { firing, ..m.clone() };
+                    let m = Member {
+                        firing,
+                        ..m.clone()
+                    };
                     inner.storms.put_member(&key, group, &m)?;
                     view.storm.member_firing(firing);
                     view.dirty = true;
