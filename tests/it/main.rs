@@ -18,6 +18,7 @@ mod report_api;
 mod report_backups;
 mod report_sources;
 mod retention;
+mod storm;
 mod tools;
 mod trust;
 mod webhooks;
