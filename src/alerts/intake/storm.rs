@@ -259,6 +259,12 @@ impl Intake {
             cfg.cooldown.get(),
             &mut budget_now,
         );
+        // The groups that started before the storm formed may hold the day's last claims;
+        // they are coalesced into the storm, which takes one of them over.
+        let decision = match decision {
+            Outcome::Budget if self.early_claims(&s.early)? => Outcome::Queued,
+            d => d,
+        };
         let follow_up = decision != Outcome::Queued
             && s.wants_follow_up(&inv, cfg.storm_threshold)
             && !budget_now().exhausted();
@@ -273,6 +279,21 @@ impl Intake {
         view.dirty = true;
         inner.in_flight.fetch_add(1, Ordering::SeqCst);
         Ok(Some(Action::SubmitStorm(s.key.clone())))
+    }
+
+    /// True when one of `groups` holds an investigation claim not yet submitted.
+    fn early_claims(&self, groups: &[String]) -> Result<bool, StoreError> {
+        for g in groups {
+            if self
+                .inner
+                .store
+                .group_state(g)?
+                .is_some_and(|g| g.pending_since.is_some() && g.investigation_id.is_none())
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// The day's budget (read once per batch), with the claims not yet submitted.

@@ -205,3 +205,18 @@ async fn other_alerts_and_coalescing_turned_off_keep_one_investigation_per_group
     ingest_and_follow(&intake, mixed).await;
     assert_eq!(fake.submitted().len(), 8);
 }
+
+#[tokio::test]
+async fn a_storm_takes_over_the_budget_claims_of_the_groups_it_coalesces() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let fake = Arc::new(FakeInvestigator::default());
+    let intake = intake(&store, &fake, 2);
+    let summary = ingest_and_follow(&intake, hosts(0..30, AlertStatus::Firing)).await;
+    assert_eq!(
+        summary.queued, 2,
+        "the budget allowed two before the storm formed"
+    );
+    assert_eq!(fake.submitted(), vec![format!("storm:{KEY}")]);
+    assert_eq!(storm_of(&intake).members, 30);
+}
