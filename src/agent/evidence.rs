@@ -330,8 +330,9 @@ fn alert_facts(context: &str) -> Option<AlertFacts> {
         .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
         .collect();
     let storm = v.get("storm").and_then(Value::as_object).map(|s| {
+        // Labels the groups differ in (`affected` names more than the sample's value).
         if let Some(affected) = s.get("affected").and_then(Value::as_object) {
-            labels.retain(|k, _| !affected.contains_key(k));
+            labels.retain(|k, v| affected.get(k).is_none_or(|a| a.as_str() == Some(v)));
         }
         let instances = s
             .get("instances")
@@ -437,7 +438,7 @@ mod tests {
     #[tokio::test]
     async fn a_storm_queries_its_rule_across_every_instance() {
         let context = json!({
-            "storm": {"affected": {"instance": "pve[1-3]:9100"},
+            "storm": {"affected": {"instance": "pve[1-3]:9100", "mountpoint": "/"},
                       "instances": [{"instance": "10.0.0.1:9100"}, {"instance": "nas:9100"}]},
             "alerts": [{
                 "labels": {"alertname": "DiskFillingUp", "instance": "pve1:9100",
@@ -447,6 +448,7 @@ mod tests {
         });
         let facts = alert_facts(&context.to_string()).unwrap();
         assert!(!facts.labels.contains_key("instance"));
+        assert_eq!(facts.labels["mountpoint"], "/", "shared by every group");
         assert!(!facts.text.contains("pve1"));
         let calls = EvidencePlanner::default().for_alert(&facts, false).await;
         let rule = "node_filesystem_avail_bytes / node_filesystem_size_bytes < 0.1";
