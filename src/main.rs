@@ -48,6 +48,9 @@ enum Command {
         /// Print the investigation with its timeline as JSON instead of markdown.
         #[arg(long)]
         json: bool,
+        /// Ask a follow-up of this investigation (its finding and evidence become context).
+        #[arg(long = "follow-up", value_name = "ID")]
+        follow_up: Option<String>,
     },
     /// List or show stored investigations.
     Investigations {
@@ -106,6 +109,17 @@ enum InvestigationsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Say whether an investigation's finding was right or wrong (replaces an earlier
+    /// verdict); incident memory tells the next investigation of the alert.
+    Feedback {
+        id: String,
+        /// right or wrong.
+        #[arg(value_parser = ["right", "wrong"])]
+        verdict: String,
+        /// What was actually going on (at most 1000 characters).
+        #[arg(long)]
+        note: Option<String>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -129,10 +143,14 @@ fn main() -> ExitCode {
         Command::Healthcheck { url, timeout } => {
             run(cli::healthcheck::run(&config, url.as_deref(), timeout))
         }
-        Command::Ask { question, json } => {
+        Command::Ask {
+            question,
+            json,
+            follow_up,
+        } => {
             let mut succeeded = false;
             let code = run(async {
-                succeeded = cli::ask::run(&config, &question, json).await?;
+                succeeded = cli::ask::run(&config, &question, json, follow_up.as_deref()).await?;
                 Ok(())
             });
             if code == ExitCode::SUCCESS && !succeeded {
@@ -147,6 +165,9 @@ fn main() -> ExitCode {
             InvestigationsCommand::Show { id, json } => {
                 run(cli::investigations::show(&config, &id, json))
             }
+            InvestigationsCommand::Feedback { id, verdict, note } => run(
+                cli::investigations::feedback(&config, &id, &verdict, note.as_deref()),
+            ),
         },
         Command::Report {
             send,

@@ -274,11 +274,13 @@ pub async fn add_reports(scheduler: &mut Scheduler, reporter: Reporter, expr: &s
     }
 }
 
-/// One investigation per fire of a `[[schedules]]` entry.
+/// One investigation per fire of a `[[schedules]]` entry, unless a daily budget is used up
+/// (then it is skipped: `SubmitError::OverBudget`, counted in
+/// `sre_agent_budget_rejections_total{trigger="schedule"}`).
 pub async fn submit_scheduled(
     dispatcher: &crate::agent::Dispatcher,
     entry: &crate::config::ScheduleConfig,
-) -> Result<crate::agent::Investigation, crate::store::StoreError> {
+) -> Result<crate::agent::Investigation, crate::agent::SubmitError> {
     dispatcher
         .submit(crate::agent::InvestigationRequest {
             trigger: crate::agent::Trigger::Schedule,
@@ -313,6 +315,7 @@ pub async fn add_investigations(
                 async move {
                     match submit_scheduled(&dispatcher, &entry).await {
                         Ok(i) => tracing::info!(schedule = %entry.name, id = %i.id, "scheduled investigation queued"),
+                        Err(crate::agent::SubmitError::OverBudget(e)) => tracing::warn!(schedule = %entry.name, reason = %e, "scheduled investigation skipped: over the daily budget"),
                         Err(e) => tracing::error!(schedule = %entry.name, error = %e, "cannot queue scheduled investigation"),
                     }
                 }

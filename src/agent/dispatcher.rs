@@ -1,21 +1,35 @@
 //! The dispatcher: a durable queue in sled and a pool of `alerts.concurrency` workers.
 //! `submit` stores the investigation `queued` and flushes before returning; at start,
 //! queued and interrupted (running) ones are picked up again, deduplicated by id, so a
-//! crash neither loses nor doubles work. Final investigations are broadcast to subscribers.
+//! crash neither loses nor doubles work, and one interrupted more than
+//! `alerts.max_interrupted_retries` times is failed with the reason. Every investigation
+//! holds a [`Claim`] on the daily budget (`spend`) from admission to its end, settled to its
+//! real cost. Final investigations are broadcast to subscribers.
 
-use std::collections::HashSet;
+mod feedback;
+mod reads;
+
+pub use feedback::FeedbackOutcome;
+
+use std::collections::{HashMap, HashSet};
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, NaiveDate, Utc};
+use futures::FutureExt;
 use tokio::sync::{broadcast, mpsc};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::budget::SubmitError;
 use super::evidence::EvidencePlanner;
+use super::memory::IncidentMemory;
 use super::runner::Runner;
-use super::{Event, Investigation, InvestigationRequest, InvestigationStatus};
-use crate::agent::store::{InvestigationStore, Page};
+
+use super::spend::{Claim, SpendLedger};
+use super::{Investigation, InvestigationRequest, InvestigationStatus};
+use crate::agent::store::InvestigationStore;
 use crate::config::Config;
 use crate::llm::LlmClient;
 use crate::store::{Store, StoreError};
@@ -30,6 +44,7 @@ pub struct Dispatcher {
 
 struct Inner {
     store: InvestigationStore,
+    memory: IncidentMemory,
     runner: Runner,
     metrics: Arc<Metrics>,
     model: String,
@@ -40,6 +55,11 @@ struct Inner {
     pending: Mutex<HashSet<String>>,
     running: AtomicI64,
     finished: broadcast::Sender<Investigation>,
+    /// The daily budgets.
+    spend: SpendLedger,
+    /// The budget claim of each queued or running investigation.
+    claims: Mutex<HashMap<String, Claim>>,
+    max_interrupted_retries: u32,
 }
 
 /// The tools the agent may call, as configured (see `tools::catalog`).
@@ -74,6 +94,11 @@ impl Dispatcher {
         let llm = LlmClient::new(&config.llm, metrics.clone())?;
         let tools = build_tools(config, metrics.clone())?;
         let evidence = EvidencePlanner::new(config)?;
+        if config.llm.base_url.is_some()
+            && let Some(warning) = crate::config::unpriced_model_warning(&config.llm)
+        {
+            tracing::warn!(model = %config.llm.model, "{warning}");
+        }
         Ok(Self::assemble(
             config, store, metrics, llm, tools, evidence,
         )?)
@@ -105,13 +130,19 @@ impl Dispatcher {
         tools: ToolRegistry,
         evidence: EvidencePlanner,
     ) -> Result<Self, StoreError> {
-        let store = InvestigationStore::open(store)?;
-        let runner = Runner::new(&config.llm, llm, tools, store.clone()).with_evidence(evidence);
+        let memory = IncidentMemory::open(store)?;
+        let investigations = InvestigationStore::open(store)?;
+        let spend = SpendLedger::open(store, &investigations, config, metrics.clone())?;
+        let store = investigations;
+        let runner = Runner::new(&config.llm, llm, tools, store.clone())
+            .with_evidence(evidence)
+            .with_memory(memory.clone());
         let (tx, rx) = mpsc::unbounded_channel();
         let (finished, _) = broadcast::channel(256);
         let d = Self {
             inner: Arc::new(Inner {
                 store,
+                memory,
                 runner,
                 metrics,
                 model: config.llm.model.clone(),
@@ -121,6 +152,9 @@ impl Dispatcher {
                 pending: Mutex::new(HashSet::new()),
                 running: AtomicI64::new(0),
                 finished,
+                spend,
+                claims: Mutex::new(HashMap::new()),
+                max_interrupted_retries: config.alerts.max_interrupted_retries,
             }),
         };
         d.update_queue_depth();
@@ -137,6 +171,11 @@ impl Dispatcher {
             );
         }
         for id in ids {
+            // Admitted before the restart: counted already; reserve again while it waits.
+            let day = self
+                .get(&id)?
+                .map_or_else(today, |i| i.created_at.date_naive());
+            self.keep_claim(&id, self.inner.spend.resume(day));
             self.send(id);
         }
         for _ in 0..self.inner.concurrency {
@@ -145,15 +184,81 @@ impl Dispatcher {
         Ok(())
     }
 
-    /// Stores `req` as a `queued` investigation (flushed) and hands it to the workers.
-    pub async fn submit(&self, req: InvestigationRequest) -> Result<Investigation, StoreError> {
-        let inv = Investigation::new(req, &self.inner.model);
-        self.inner.store.put(&inv)?;
-        self.inner.store.enqueue(&inv.id)?;
-        self.inner.store.flush().await?;
+    /// Stores `req` as a `queued` investigation (flushed) and hands it to the workers, if
+    /// the daily budgets (`alerts.max_investigations_per_day`, `alerts.daily_cost_limit_usd`)
+    /// allow one more: else [`SubmitError::OverBudget`] says which, and nothing is stored.
+    pub async fn submit(&self, req: InvestigationRequest) -> Result<Investigation, SubmitError> {
+        let claim = self.inner.spend.admit(req.trigger.as_str(), today())?;
+        Ok(self.enqueue(req, claim).await?)
+    }
+
+    /// Like [`Dispatcher::submit`] for an alert investigation the intake already decided
+    /// within the budget (its decision held a place in it).
+    pub async fn submit_decided(
+        &self,
+        req: InvestigationRequest,
+    ) -> Result<Investigation, StoreError> {
+        let claim = self.inner.spend.admit_decided(today())?;
+        self.enqueue(req, claim).await
+    }
+
+    async fn enqueue(
+        &self,
+        req: InvestigationRequest,
+        claim: Claim,
+    ) -> Result<Investigation, StoreError> {
+        self.enqueue_with(req, None, claim).await
+    }
+
+    async fn enqueue_with(
+        &self,
+        req: InvestigationRequest,
+        parent_id: Option<&str>,
+        claim: Claim,
+    ) -> Result<Investigation, StoreError> {
+        let mut inv = Investigation::new(req, &self.inner.model);
+        inv.parent_id = parent_id.map(str::to_string);
+        let stored = async {
+            self.inner.store.put(&inv)?;
+            self.inner.store.enqueue(&inv.id)?;
+            self.inner.store.flush().await
+        };
+        if let Err(e) = stored.await {
+            if let Err(refund) = claim.refund() {
+                tracing::error!(error = %refund, "cannot take back a budget count");
+            }
+            return Err(e);
+        }
+        self.keep_claim(&inv.id, claim);
         self.update_queue_depth();
         self.send(inv.id.clone());
         Ok(inv)
+    }
+
+    /// The daily budgets.
+    pub fn spend(&self) -> &SpendLedger {
+        &self.inner.spend
+    }
+
+    fn keep_claim(&self, id: &str, claim: Claim) {
+        if let Ok(mut claims) = self.inner.claims.lock() {
+            claims.insert(id.to_string(), claim);
+        }
+    }
+
+    fn take_claim(&self, id: &str) -> Option<Claim> {
+        self.inner.claims.lock().ok()?.remove(id)
+    }
+
+    /// Like [`Dispatcher::submit`] for a follow-up question of `parent_id`: the same
+    /// budgets apply as to any investigation.
+    pub async fn submit_follow_up(
+        &self,
+        parent_id: &str,
+        req: InvestigationRequest,
+    ) -> Result<Investigation, SubmitError> {
+        let claim = self.inner.spend.admit(req.trigger.as_str(), today())?;
+        Ok(self.enqueue_with(req, Some(parent_id), claim).await?)
     }
 
     /// Cancels `id` if it is still queued; true when it was.
@@ -168,6 +273,9 @@ impl Dispatcher {
             }
         })?;
         if let (true, Some(inv)) = (cancelled, inv) {
+            if let Some(claim) = self.take_claim(id) {
+                claim.refund()?;
+            }
             self.inner.store.dequeue(id)?;
             self.inner.store.flush().await?;
             self.update_queue_depth();
@@ -184,28 +292,10 @@ impl Dispatcher {
             .map(|_| ())
     }
 
-    pub fn get(&self, id: &str) -> Result<Option<Investigation>, StoreError> {
-        self.inner.store.get(id)
-    }
-
-    /// The timeline of `id`.
-    pub fn events(&self, id: &str) -> Result<Vec<Event>, StoreError> {
-        self.inner.store.events(id)
-    }
-
-    /// Newest first, paginated by id cursor.
-    pub fn list(
-        &self,
-        status: Option<InvestigationStatus>,
-        limit: usize,
-        cursor: Option<&str>,
-    ) -> Result<Page, StoreError> {
-        self.inner.store.list(status, limit, cursor)
-    }
-
     /// Deletes `id` with its events (a queued one will not run); false when absent.
     pub async fn delete(&self, id: &str) -> Result<bool, StoreError> {
         let existed = self.inner.store.delete(id)?;
+        drop(self.take_claim(id));
         self.inner.store.flush().await?;
         self.update_queue_depth();
         Ok(existed)
@@ -214,16 +304,6 @@ impl Dispatcher {
     /// Every investigation that reached a final status from now on.
     pub fn subscribe(&self) -> broadcast::Receiver<Investigation> {
         self.inner.finished.subscribe()
-    }
-
-    /// How many investigations were created since `since` (cancelled ones excluded) and
-    /// their total cost, for the daily budget.
-    pub fn usage_since(&self, since: DateTime<Utc>) -> Result<(u32, f64), StoreError> {
-        let all = self.inner.store.between(since, DateTime::<Utc>::MAX_UTC)?;
-        Ok(all
-            .iter()
-            .filter(|i| i.status != InvestigationStatus::Cancelled)
-            .fold((0, 0.0), |(n, c), i| (n + 1, c + i.cost_usd)))
     }
 
     /// Investigations created in `[from, to)`, oldest first.
@@ -273,10 +353,23 @@ impl Dispatcher {
     /// Runs one queued (or interrupted) investigation to a final status.
     async fn process(&self, id: &str) -> Result<(), StoreError> {
         let store = &self.inner.store;
-        let mut claimed = false;
+        // Held until the end: settled below, released by its drop on every other path.
+        let claim = self.take_claim(id);
+        let max = self.inner.max_interrupted_retries;
+        let (mut claimed, mut gave_up) = (false, false);
         let inv = store.update(id, |inv| {
             claimed = !inv.status.is_final();
-            if claimed {
+            // Still `running` here: the daemon stopped while it ran, `attempts` times.
+            gave_up = claimed && inv.status == InvestigationStatus::Running && inv.attempts > max;
+            if gave_up {
+                inv.status = InvestigationStatus::Failed;
+                inv.finished_at = Some(Utc::now());
+                inv.error = Some(format!(
+                    "interrupted {} times (the daemon stopped while it ran); not retried \
+                     again (alerts.max_interrupted_retries = {max})",
+                    inv.attempts
+                ));
+            } else if claimed {
                 inv.status = InvestigationStatus::Running;
                 inv.started_at = Some(Utc::now());
                 inv.attempts += 1;
@@ -287,13 +380,54 @@ impl Dispatcher {
             self.update_queue_depth();
             return Ok(());
         };
+        let claim = claim.unwrap_or_else(|| self.inner.spend.resume(inv.created_at.date_naive()));
+        if gave_up {
+            tracing::warn!(%id, error = ?inv.error, "interrupted investigation failed");
+            return self.end(id, inv, claim).await;
+        }
+        // Durable before it runs, so a kill -9 mid-run is counted as an interruption.
+        store.flush().await?;
         self.inner.running.fetch_add(1, Ordering::Relaxed);
         self.update_queue_depth();
         tracing::info!(%id, trigger = inv.trigger.as_str(), title = %inv.title, "investigation started");
-        let done = self.inner.runner.run(inv).await;
+        let started = inv.clone();
+        let done = AssertUnwindSafe(self.inner.runner.run(inv))
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|panic| self.panicked(started, panic.as_ref()));
         self.inner.running.fetch_sub(1, Ordering::Relaxed);
         let mut done = done;
         done.finished_at = Some(Utc::now());
+        self.end(id, done, claim).await
+    }
+
+    /// A run that panicked ends `failed`, with the cost recorded so far.
+    fn panicked(
+        &self,
+        mut inv: Investigation,
+        panic: &(dyn std::any::Any + Send),
+    ) -> Investigation {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        tracing::error!(id = %inv.id, panic = %what, "investigation panicked");
+        if let Ok(Some(stored)) = self.inner.store.get(&inv.id) {
+            inv.cost_usd = stored.cost_usd;
+            inv.tokens = stored.tokens;
+            inv.steps = stored.steps;
+        }
+        inv.status = InvestigationStatus::Failed;
+        inv.error = Some(format!(
+            "the investigation stopped on an internal error: {what}"
+        ));
+        inv
+    }
+
+    /// Stores a final investigation, settles its budget claim and announces it.
+    async fn end(&self, id: &str, done: Investigation, claim: Claim) -> Result<(), StoreError> {
+        let store = &self.inner.store;
         // Metrics first, so whoever sees the final record also sees it counted.
         self.count_final(&done);
         if let Some(d) = done.duration() {
@@ -302,17 +436,25 @@ impl Dispatcher {
                 .investigation_duration
                 .observe(d.as_secs_f64());
         }
-        // Merge: notes may have been added while it ran.
+        // Merge: notes (and feedback) may have been added while it ran.
         let stored = store.update(id, |cur| {
             let notes = std::mem::take(&mut cur.notes);
+            let feedback = cur.feedback.take();
             *cur = done.clone();
+            cur.feedback = feedback.or_else(|| cur.feedback.take());
             for n in notes {
                 if !cur.notes.contains(&n) {
                     cur.notes.push(n);
                 }
             }
         })?;
+        if let Some(inv) = &stored
+            && let Err(e) = self.inner.memory.remember(inv)
+        {
+            tracing::warn!(%id, error = %e, "cannot remember the investigation in incident memory");
+        }
         store.dequeue(id)?;
+        claim.settle(done.cost_usd)?;
         store.flush().await?;
         self.update_queue_depth();
         if let Some(inv) = stored {
@@ -332,8 +474,15 @@ impl Dispatcher {
             .inc();
     }
 
-    /// Deletes final investigations created before `cutoff` (`store.retention_days`).
+    /// Deletes final investigations created before `cutoff` (`store.retention_days`), and
+    /// forgets what incident memory holds from before it.
     pub fn sweep(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        self.inner.memory.sweep(cutoff)?;
         self.inner.store.sweep(cutoff)
     }
+}
+
+/// The current UTC day.
+fn today() -> NaiveDate {
+    Utc::now().date_naive()
 }

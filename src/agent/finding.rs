@@ -7,6 +7,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
 
 use super::call_log::CallRecord;
+use super::memory::Recurrence;
 
 /// A claim and the tool calls that support it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -39,6 +40,10 @@ pub struct Finding {
     /// (`figures.rs`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub figures: Vec<Evidence>,
+    /// Earlier investigations of the same or a similar alert, set by sre-agent from its
+    /// incident memory (`memory.rs`), never from the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recurrence: Option<Recurrence>,
 }
 
 impl Finding {
@@ -63,8 +68,9 @@ impl Finding {
             v = inner.clone();
         }
         let mut f: Finding = serde_json::from_value(v).ok()?;
-        // Figures come from tool output only, never from what the model wrote.
+        // Figures come from tool output and recurrence from memory, never from the model.
         f.figures.clear();
+        f.recurrence = None;
         for field in [&mut f.summary, &mut f.probable_cause] {
             if is_placeholder(field) {
                 field.clear();
@@ -136,6 +142,7 @@ impl Finding {
                 "If this happens often, try a larger model or a more specific question.".into(),
             ],
             figures: Vec::new(),
+            recurrence: None,
         }
     }
 
@@ -151,6 +158,9 @@ impl Finding {
         }
         if !meta.is_empty() {
             md.push_str(&format!("\n{}\n", meta.join(" · ")));
+        }
+        if let Some(r) = &self.recurrence {
+            md.push_str(&format!("\n**Recurrence:** {}\n", r.describe()));
         }
         if !self.probable_cause.is_empty() {
             md.push_str(&format!(

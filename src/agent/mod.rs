@@ -2,17 +2,23 @@
 //! [`Dispatcher`] (durable queue + workers), the investigation loop (`runner`) with its
 //! bounded corrections of small models, its prompt with fenced untrusted data (`prompt`),
 //! the tools offered in a small context (`context`), the calls made and their citation
-//! check ([`CallLog`]), the structured [`Finding`], and their store.
+//! check ([`CallLog`]), the structured [`Finding`], the daily budgets every investigation
+//! answers to ([`SpendLedger`]), incident memory with people's feedback
+//! ([`IncidentMemory`]), and their store.
 
+mod budget;
 mod call_log;
 mod context;
 mod dispatcher;
 mod evidence;
 mod figures;
 mod finding;
+mod follow_up;
+pub mod memory;
 mod prompt;
 mod promql;
 mod runner;
+pub mod spend;
 pub mod store;
 mod topics;
 
@@ -20,12 +26,16 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use budget::{Budget, Limit, OverBudget, SubmitError, investigation_reserve};
 pub use call_log::{CallLog, CallRecord};
 pub use context::{MAX_SMALL_TOOLS, SMALL_CONTEXT_TOKENS, select_tools};
-pub use dispatcher::{Dispatcher, DispatcherError, build_tools};
+pub use dispatcher::{Dispatcher, DispatcherError, FeedbackOutcome, build_tools};
 pub use finding::{Evidence, Finding};
-pub use prompt::{fence, system_prompt, user_message};
-pub use runner::{MAX_CONTEXT_RETRIES, MAX_CORRECTIONS, Runner, first_request_body};
+pub use follow_up::follow_up_request;
+pub use memory::{Feedback, IncidentMemory, Recurrence, Verdict};
+pub use prompt::{fence, first_request_body, system_prompt, user_message};
+pub use runner::{MAX_CONTEXT_RETRIES, MAX_CORRECTIONS, Runner};
+pub use spend::{Claim, DayTotals, SpendLedger};
 
 use crate::llm::Usage;
 
@@ -142,6 +152,12 @@ pub struct Investigation {
     /// Times a worker started it (more than 1 after a restart).
     #[serde(default)]
     pub attempts: u32,
+    /// A person's verdict on the finding (the latest one given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<Feedback>,
+    /// The investigation this one follows up (`POST /api/v1/investigations/{id}/followup`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_id: Option<String>,
 }
 
 impl Investigation {
@@ -166,6 +182,8 @@ impl Investigation {
             context: req.context,
             steps: 0,
             attempts: 0,
+            feedback: None,
+            parent_id: None,
         }
     }
 

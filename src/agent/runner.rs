@@ -22,13 +22,12 @@ mod turn;
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::Value;
-
 use super::call_log::CallLog;
 use super::context::select_tools;
 use super::evidence::EvidencePlanner;
 use super::figures;
-use super::prompt::{self, system_prompt, user_message};
+use super::memory::IncidentMemory;
+use super::prompt::{self, initial_messages};
 use super::{Event, EventKind, Finding, Investigation, InvestigationStatus};
 use crate::agent::store::InvestigationStore;
 use crate::config::LlmConfig;
@@ -57,25 +56,7 @@ pub struct Runner {
     max_parallel: usize,
     context_tokens: u64,
     evidence: EvidencePlanner,
-}
-
-/// The JSON body of the first request of an investigation (for size checks and benches).
-pub fn first_request_body(
-    config: &LlmConfig,
-    tools: &[ToolDefinition],
-    prompt: &str,
-    context: Option<&str>,
-) -> Value {
-    crate::llm::request_body(&config.model, &initial_messages(prompt, context), tools)
-}
-
-/// The messages an investigation starts with: the system prompt and the question with its
-/// fenced context.
-fn initial_messages(prompt: &str, context: Option<&str>) -> Vec<ChatMessage> {
-    vec![
-        ChatMessage::System(system_prompt().into()),
-        ChatMessage::User(user_message(prompt, context)),
-    ]
+    memory: Option<IncidentMemory>,
 }
 
 impl Runner {
@@ -95,7 +76,14 @@ impl Runner {
             max_parallel: config.max_parallel_tools.max(1),
             context_tokens: config.context_tokens,
             evidence: EvidencePlanner::default(),
+            memory: None,
         }
+    }
+
+    /// Starts alert investigations with what `memory` holds about earlier ones.
+    pub fn with_memory(mut self, memory: IncidentMemory) -> Self {
+        self.memory = Some(memory);
+        self
     }
 
     /// Gathers alert-first evidence with `planner` before the first LLM call.
@@ -111,7 +99,16 @@ impl Runner {
     /// Runs `inv` (already marked running) to a final status; events are stored as they happen.
     pub async fn run(&self, inv: Investigation) -> Investigation {
         let seq = self.store.events(&inv.id).map(|e| e.len()).unwrap_or(0) as u32;
-        let messages = initial_messages(&inv.prompt, inv.context.as_deref());
+        let recall = self.memory.as_ref().and_then(|m| {
+            m.recall(&inv, chrono::Utc::now())
+                .inspect_err(
+                    |e| tracing::warn!(id = %inv.id, error = %e, "cannot read incident memory"),
+                )
+                .ok()
+                .flatten()
+        });
+        let fenced = recall.as_ref().map(|r| r.fenced());
+        let messages = initial_messages(&inv.prompt, inv.context.as_deref(), fenced);
         let log = CallLog::default();
         let about = format!("{}\n{}", inv.prompt, inv.context.as_deref().unwrap_or(""));
         let tools = select_tools(self.tools.definitions(), self.context_tokens, &about);
@@ -121,6 +118,10 @@ impl Runner {
         }
         if s.inv.attempts > 1 {
             let message = "restarted from the beginning after an interruption".to_string();
+            s.record(EventKind::Note { message });
+        }
+        if let Some(r) = &recall {
+            let message = format!("incident memory: {}", r.recurrence.describe());
             s.record(EventKind::Note { message });
         }
         // Alert-first evidence: run as the model's own earlier calls (`evidence_N`), so it
@@ -138,7 +139,11 @@ impl Runner {
                 .collect();
             s.run_turn(None, calls).await;
         }
-        s.investigate().await
+        let mut done = s.investigate().await;
+        if let (Some(r), Some(f)) = (recall, done.finding.as_mut()) {
+            f.recurrence = Some(r.recurrence);
+        }
+        done
     }
 
     /// Which limit stops the loop before step `step + 1`, if any.

@@ -105,6 +105,22 @@ impl InvestigationStore {
         Ok(out)
     }
 
+    /// The follow-ups of `parent_id`, oldest first: created after it, so only the records
+    /// with a later id are read.
+    pub fn follow_ups(&self, parent_id: &str) -> Result<Vec<Investigation>, StoreError> {
+        let mut out = Vec::new();
+        for r in self
+            .records
+            .range(parent_id.to_string(), "\u{10FFFF}".to_string())
+        {
+            let (_, inv) = r?;
+            if inv.parent_id.as_deref() == Some(parent_id) {
+                out.push(inv);
+            }
+        }
+        Ok(out)
+    }
+
     pub fn append_event(&self, id: &str, seq: u32, event: &Event) -> Result<(), StoreError> {
         self.events.insert(format!("{id}/{seq:06}"), event)
     }

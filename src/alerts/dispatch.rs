@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
-use super::grouping::InvState;
+use super::grouping::{Budget, InvState};
 use super::intake::{Investigator, NewInvestigation};
 use crate::agent::{Dispatcher, InvestigationRequest, InvestigationStatus, Trigger};
 use crate::store::StoreError;
@@ -11,7 +11,7 @@ use crate::store::StoreError;
 #[async_trait]
 impl Investigator for Dispatcher {
     async fn submit(&self, req: NewInvestigation) -> Result<String, StoreError> {
-        let inv = Dispatcher::submit(
+        let inv = Dispatcher::submit_decided(
             self,
             InvestigationRequest {
                 trigger: Trigger::Alert,
@@ -48,8 +48,16 @@ impl Investigator for Dispatcher {
         })
     }
 
-    fn usage_since(&self, since: DateTime<Utc>) -> Result<(u32, f64), StoreError> {
-        Dispatcher::usage_since(self, since)
+    fn budget(&self) -> Budget {
+        self.spend().budget()
+    }
+
+    fn hold(&self) {
+        self.spend().hold();
+    }
+
+    fn release_hold(&self) {
+        self.spend().release_hold();
     }
 
     fn find_for_group(

@@ -36,21 +36,9 @@ impl InvState {
     }
 }
 
-/// Investigations used today (count, cost) against the configured limits.
-#[derive(Clone, Copy, Debug)]
-pub struct Budget {
-    pub used: u32,
-    pub cost_usd: f64,
-    pub max_per_day: u32,
-    pub cost_limit_usd: f64,
-}
-
-impl Budget {
-    pub fn exhausted(&self) -> bool {
-        self.used >= self.max_per_day
-            || (self.cost_limit_usd > 0.0 && self.cost_usd >= self.cost_limit_usd)
-    }
-}
+/// Today's daily budgets (count and cost, with what running work reserved), from the
+/// dispatcher's spend ledger.
+pub use crate::agent::Budget;
 
 /// `{alertname="X", instance="y"}` from the `group_by` labels present, in `group_by`
 /// order; alerts carrying none of them group by their fingerprint.
@@ -155,10 +143,12 @@ mod tests {
 
     fn budget(used: u32) -> impl FnOnce() -> Budget {
         move || Budget {
-            used,
-            cost_usd: 0.0,
+            investigations: used,
+            spent_usd: 0.0,
+            reserved_usd: 0.0,
             max_per_day: 5,
             cost_limit_usd: 1.0,
+            reserve_usd: 0.1,
         }
     }
 
@@ -253,13 +243,28 @@ mod tests {
             Outcome::Budget
         );
         let costly = || Budget {
-            used: 0,
-            cost_usd: 1.5,
+            investigations: 0,
+            spent_usd: 1.5,
+            reserved_usd: 0.0,
             max_per_day: 5,
             cost_limit_usd: 1.0,
+            reserve_usd: 0.1,
         };
         assert_eq!(
             decide_firing(None, &InvState::Missing, false, now, HOUR, costly),
+            Outcome::Budget
+        );
+        // Nothing spent yet, but running work reserved what is left.
+        let reserved = || Budget {
+            investigations: 1,
+            spent_usd: 0.0,
+            reserved_usd: 0.95,
+            max_per_day: 5,
+            cost_limit_usd: 1.0,
+            reserve_usd: 0.1,
+        };
+        assert_eq!(
+            decide_firing(None, &InvState::Missing, false, now, HOUR, reserved),
             Outcome::Budget
         );
     }

@@ -6,7 +6,6 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -45,8 +44,12 @@ pub trait Investigator: Send + Sync + 'static {
     async fn cancel_queued(&self, id: &str, note: &str) -> Result<bool, StoreError>;
     fn add_note(&self, id: &str, note: &str) -> Result<(), StoreError>;
     fn state(&self, id: &str) -> Result<InvState, StoreError>;
-    /// (count, cost) of investigations created since `since`.
-    fn usage_since(&self, since: DateTime<Utc>) -> Result<(u32, f64), StoreError>;
+    /// Today's budgets, with every claim made so far (held decisions included).
+    fn budget(&self) -> Budget;
+    /// Holds a place in the budget for a decision not yet submitted.
+    fn hold(&self);
+    /// Gives a held place back (the decision was submitted, or dropped).
+    fn release_hold(&self);
     /// An investigation for `group_key` created at or after `since`, if any.
     fn find_for_group(
         &self,
@@ -83,8 +86,6 @@ struct Inner {
     decide: Mutex<()>,
     /// Serializes submissions so one episode is submitted once.
     submit: Mutex<()>,
-    /// Claims decided but not yet submitted (count against the budget).
-    in_flight: AtomicU32,
     /// Cancelled at shutdown: submissions waiting out `alerts.storm_hold` stop waiting
     /// (their pending mark makes the next start submit them).
     holds: CancellationToken,
@@ -130,7 +131,6 @@ impl Intake {
                 metrics,
                 decide: Mutex::new(()),
                 submit: Mutex::new(()),
-                in_flight: AtomicU32::new(0),
                 holds: CancellationToken::new(),
             }),
         })
@@ -177,7 +177,6 @@ impl Intake {
         let mut actions = Vec::new();
         {
             let _guard = self.inner.decide.lock().await;
-            let mut budget: Option<Budget> = None;
             let mut touched: Vec<Touched> = Vec::new();
             let mut index: HashMap<String, usize> = HashMap::new();
             let mut storms = storm::StormViews::new();
@@ -195,7 +194,7 @@ impl Intake {
                         touched.len() - 1
                     }
                 };
-                let outcome = self.decide(&touched[i], &alert, now, &mut budget)?;
+                let outcome = self.decide(&touched[i], &alert, now);
                 let outcome =
                     self.storm_outcome(&mut storms, &mut touched[i], &alert, outcome, now)?;
                 if outcome == Outcome::Queued {
@@ -217,7 +216,7 @@ impl Intake {
                 .map(|(k, _)| k.clone())
                 .collect();
             summary.storms.sort();
-            actions.extend(self.write_storms(storms, &statuses, now, &mut budget)?);
+            actions.extend(self.write_storms(storms, &statuses, now)?);
         }
         self.inner.store.flush().await?;
         Ok((summary, actions.into_iter().map(FollowUp).collect()))
@@ -239,33 +238,31 @@ impl Intake {
         })
     }
 
-    fn decide(
-        &self,
-        t: &Touched,
-        alert: &Alert,
-        now: DateTime<Utc>,
-        budget: &mut Option<Budget>,
-    ) -> Result<Outcome, StoreError> {
+    fn decide(&self, t: &Touched, alert: &Alert, now: DateTime<Utc>) -> Outcome {
         let inner = &self.inner;
         let cfg = &inner.config;
         if alert.status == AlertStatus::Resolved {
-            return Ok(Outcome::Resolved);
+            return Outcome::Resolved;
         }
         let ignored = inner.ignore.iter().any(|m| m.matches(&alert.labels));
         let inv = if t.queued { &InvState::Queued } else { &t.inv };
-        let mut budget_err = None;
+        let mut seen: Option<Budget> = None;
         let outcome = grouping::decide_firing(
             t.group.as_ref(),
             inv,
             ignored,
             now,
             cfg.cooldown.get(),
-            || self.budget_now(now, budget, &mut budget_err),
+            || *seen.insert(inner.investigator.budget()),
         );
-        match budget_err {
-            Some(e) => Err(e),
-            None => Ok(outcome),
+        if let (Outcome::Budget, Some(limit)) = (outcome, seen.and_then(|b| b.exceeded())) {
+            inner
+                .metrics
+                .budget_rejections
+                .with_label_values(&[limit.label(), "alert"])
+                .inc();
         }
+        outcome
     }
 
     /// Logs the alert and folds it into the in-memory view of its group.
@@ -297,7 +294,7 @@ impl Intake {
             g.pending_since = Some(now);
             g.investigation_id = None;
             t.queued = true;
-            inner.in_flight.fetch_add(1, Ordering::SeqCst);
+            inner.investigator.hold();
         }
         t.alerts.push((alert, outcome));
         Ok(())
@@ -348,14 +345,6 @@ impl Intake {
             .map(|id| Action::Resolve { key: t.key, id });
         Ok((action, status))
     }
-}
-
-/// Midnight UTC of `now`'s day.
-pub fn start_of_day(now: DateTime<Utc>) -> DateTime<Utc> {
-    now.date_naive()
-        .and_hms_opt(0, 0, 0)
-        .expect("midnight exists")
-        .and_utc()
 }
 
 #[cfg(test)]

@@ -1,28 +1,38 @@
-//! `sre-agent ask QUESTION [--json]`: runs an investigation (through the daemon when one
-//! runs, else in-process), prints progress to stderr and the finding to stdout.
+//! `sre-agent ask QUESTION [--json] [--follow-up ID]`: runs an investigation (through the
+//! daemon when one runs, else in-process), prints progress to stderr and the finding to
+//! stdout. With `--follow-up` it continues investigation ID (a new one linked to it).
 
 use std::time::Duration;
 
-use anyhow::{Context, bail};
+use anyhow::bail;
 use reqwest::Method;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::backend::Backend;
-use crate::agent::{Investigation, InvestigationRequest, InvestigationStatus, Trigger};
-use crate::api::Queued;
+use super::daemon::DaemonError;
+use crate::agent::{
+    Investigation, InvestigationRequest, InvestigationStatus, SubmitError, Trigger,
+    follow_up_request,
+};
+use crate::api::{OverBudgetAnswer, Queued};
 use crate::config::Config;
 
 /// Runs the investigation and prints its finding. Returns false when it did not succeed.
-pub async fn run(config: &Config, question: &str, json: bool) -> anyhow::Result<bool> {
+pub async fn run(
+    config: &Config,
+    question: &str,
+    json: bool,
+    follow_up: Option<&str>,
+) -> anyhow::Result<bool> {
     let question = question.trim();
     anyhow::ensure!(!question.is_empty(), "the question is empty");
     let backend = Backend::connect(config, Duration::from_secs(30)).await?;
     let token = CancellationToken::new();
     let tracker = TaskTracker::new();
-    let id = match &backend {
-        Backend::Local { dispatcher, .. } => {
-            let inv = dispatcher
+    let id = match (&backend, follow_up) {
+        (Backend::Local { dispatcher, .. }, None) => {
+            let submitted = dispatcher
                 .submit(InvestigationRequest {
                     trigger: Trigger::Ask,
                     title: question.chars().take(80).collect(),
@@ -30,17 +40,43 @@ pub async fn run(config: &Config, question: &str, json: bool) -> anyhow::Result<
                     context: None,
                     group_key: None,
                 })
-                .await?;
+                .await;
+            let inv = match submitted {
+                Ok(inv) => inv,
+                Err(SubmitError::OverBudget(e)) => bail!("not investigated: {e}"),
+                Err(SubmitError::Store(e)) => return Err(e.into()),
+            };
             dispatcher.start(token.clone(), &tracker)?;
             inv.id
         }
-        Backend::Remote(daemon) => {
+        (Backend::Local { dispatcher, .. }, Some(parent_id)) => {
+            let Some(parent) = dispatcher.get(parent_id)? else {
+                bail!("no investigation {parent_id}");
+            };
+            anyhow::ensure!(
+                parent.status.is_final(),
+                "investigation {parent_id} is still {}; ask a follow-up once it has ended",
+                parent.status.as_str()
+            );
+            let events = dispatcher.events(parent_id)?;
+            let req = follow_up_request(&parent, &events, question);
+            let inv = dispatcher.submit_follow_up(parent_id, req).await?;
+            dispatcher.start(token.clone(), &tracker)?;
+            inv.id
+        }
+        (Backend::Remote(daemon), parent) => {
             let body = serde_json::json!({ "question": question });
-            let queued: Queued = daemon
-                .request(Method::POST, "/api/v1/ask", Some(&body))
-                .await
-                .context("asking the daemon")?;
-            queued.id
+            let path = match parent {
+                None => "/api/v1/ask".to_string(),
+                Some(id) => format!("/api/v1/investigations/{id}/followup"),
+            };
+            let asked = daemon
+                .request::<Queued>(Method::POST, &path, Some(&body))
+                .await;
+            match asked {
+                Ok(queued) => queued.id,
+                Err(e) => bail_over_budget(e)?,
+            }
         }
     };
     eprintln!("investigation {id} queued");
@@ -78,6 +114,17 @@ pub async fn run(config: &Config, question: &str, json: bool) -> anyhow::Result<
             | InvestigationStatus::Inconclusive
             | InvestigationStatus::LimitReached
     ) && inv.finding.is_some())
+}
+
+/// A 429 from the daemon names the used-up budget: say that alone, clearly.
+fn bail_over_budget(e: DaemonError) -> anyhow::Result<String> {
+    if let DaemonError::Status { status, body, .. } = &e
+        && *status == reqwest::StatusCode::TOO_MANY_REQUESTS
+        && let Ok(answer) = serde_json::from_str::<OverBudgetAnswer>(body)
+    {
+        bail!("not investigated: {}", answer.error);
+    }
+    Err(anyhow::Error::new(e).context("asking the daemon"))
 }
 
 fn print_result(inv: &Investigation) {

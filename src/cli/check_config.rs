@@ -1,10 +1,10 @@
 //! `sre-agent check-config`: validates the configuration and prints it with every secret
-//! as `***`, with which integrations are on and which `SRE_AGENT_*` variables were ignored.
+//! as `***`, with which integrations are on and which `SRE_AGENT_*` variables were ignored
+//! (`Config::redacted_summary`, which the console shows too).
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 
-use crate::config::{Config, ConfigSource, ignored_env_vars};
+use crate::config::{Config, ConfigSource, unpriced_model_warning};
 
 /// Prints the redacted configuration to stdout.
 pub fn run(config: &Config, source: &ConfigSource) {
@@ -15,40 +15,18 @@ pub fn run(config: &Config, source: &ConfigSource) {
 }
 
 fn render(config: &Config, source: &ConfigSource) -> String {
-    let mut out = String::new();
-    let _ = match &source.file {
-        Some(f) => writeln!(
-            out,
-            "# configuration from {} (plus SRE_AGENT_* environment)",
+    let header = match &source.file {
+        Some(f) => format!(
+            "# configuration from {} (plus SRE_AGENT_* environment)\n",
             f.display()
         ),
-        None => writeln!(
-            out,
-            "# built-in defaults (plus SRE_AGENT_* environment); no config file"
-        ),
+        None => "# built-in defaults (plus SRE_AGENT_* environment); no config file\n".into(),
     };
-    let enabled = config.enabled_integrations();
-    let disabled: Vec<&str> = Config::INTEGRATIONS
-        .iter()
-        .copied()
-        .filter(|i| !enabled.contains(i))
-        .collect();
-    let on = if enabled.is_empty() {
-        "none".to_string()
-    } else {
-        enabled.join(", ")
-    };
-    let _ = writeln!(out, "# enabled integrations: {on}");
-    let _ = writeln!(out, "# disabled integrations: {}\n", disabled.join(", "));
-    let ignored = ignored_env_vars();
-    if !ignored.is_empty() {
-        let _ = writeln!(
-            out,
-            "# ignored environment variables (not a config section): {}\n",
-            ignored.join(", ")
-        );
+    let mut out = header;
+    if config.llm.base_url.is_some()
+        && let Some(warning) = unpriced_model_warning(&config.llm)
+    {
+        out.push_str(&format!("# warning: {warning}\n\n"));
     }
-    out.push_str(&config.redacted_toml());
-    out.push_str("\n# configuration is valid\n");
-    out
+    out + &config.redacted_summary()
 }

@@ -1,14 +1,15 @@
-//! `sre-agent investigations list|show`: stored investigations, from the daemon when one
-//! runs, else from the store.
+//! `sre-agent investigations list|show|feedback`: stored investigations, from the daemon
+//! when one runs, else from the store.
 
 use std::time::Duration;
 
 use anyhow::{Context, bail};
-use reqwest::Method;
+use reqwest::{Method, StatusCode};
 
 use super::backend::Backend;
-use crate::agent::{Event, InvestigationStatus};
-use crate::api::InvestigationPage;
+use super::daemon::DaemonError;
+use crate::agent::{Event, Feedback, FeedbackOutcome, InvestigationStatus};
+use crate::api::{FeedbackRequest, FeedbackStored, InvestigationPage};
 use crate::config::Config;
 
 /// `sre-agent investigations list [--status S] [--limit N]`, newest first.
@@ -69,6 +70,18 @@ pub async fn show(config: &Config, id: &str, json: bool) -> anyhow::Result<()> {
     if let Some(f) = &inv.finding {
         println!("{}", f.to_markdown());
     }
+    if let Some(fb) = &inv.feedback {
+        let note = fb
+            .note
+            .as_deref()
+            .map(|n| format!(": {n}"))
+            .unwrap_or_default();
+        println!(
+            "**Feedback:** marked {} on {}{note}\n",
+            fb.verdict.as_str(),
+            fb.at.format("%Y-%m-%d %H:%M UTC")
+        );
+    }
     if let Some(e) = &inv.error {
         println!("**Error:** {e}\n");
     }
@@ -76,6 +89,50 @@ pub async fn show(config: &Config, id: &str, json: bool) -> anyhow::Result<()> {
     for e in &d.events {
         println!("- {}", timeline_line(e));
     }
+    Ok(())
+}
+
+/// `sre-agent investigations feedback ID right|wrong [--note TEXT]`: a person's verdict on
+/// the finding (replaces an earlier one).
+pub async fn feedback(
+    config: &Config,
+    id: &str,
+    verdict: &str,
+    note: Option<&str>,
+) -> anyhow::Result<()> {
+    // Checked here too, so a bad verdict fails the same way with or without a daemon.
+    let given = Feedback::given(Some(verdict), note).map_err(anyhow::Error::msg)?;
+    let backend = Backend::connect(config, Duration::from_secs(30)).await?;
+    let stored = match &backend {
+        Backend::Local { dispatcher, .. } => match dispatcher.feedback(id, given.clone()).await? {
+            FeedbackOutcome::Stored(_) => given,
+            FeedbackOutcome::NotFound => bail!("no investigation {id}"),
+            FeedbackOutcome::NotFinal(s) => bail!(
+                "investigation {id} is {}; give feedback once it has ended",
+                s.as_str()
+            ),
+        },
+        Backend::Remote(daemon) => {
+            let body = serde_json::to_value(FeedbackRequest {
+                verdict: Some(given.verdict.as_str().to_string()),
+                note: given.note.clone(),
+            })?;
+            let path = format!("/api/v1/investigations/{id}/feedback");
+            match daemon
+                .request::<FeedbackStored>(Method::POST, &path, Some(&body))
+                .await
+            {
+                Ok(s) => s.feedback,
+                Err(DaemonError::Status {
+                    status: StatusCode::NOT_FOUND,
+                    ..
+                }) => bail!("no investigation {id}"),
+                Err(e) => return Err(e).context("sending the feedback to the daemon"),
+            }
+        }
+    };
+    backend.flush().await?;
+    println!("investigation {id} marked {}", stored.verdict.as_str());
     Ok(())
 }
 

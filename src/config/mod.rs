@@ -11,7 +11,9 @@ mod http_tools;
 mod kubernetes;
 pub(crate) mod matcher;
 mod pbs;
+mod pricing;
 mod proxmox;
+mod redacted;
 mod secrets;
 mod sections;
 mod truenas;
@@ -28,6 +30,9 @@ pub use http_tools::{HttpToolConfig, ToolsConfig, placeholders, validate_http_to
 pub use kubernetes::KubernetesConfig;
 pub use matcher::LabelMatcher;
 pub use pbs::PbsConfig;
+pub use pricing::{
+    BUILT_IN_PRICES_DATE, built_in_prices, price_for, unpriced_model_warning, validate_pricing,
+};
 pub use proxmox::ProxmoxApiConfig;
 pub use sections::*;
 pub use truenas::TruenasConfig;
@@ -189,6 +194,18 @@ impl Config {
         }
         if self.llm.model.trim().is_empty() {
             return bad("llm.model", "must not be empty".into());
+        }
+        validate_pricing(&self.llm).map_err(ConfigError::Invalid)?;
+        if !(self.alerts.daily_cost_limit_usd.is_finite()
+            && self.alerts.daily_cost_limit_usd >= 0.0)
+        {
+            return bad(
+                "alerts.daily_cost_limit_usd",
+                format!(
+                    "{} must be 0 (no limit) or more",
+                    self.alerts.daily_cost_limit_usd
+                ),
+            );
         }
         if self.alerts.concurrency == 0 {
             return bad("alerts.concurrency", "must be at least 1".into());

@@ -37,6 +37,10 @@ pub struct ServerConfig {
     pub request_timeout: HumanDuration,
     /// Connections served at once; more wait to be accepted.
     pub max_connections: usize,
+    /// The address people reach this daemon at (`https://sre-agent.example.com`); when set,
+    /// notifications link to the investigation and say how to give feedback.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub public_url: Option<HttpUrl>,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +57,7 @@ impl Default for ServerConfig {
             header_timeout: secs(10),
             request_timeout: secs(60),
             max_connections: 512,
+            public_url: None,
         }
     }
 }
@@ -265,6 +270,9 @@ pub struct AlertsConfig {
     pub concurrency: usize,
     pub max_investigations_per_day: u32,
     pub daily_cost_limit_usd: f64,
+    /// Restarts of an investigation the daemon was stopped in the middle of (killed,
+    /// crashed); one interrupted again after these is failed with the reason.
+    pub max_interrupted_retries: u32,
     /// Label matchers such as `severity="info"`; matching alerts are stored, not investigated.
     pub ignore: Vec<String>,
     /// Labels that make groups one alert for storm coalescing (`alertname`).
@@ -296,6 +304,7 @@ impl Default for AlertsConfig {
             concurrency: 2,
             max_investigations_per_day: 50,
             daily_cost_limit_usd: 2.0,
+            max_interrupted_retries: 2,
             ignore: Vec::new(),
             storm_by: vec!["alertname".to_string()],
             storm_window: secs(120),

@@ -2,26 +2,38 @@
 //! needs `server.metrics_token`, and the webhooks `webhook.token` or basic auth (each only
 //! when set), checked before any extractor reads the request, so an unauthenticated sender
 //! never gets its body read; secrets are compared in constant time. The HMAC signature of
-//! a webhook covers its body, so it is checked in `webhooks.rs`.
+//! a webhook covers its body, so it is checked in `webhooks.rs`. The console's session
+//! cookie (`session.rs`) also opens the API for reading.
 
 use axum::extract::{Request, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 use base64::Engine;
 use subtle::ConstantTimeEq;
 
 use super::ApiError;
+use super::session::ConsoleKeys;
 use crate::app::AppState;
 use crate::config::{Secret, WebhookConfig};
 
-/// Route layer of the JSON API (`server.api_token`).
+/// Route layer of the JSON API (`server.api_token`). A console session cookie is accepted
+/// for reading only (`GET`/`HEAD`, e.g. the event stream a page follows): a cookie is sent
+/// by the browser on its own, so changes need the bearer token.
 pub async fn api_token(
     State(state): State<AppState>,
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    require_bearer(request.headers(), state.config.server.api_token.as_ref())?;
+    let reading = matches!(*request.method(), Method::GET | Method::HEAD);
+    let session = reading
+        && request
+            .extensions()
+            .get::<ConsoleKeys>()
+            .is_some_and(|k| k.has_session(request.headers()));
+    if !session {
+        require_bearer(request.headers(), state.config.server.api_token.as_ref())?;
+    }
     Ok(next.run(request).await)
 }
 

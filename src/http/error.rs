@@ -5,6 +5,9 @@ use axum::Json;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 
+use crate::agent::{OverBudget, SubmitError};
+use crate::api::OverBudgetAnswer;
+
 /// An error answered to an HTTP client.
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -12,6 +15,8 @@ pub enum ApiError {
     BadRequest(String),
     #[error("{0}")]
     Unauthorized(String),
+    #[error("{0}")]
+    Forbidden(String),
     #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
@@ -22,20 +27,26 @@ pub enum ApiError {
     Unavailable(String),
     #[error("the request took longer than {0:?} (server.request_timeout)")]
     RequestTimeout(std::time::Duration),
+    /// A daily budget is used up: 429 naming the budget, `Retry-After` the next UTC midnight.
+    #[error("{0}")]
+    OverBudget(Box<OverBudget>),
     #[error("internal error: {0}")]
     Internal(String),
 }
 
 impl ApiError {
-    fn status(&self) -> StatusCode {
+    /// The HTTP status this error is answered with.
+    pub fn status(&self) -> StatusCode {
         match self {
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
+            Self::OverBudget(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -43,6 +54,9 @@ impl ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        if let Self::OverBudget(e) = &self {
+            return over_budget(e);
+        }
         let status = self.status();
         let message = match &self {
             Self::Internal(detail) => {
@@ -64,6 +78,32 @@ impl IntoResponse for ApiError {
             );
         }
         resp
+    }
+}
+
+/// 429 with the budget's key and what was spent; `Retry-After` is the next UTC midnight.
+fn over_budget(e: &OverBudget) -> Response {
+    let now = chrono::Utc::now();
+    let midnight = (now.date_naive() + chrono::Days::new(1))
+        .and_hms_opt(0, 0, 0)
+        .map(|m| m.and_utc());
+    let retry = midnight.map_or(0, |m| (m - now).num_seconds().max(1));
+    let mut resp = (
+        StatusCode::TOO_MANY_REQUESTS,
+        Json(OverBudgetAnswer::from(e)),
+    )
+        .into_response();
+    resp.headers_mut()
+        .insert(axum::http::header::RETRY_AFTER, retry.into());
+    resp
+}
+
+impl From<SubmitError> for ApiError {
+    fn from(e: SubmitError) -> Self {
+        match e {
+            SubmitError::OverBudget(e) => Self::OverBudget(Box::new(e)),
+            SubmitError::Store(e) => e.into(),
+        }
     }
 }
 

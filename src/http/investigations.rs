@@ -1,6 +1,7 @@
-//! The investigations API (bearer `server.api_token` when set): `POST /api/v1/ask`,
+//! The investigations API (bearer `server.api_token` when set): `POST /api/v1/ask` (429
+//! naming the budget when a daily budget is used up),
 //! `GET /api/v1/investigations` (newest first, paginated), `GET|DELETE
-//! /api/v1/investigations/{id}`.
+//! /api/v1/investigations/{id}`, `POST /api/v1/investigations/{id}/feedback`.
 
 use std::collections::HashMap;
 
@@ -13,8 +14,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use super::ApiError;
-use crate::agent::{InvestigationRequest, InvestigationStatus, Trigger};
-use crate::api::{AskRequest, InvestigationDetail, MAX_QUESTION_CHARS, Queued};
+use crate::agent::{Feedback, FeedbackOutcome, InvestigationRequest, InvestigationStatus, Trigger};
+use crate::api::{
+    AskRequest, FeedbackRequest, FeedbackStored, InvestigationDetail, MAX_QUESTION_CHARS, Queued,
+};
 use crate::app::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -22,6 +25,7 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/ask", post(ask))
         .route("/api/v1/investigations", get(list))
         .route("/api/v1/investigations/{id}", get(show).delete(remove))
+        .route("/api/v1/investigations/{id}/feedback", post(feedback))
 }
 
 async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
@@ -40,7 +44,7 @@ async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, Api
         )));
     }
     let title: String = question.chars().take(80).collect();
-    let inv = state
+    let submitted = state
         .dispatcher
         .submit(InvestigationRequest {
             trigger: Trigger::Ask,
@@ -49,7 +53,8 @@ async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, Api
             context: None,
             group_key: None,
         })
-        .await?;
+        .await;
+    let inv = submitted?;
     let body = Queued {
         id: inv.id,
         status: inv.status,
@@ -109,5 +114,29 @@ async fn remove(
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(format!("no investigation {id}")))
+    }
+}
+
+/// A person's verdict on a finding; a second one replaces the first.
+async fn feedback(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    body: Bytes,
+) -> Result<Json<FeedbackStored>, ApiError> {
+    let body: FeedbackRequest = serde_json::from_slice(&body)
+        .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
+    let feedback = Feedback::given(body.verdict.as_deref(), body.note.as_deref())
+        .map_err(ApiError::BadRequest)?;
+    let stored = FeedbackStored {
+        id: id.clone(),
+        feedback: feedback.clone(),
+    };
+    match state.dispatcher.feedback(&id, feedback).await? {
+        FeedbackOutcome::Stored(_) => Ok(Json(stored)),
+        FeedbackOutcome::NotFound => Err(ApiError::NotFound(format!("no investigation {id}"))),
+        FeedbackOutcome::NotFinal(status) => Err(ApiError::Conflict(format!(
+            "investigation {id} is {}; give feedback once it has ended",
+            status.as_str()
+        ))),
     }
 }

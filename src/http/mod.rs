@@ -1,21 +1,25 @@
 //! The axum router: one `router()` per resource, merged here, with the request-metrics
 //! middleware around all of them and authentication as route layers (`auth.rs`). Handlers
-//! parse and delegate; no business logic.
+//! parse and delegate; no business logic. The web console (`console/`) is served at `/`.
 
 mod alerts_api;
 mod auth;
+mod console;
 mod error;
+mod follow_up;
 mod health;
+mod investigation_events;
 mod investigations;
 mod limits;
 mod listener;
 mod reports;
 mod request_metrics;
 mod server;
+mod session;
 mod webhooks;
 
-use axum::Router;
 use axum::middleware;
+use axum::{Extension, Router};
 
 pub use error::ApiError;
 pub use server::{App, ServeError};
@@ -39,15 +43,21 @@ pub fn router(state: AppState) -> Router {
         .merge(investigations::router().layer(limit.clone()))
         .merge(alerts_api::router().layer(limit.clone()))
         .merge(reports::router().layer(report_limit))
+        .merge(follow_up::router().layer(limit.clone()))
+        .merge(investigation_events::router())
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::api_token,
         ));
     Router::new()
         .merge(health::router(&state).layer(limit.clone()))
-        .merge(webhooks::router(&state).layer(limit))
+        .merge(webhooks::router(&state).layer(limit.clone()))
         .merge(api)
+        .merge(console::router(&state).layer(limit))
         .fallback(not_found)
+        .layer(Extension(session::ConsoleKeys::new(
+            server.api_token.as_ref(),
+        )))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             request_metrics::track,

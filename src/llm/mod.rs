@@ -37,7 +37,9 @@ use crate::integrations::read_capped;
 use crate::telemetry::Metrics;
 use crate::tools::ToolDefinition;
 
-pub use budget::{ContextBudget, Fit, estimate_tokens, summarise_fenced, summarise_lines};
+pub use budget::{
+    CHARS_PER_TOKEN, ContextBudget, Fit, estimate_tokens, summarise_fenced, summarise_lines,
+};
 pub use names::match_tool_name;
 pub use repair::{parse_lenient, tool_arguments};
 pub use retry::{backoff_delay, parse_retry_after};
@@ -220,7 +222,7 @@ impl LlmClient {
                 model: config.model.clone(),
                 timeout,
                 max_retries: config.max_retries,
-                pricing: config.pricing.get(&config.model).cloned(),
+                pricing: crate::config::price_for(config, &config.model),
                 warned_unpriced: AtomicBool::new(false),
                 metrics,
             }),
@@ -364,7 +366,7 @@ impl LlmClient {
             None => {
                 if !inner.warned_unpriced.swap(true, Ordering::Relaxed) {
                     tracing::warn!(model = %inner.model,
-                        "no [llm.pricing] entry for this model; its cost is counted as 0");
+                        "no [llm.pricing] entry or built-in price for this model; its cost is counted as 0");
                 }
                 0.0
             }

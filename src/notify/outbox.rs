@@ -145,9 +145,16 @@ impl Notifier {
             Some(k) => inner.alerts.group(k)?,
             None => None,
         };
+        let public_url = inner
+            .config
+            .server
+            .public_url
+            .as_ref()
+            .map(|u| u.0.as_str());
         let subject = Subject {
             inv,
             alert: group.as_ref().map(|g| &g.last_alert),
+            public_url,
         };
         let mut payloads = Vec::new();
         if inner.mailer.is_some() {

@@ -13,6 +13,8 @@ pub struct Subject<'a> {
     pub inv: &'a Investigation,
     /// The group's latest alert, when the investigation came from one.
     pub alert: Option<&'a Alert>,
+    /// `server.public_url`: links to the investigation and its feedback endpoint.
+    pub public_url: Option<&'a str>,
 }
 
 impl Subject<'_> {
@@ -46,19 +48,52 @@ impl Subject<'_> {
         )
     }
 
-    fn links(&self) -> Vec<(&'static str, &str)> {
+    /// The investigation in the API (`<public_url>/api/v1/investigations/<id>`).
+    pub fn investigation_url(&self) -> Option<String> {
+        self.public_url.map(|base| {
+            format!(
+                "{}/api/v1/investigations/{}",
+                base.trim_end_matches('/'),
+                self.inv.id
+            )
+        })
+    }
+
+    /// How to say whether the finding was right: the CLI command, and the API call when
+    /// the daemon's address is known.
+    pub fn feedback_hint(&self) -> String {
+        let cli = format!(
+            "sre-agent investigations feedback {} right|wrong --note \"…\"",
+            self.inv.id
+        );
+        match self.investigation_url() {
+            Some(url) => format!(
+                "Was this right? `{cli}`, or POST {{\"verdict\": \"right\"|\"wrong\", \"note\": \"…\"}} to {url}/feedback"
+            ),
+            None => format!("Was this right? `{cli}`"),
+        }
+    }
+
+    fn links(&self) -> Vec<(&'static str, String)> {
+        let mut links: Vec<(&'static str, String)> = self
+            .investigation_url()
+            .map(|u| ("Investigation", u))
+            .into_iter()
+            .collect();
         let Some(a) = self.alert else {
-            return Vec::new();
+            return links;
         };
-        [
-            ("Alert rule", &a.generator_url),
-            ("Dashboard", &a.dashboard_url),
-            ("Panel", &a.panel_url),
-            ("Silence", &a.silence_url),
-        ]
-        .into_iter()
-        .filter_map(|(name, url)| url.as_deref().map(|u| (name, u)))
-        .collect()
+        links.extend(
+            [
+                ("Alert rule", &a.generator_url),
+                ("Dashboard", &a.dashboard_url),
+                ("Panel", &a.panel_url),
+                ("Silence", &a.silence_url),
+            ]
+            .into_iter()
+            .filter_map(|(name, url)| url.clone().map(|u| (name, u))),
+        );
+        links
     }
 
     /// Markdown: the finding (or the error), the alert, links, the investigation id.
@@ -99,6 +134,9 @@ impl Subject<'_> {
                 let _ = writeln!(md, "- {n}");
             }
         }
+        if self.inv.finding.is_some() {
+            let _ = writeln!(md, "\n{}", self.feedback_hint());
+        }
         let _ = write!(
             md,
             "\nInvestigation {} · {} · ${:.4}\n",
@@ -131,6 +169,13 @@ impl Subject<'_> {
                     escape_html(&f.severity),
                     escape_html(&f.confidence)
                 );
+                if let Some(r) = &f.recurrence {
+                    let _ = write!(
+                        h,
+                        "<p><b>Recurrence:</b> {}</p>",
+                        escape_html(&r.describe())
+                    );
+                }
                 list(
                     &mut h,
                     "Evidence",
@@ -162,9 +207,16 @@ impl Subject<'_> {
         if !links.is_empty() {
             h.push_str("<p>");
             for (name, url) in links {
-                let _ = write!(h, "<a href=\"{}\">{}</a> ", escape_html(url), name);
+                let _ = write!(h, "<a href=\"{}\">{}</a> ", escape_html(&url), name);
             }
             h.push_str("</p>");
+        }
+        if self.inv.finding.is_some() {
+            let _ = write!(
+                h,
+                "<p style=\"color:#666\">{}</p>",
+                escape_html(&self.feedback_hint().replace('`', ""))
+            );
         }
         let _ = write!(
             h,

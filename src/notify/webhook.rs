@@ -185,6 +185,7 @@ mod tests {
         let subject = Subject {
             inv: &inv,
             alert: Some(&a),
+            public_url: None,
         };
         let req = render("http://ntfy/topic", WebhookFormat::Ntfy, &subject);
         assert!(req.content_type.starts_with("text/plain"));
@@ -207,6 +208,7 @@ mod tests {
         let subject = Subject {
             inv: &inv,
             alert: Some(&a),
+            public_url: None,
         };
         let slack: serde_json::Value =
             serde_json::from_str(&render("http://x", WebhookFormat::Slack, &subject).body).unwrap();
@@ -225,11 +227,38 @@ mod tests {
         let html = Subject {
             inv: &inv,
             alert: Some(&a),
+            public_url: None,
         }
         .html();
         assert!(html.contains("Bad deploy &lt;script&gt;"));
         assert!(!html.contains("<script>"));
         assert!(html.contains("href=\"https://grafana.example.com/d/sre-sli?"));
+    }
+
+    #[test]
+    fn with_a_public_url_notifications_link_the_investigation_and_its_feedback() {
+        let (inv, a) = (investigation(), alert());
+        let mut subject = Subject {
+            inv: &inv,
+            alert: Some(&a),
+            public_url: Some("https://sre.example.com/"),
+        };
+        let url = format!("https://sre.example.com/api/v1/investigations/{}", inv.id);
+        let md = subject.markdown();
+        assert!(md.contains(&format!("- [Investigation]({url})")), "{md}");
+        assert!(md.contains(&format!("to {url}/feedback")), "{md}");
+        assert!(md.contains(&format!(
+            "sre-agent investigations feedback {} right|wrong",
+            inv.id
+        )));
+        let html = subject.html();
+        assert!(
+            html.contains(&format!("<a href=\"{url}\">Investigation</a>")),
+            "{html}"
+        );
+        subject.public_url = None;
+        let md = subject.markdown();
+        assert!(!md.contains("/api/v1/investigations/") && md.contains("Was this right?"));
     }
 
     #[test]

@@ -89,19 +89,6 @@ impl Reporter {
         self
     }
 
-    /// What is left of `alerts.daily_cost_limit_usd` today (UTC), when known.
-    fn budget_left(&self) -> Option<f64> {
-        let d = self.dispatcher.as_ref()?;
-        let today = Utc::now().date_naive().and_hms_opt(0, 0, 0)?.and_utc();
-        match d.usage_since(today) {
-            Ok((_, spent)) => Some(self.config.alerts.daily_cost_limit_usd - spent),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read today's LLM spend");
-                None
-            }
-        }
-    }
-
     pub fn store(&self) -> &ReportStore {
         &self.store
     }
@@ -139,8 +126,8 @@ impl Reporter {
             dispatcher: self.dispatcher.clone(),
         };
         let data = collect::collect_all(&sources, &self.metrics).await;
-        let summary =
-            summary::summarise(&self.config.llm, &self.metrics, self.budget_left(), &data).await;
+        let spend = self.dispatcher.as_ref().map(|d| d.spend());
+        let summary = summary::summarise(&self.config.llm, &self.metrics, spend, &data).await;
         let mut report = Report {
             id: uuid::Uuid::now_v7().to_string(),
             trigger: req.trigger,

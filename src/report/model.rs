@@ -180,6 +180,9 @@ pub struct ReportData {
     pub cost: Section<CostData>,
     pub logs: Section<LogsData>,
     pub changes: Section<ChangesData>,
+    /// Recurring incidents and people's verdicts (from the investigations store).
+    #[serde(default)]
+    pub memory: Section<MemoryData>,
     /// Backup health and Proxmox guests; present only when `[pbs]` or `[proxmox]` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub homelab: Option<Section<BackupHealth>>,
@@ -225,6 +228,31 @@ pub struct BackupHealth {
     pub overdue_backups: Vec<OverdueBackup>,
     pub failed_tasks: Vec<FailedTask>,
     pub guests_down: Vec<GuestDown>,
+}
+
+/// An alert investigated more than once in the period.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct RecurringIncident {
+    /// "DiskFull (instance=nas)": the alert identity of incident memory.
+    pub alert: String,
+    pub investigations: u32,
+    pub last_seen: DateTime<Utc>,
+    pub last_probable_cause: String,
+    /// People's verdicts on these investigations.
+    pub right: u32,
+    pub wrong: u32,
+}
+
+/// Incident memory over the period: recurring alerts and feedback counts.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct MemoryData {
+    /// Most investigated first.
+    pub recurring: Vec<RecurringIncident>,
+    /// Investigations of the period whose finding a person marked right or wrong.
+    pub feedback_right: u32,
+    pub feedback_wrong: u32,
+    /// Investigations of the period with a finding and no verdict yet.
+    pub unreviewed: u32,
 }
 
 /// The executive summary and where it came from.

@@ -1,5 +1,7 @@
 //! The executive summary: one LLM call (no tools) over the compacted report data, fenced
-//! as untrusted; a deterministic summary when the LLM is unconfigured, down or failing.
+//! as untrusted; a deterministic summary when the LLM is unconfigured, down or failing, or
+//! when the call does not fit `alerts.daily_cost_limit_usd` (it reserves its worst case in
+//! the daily spend ledger and settles its real cost).
 
 use std::fmt::Write as _;
 
@@ -9,6 +11,7 @@ use serde_json::json;
 
 use super::model::{ReportData, Summary};
 use super::render::number::fixed;
+use crate::agent::SpendLedger;
 use crate::config::LlmConfig;
 use crate::llm::{ChatMessage, LlmClient};
 use crate::telemetry::Metrics;
@@ -43,6 +46,8 @@ pub fn compact(data: &ReportData) -> String {
             "log_errors": data.logs.data.jobs.iter().take(keep).map(|j| json!([j.job, j.this_week, j.last_week])).collect::<Vec<_>>(),
             "log_patterns": data.logs.data.patterns.iter().take(keep.min(5)).map(|p| json!([p.pattern, p.count])).collect::<Vec<_>>(),
             "log_notes": data.logs.notes,
+            "recurring_incidents": data.memory.data.recurring.iter().take(keep.min(5)).map(|r| json!([r.alert, r.investigations, r.last_probable_cause, r.right, r.wrong])).collect::<Vec<_>>(),
+            "feedback": {"right": data.memory.data.feedback_right, "wrong": data.memory.data.feedback_wrong},
             "changes": data.changes.data.deltas.iter().map(|d| json!([d.metric, d.previous, d.current])).collect::<Vec<_>>(),
         });
         let text = v.to_string();
@@ -53,19 +58,17 @@ pub fn compact(data: &ReportData) -> String {
     }
 }
 
-/// Writes the summary with the LLM, or the automatic one with the reason.
+/// Writes the summary with the LLM, or the automatic one with the reason. With `spend`,
+/// the call must fit today's cost budget.
 pub async fn summarise(
     llm: &LlmConfig,
     metrics: &Arc<Metrics>,
-    budget_left_usd: Option<f64>,
+    spend: Option<&SpendLedger>,
     data: &ReportData,
 ) -> Summary {
-    let reason = match (&llm.base_url, budget_left_usd) {
-        (None, _) => "LLM not configured (set llm.base_url)".to_string(),
-        (_, Some(left)) if left <= 0.0 => {
-            "daily LLM cost budget used up (alerts.daily_cost_limit_usd)".to_string()
-        }
-        (Some(_), _) => match call(llm, metrics, &compact(data)).await {
+    let reason = match &llm.base_url {
+        None => "LLM not configured (set llm.base_url)".to_string(),
+        Some(_) => match narrate(llm, metrics, spend, data).await {
             Ok((text, model)) => {
                 return Summary {
                     text,
@@ -83,11 +86,40 @@ pub async fn summarise(
     }
 }
 
+/// The narrative call within the budget: reserved first, settled to its real cost.
+async fn narrate(
+    llm: &LlmConfig,
+    metrics: &Arc<Metrics>,
+    spend: Option<&SpendLedger>,
+    data: &ReportData,
+) -> Result<(String, String), String> {
+    let data = compact(data);
+    let claim = match spend {
+        Some(s) => {
+            let estimate = s.call_reserve(SYSTEM.len() + data.len());
+            Some(s.reserve_call("report", estimate).map_err(|e| {
+                tracing::warn!(reason = %e, "report summary written without the LLM");
+                e.to_string()
+            })?)
+        }
+        None => None,
+    };
+    let (answer, cost) = call(llm, metrics, &data).await?;
+    if let Some(claim) = claim
+        && let Err(e) = claim.settle(cost)
+    {
+        tracing::error!(error = %e, "cannot record the report's LLM cost");
+    }
+    answer
+}
+
+/// One call; its answer (or why there is none) and its cost.
+#[allow(clippy::type_complexity)]
 async fn call(
     llm: &LlmConfig,
     metrics: &Arc<Metrics>,
     data: &str,
-) -> Result<(String, String), String> {
+) -> Result<(Result<(String, String), String>, f64), String> {
     let client = LlmClient::new(llm, metrics.clone())
         .map_err(|e| e.to_string())?
         .ok_or("LLM not configured (set llm.base_url)")?;
@@ -103,8 +135,8 @@ async fn call(
         .content
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| format!("LLM at {} returned no text", client.url()))?;
-    Ok((text, resp.model))
+        .ok_or_else(|| format!("LLM at {} returned no text", client.url()));
+    Ok((text.map(|t| (t, resp.model)), resp.cost_usd))
 }
 
 /// A summary built from the numbers alone.

@@ -16,14 +16,36 @@ pub const ENDPOINTS: &[&str] = &[
     "/api/v1/ask",
     "/api/v1/investigations",
     "/api/v1/investigations/{id}",
+    "/api/v1/investigations/{id}/feedback",
     "/api/v1/alerts",
     "/api/v1/storms",
     "/api/v1/reports",
     "/api/v1/reports/{id}",
+    "/api/v1/investigations/{id}/events",
+    "/api/v1/investigations/{id}/followup",
+    // The web console.
+    "/",
+    "/investigations/{id}",
+    "/investigations/{id}/followup",
+    "/ask",
+    "/alerts",
+    "/reports",
+    "/reports/{id}",
+    "/reports/{id}/email",
+    "/reports/{id}/charts/{chart}",
+    "/status",
+    "/login",
+    "/logout",
     "other",
 ];
 
 pub const TRIGGERS: &[&str] = &["ask", "alert", "schedule"];
+/// What can be refused by the daily budget: the investigation triggers and the report's
+/// narrative call.
+pub const BUDGET_TRIGGERS: &[&str] = &["ask", "alert", "schedule", "report"];
+/// The daily budgets: `alerts.max_investigations_per_day` (count) and
+/// `alerts.daily_cost_limit_usd` (cost).
+pub const BUDGETS: &[&str] = &["count", "cost"];
 pub const INVESTIGATION_END_STATES: &[&str] = &[
     "finished",
     "inconclusive",
@@ -40,8 +62,12 @@ pub const REPORT_TRIGGERS: &[&str] = &["schedule", "catchup", "api", "cli"];
 pub const REPORT_STATES: &[&str] = &["sent", "generated", "failed"];
 pub const CHANNELS: &[&str] = &["email", "webhook"];
 pub const NOTIFICATION_STATES: &[&str] = &["sent", "failed", "retry"];
+/// People's verdicts on findings.
+pub const VERDICTS: &[&str] = &["right", "wrong"];
 /// Weekly report collectors.
-pub const COLLECTORS: &[&str] = &["alerts", "slos", "agent", "cost", "logs", "changes"];
+pub const COLLECTORS: &[&str] = &[
+    "alerts", "slos", "agent", "cost", "logs", "memory", "changes",
+];
 
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -68,12 +94,16 @@ pub struct Metrics {
     pub investigation_duration: Histogram,
     pub alerts_received: IntCounterVec,
     pub queue_depth: IntGauge,
+    pub budget_rejections: IntCounterVec,
+    pub budget_today_dollars: Gauge,
+    pub budget_today_investigations: IntGauge,
     pub reports: IntCounterVec,
     pub report_duration: Histogram,
     pub report_collector_duration: HistogramVec,
     pub report_collector_runs: IntCounterVec,
     pub last_report_timestamp: Gauge,
     pub notifications: IntCounterVec,
+    pub feedback: IntCounterVec,
     pub start_time: Gauge,
 }
 
@@ -194,6 +224,21 @@ impl Metrics {
                 "queue_depth",
                 "Investigations waiting in the durable queue."
             ))?),
+            budget_rejections: reg!(IntCounterVec::new(
+                opts(
+                    "budget_rejections_total",
+                    "Work refused by a daily budget, by budget (count, cost) and trigger."
+                ),
+                &["budget", "trigger"]
+            )?),
+            budget_today_dollars: reg!(Gauge::with_opts(opts(
+                "budget_today_dollars",
+                "Estimated LLM dollars spent plus reserved by running work today (UTC)."
+            ))?),
+            budget_today_investigations: reg!(IntGauge::with_opts(opts(
+                "budget_today_investigations",
+                "Investigations counted against alerts.max_investigations_per_day today (UTC)."
+            ))?),
             reports: reg!(IntCounterVec::new(
                 opts("reports_total", "Weekly reports by trigger and status."),
                 &["trigger", "status"]
@@ -229,6 +274,13 @@ impl Metrics {
                 ),
                 &["channel", "status"]
             )?),
+            feedback: reg!(IntCounterVec::new(
+                opts(
+                    "feedback_total",
+                    "Verdicts people gave on findings (right, wrong), each submission counted."
+                ),
+                &["verdict"]
+            )?),
             start_time: reg!(Gauge::with_opts(opts(
                 "start_time_seconds",
                 "Unix time the daemon started."
@@ -260,6 +312,11 @@ impl Metrics {
                 self.alerts_received.with_label_values(&[s, o]);
             }
         }
+        for b in BUDGETS {
+            for t in BUDGET_TRIGGERS {
+                self.budget_rejections.with_label_values(&[b, t]);
+            }
+        }
         for t in REPORT_TRIGGERS {
             for s in REPORT_STATES {
                 self.reports.with_label_values(&[t, s]);
@@ -269,6 +326,9 @@ impl Metrics {
             for s in NOTIFICATION_STATES {
                 self.notifications.with_label_values(&[c, s]);
             }
+        }
+        for v in VERDICTS {
+            self.feedback.with_label_values(&[v]);
         }
         // Always registered, so the tool families are exported before any tool is configured.
         self.init_tool("current_time");

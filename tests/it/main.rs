@@ -5,12 +5,14 @@ mod support;
 
 mod agent;
 mod appliances;
+mod console;
 mod dashboard;
 mod eval;
 mod foundation;
 mod http_tools;
 mod integration_config;
 mod kubernetes;
+mod memory;
 mod notify;
 mod real_model;
 mod report;

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::{Intake, IntakeSummary, Investigator, NewInvestigation};
-use crate::alerts::grouping::InvState;
+use crate::alerts::grouping::{Budget, InvState};
 use crate::alerts::store::AlertStore;
 use crate::alerts::storm::StormStore;
 use crate::alerts::{Alert, AlertSource, AlertStatus, WebhookBatch};
@@ -25,6 +25,10 @@ type FakeInv = (String, String, DateTime<Utc>, InvState);
 pub(super) struct FakeInvestigator {
     invs: StdMutex<Vec<FakeInv>>,
     pub(super) notes: StdMutex<Vec<(String, String)>>,
+    /// Decisions holding a place in the budget.
+    pub(super) held: StdMutex<u32>,
+    /// `alerts.max_investigations_per_day` of the fake budget.
+    pub(super) max_per_day: StdMutex<Option<u32>>,
 }
 
 impl FakeInvestigator {
@@ -92,13 +96,26 @@ impl Investigator for FakeInvestigator {
             .unwrap_or(InvState::Missing))
     }
 
-    fn usage_since(&self, since: DateTime<Utc>) -> Result<(u32, f64), StoreError> {
+    fn budget(&self) -> Budget {
         let invs = self.invs.lock().unwrap();
-        let n = invs
-            .iter()
-            .filter(|i| i.2 >= since && i.3 != InvState::Cancelled)
-            .count();
-        Ok((n as u32, 0.0))
+        let n = invs.iter().filter(|i| i.3 != InvState::Cancelled).count() as u32;
+        Budget {
+            investigations: n + *self.held.lock().unwrap(),
+            spent_usd: 0.0,
+            reserved_usd: 0.0,
+            max_per_day: self.max_per_day.lock().unwrap().unwrap_or(u32::MAX),
+            cost_limit_usd: 0.0,
+            reserve_usd: 0.0,
+        }
+    }
+
+    fn hold(&self) {
+        *self.held.lock().unwrap() += 1;
+    }
+
+    fn release_hold(&self) {
+        let mut held = self.held.lock().unwrap();
+        *held = held.checked_sub(1).expect("a release for every hold");
     }
 
     fn find_for_group(
@@ -124,6 +141,7 @@ pub(super) fn config(max_per_day: u32) -> AlertsConfig {
 }
 
 pub(super) fn intake(store: &Store, fake: &Arc<FakeInvestigator>, max: u32) -> Intake {
+    *fake.max_per_day.lock().unwrap() = Some(max);
     intake_with(store, fake, config(max))
 }
 
@@ -132,6 +150,7 @@ pub(super) fn intake_with(
     fake: &Arc<FakeInvestigator>,
     cfg: AlertsConfig,
 ) -> Intake {
+    *fake.max_per_day.lock().unwrap() = Some(cfg.max_investigations_per_day);
     let alerts = AlertStore::open(store).unwrap();
     Intake::new(
         &cfg,

@@ -5,11 +5,9 @@
 //! arriving (a storm may be forming), and a group of a firing storm is not investigated on
 //! its own.
 
-use std::sync::atomic::Ordering;
-
 use chrono::{DateTime, Utc};
 
-use super::{Intake, request_for, storm_request};
+use super::{Intake, Investigator, request_for, storm_request};
 use crate::alerts::AlertStatus;
 use crate::alerts::grouping::InvState;
 use crate::alerts::storm::{MEMBER_CAP, StormStatus};
@@ -58,11 +56,10 @@ impl Intake {
         let (Some(since), None) = (group.pending_since, &group.investigation_id) else {
             return Ok(group.investigation_id);
         };
-        let release = || {
-            let _ = inner
-                .in_flight
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
-        };
+        // The decision's place in the budget is given back however this ends: submitted
+        // (the investigation holds its own claim), dropped, or left pending on an error
+        // (the next start holds it again).
+        let _held = HeldPlace(inner.investigator.as_ref());
         let storm = self
             .firing_storm_of(key, &group.last_alert.labels)?
             .map(|s| s.key);
@@ -76,7 +73,6 @@ impl Intake {
                     g
                 })
             })?;
-            release();
             return Ok(None);
         }
         let id = match inner.investigator.find_for_group(key, since)? {
@@ -91,7 +87,6 @@ impl Intake {
                 g
             })
         })?;
-        release();
         inner.store.flush().await?;
         Ok(Some(id))
     }
@@ -101,9 +96,9 @@ impl Intake {
     pub async fn recover(&self) -> Result<usize, StoreError> {
         let pending = self.inner.store.pending_groups()?;
         let storms = self.inner.storms.pending()?;
-        self.inner
-            .in_flight
-            .fetch_add((pending.len() + storms.len()) as u32, Ordering::SeqCst);
+        for _ in 0..pending.len() + storms.len() {
+            self.inner.investigator.hold();
+        }
         for s in &storms {
             tracing::info!(storm = %s.key, "re-submitting a storm investigation decided before a restart");
             self.submit_storm(&s.key).await?;
@@ -165,11 +160,8 @@ impl Intake {
         let Some(since) = storm.pending_since else {
             return Ok(storm.investigation_id);
         };
-        let release = || {
-            let _ = inner
-                .in_flight
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
-        };
+        // The decision's place in the budget is given back however this ends.
+        let _held = HeldPlace(inner.investigator.as_ref());
         if storm.status != StormStatus::Firing {
             let _decide = inner.decide.lock().await;
             if let Some(mut s) = inner.storms.get(key)? {
@@ -177,7 +169,6 @@ impl Intake {
                 s.pending_follow_up = false;
                 inner.storms.put(&s)?;
             }
-            release();
             return Ok(None);
         }
         let members = inner.storms.members(key, MEMBER_CAP as usize)?;
@@ -207,7 +198,6 @@ impl Intake {
                 inner.storms.put(&s)?;
             }
         }
-        release();
         inner.store.flush().await?;
         tracing::info!(storm = %key, investigation = %id, groups = members.len(), "storm investigation submitted");
         Ok(Some(id))
@@ -221,6 +211,15 @@ impl Intake {
         }
         tracing::info!(key = %key, investigation = %id, cancelled, "{what} resolved");
         Ok(())
+    }
+}
+
+/// A decision's held place in the budget, given back when dropped.
+struct HeldPlace<'a>(&'a dyn Investigator);
+
+impl Drop for HeldPlace<'_> {
+    fn drop(&mut self) {
+        self.0.release_hold();
     }
 }
 

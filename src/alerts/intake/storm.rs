@@ -6,13 +6,12 @@
 //! and whether it needs an investigation (or a bounded follow-up).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::Ordering;
 
 use chrono::{DateTime, Utc};
 
 use super::follow_up::Action;
 use super::{Intake, Touched};
-use crate::alerts::grouping::{self, Budget, InvState};
+use crate::alerts::grouping::{self, InvState};
 use crate::alerts::store::Outcome;
 use crate::alerts::storm::{self, Member, Storm, StormStatus, StormStore};
 use crate::alerts::{Alert, AlertStatus};
@@ -144,7 +143,6 @@ impl Intake {
         views: StormViews,
         statuses: &HashMap<String, AlertStatus>,
         now: DateTime<Utc>,
-        budget: &mut Option<Budget>,
     ) -> Result<Vec<Action>, StoreError> {
         let inner = &self.inner;
         let cfg = &inner.config;
@@ -210,7 +208,7 @@ impl Intake {
                     view.dirty = true;
                 }
             }
-            actions.extend(self.settle_storm(&mut view, now, budget)?);
+            actions.extend(self.settle_storm(&mut view, now)?);
             if view.dirty {
                 inner.storms.put(&view.storm)?;
             }
@@ -224,7 +222,6 @@ impl Intake {
         &self,
         view: &mut StormView,
         now: DateTime<Utc>,
-        budget: &mut Option<Budget>,
     ) -> Result<Option<Action>, StoreError> {
         let inner = &self.inner;
         let cfg = &inner.config;
@@ -249,15 +246,14 @@ impl Intake {
             Some(id) => inner.investigator.state(id)?,
             None => InvState::Missing,
         };
-        let mut budget_err = None;
-        let mut budget_now = || self.budget_now(now, budget, &mut budget_err);
+        let budget = || inner.investigator.budget();
         let decision = grouping::decide_firing(
             Some(&s.decision_state()),
             &inv,
             false,
             now,
             cfg.cooldown.get(),
-            &mut budget_now,
+            budget,
         );
         // The groups that started before the storm formed may hold the day's last claims;
         // they are coalesced into the storm, which takes one of them over.
@@ -267,17 +263,14 @@ impl Intake {
         };
         let follow_up = decision != Outcome::Queued
             && s.wants_follow_up(&inv, cfg.storm_threshold)
-            && !budget_now().exhausted();
-        if let Some(e) = budget_err {
-            return Err(e);
-        }
+            && budget().exceeded().is_none();
         if decision != Outcome::Queued && !follow_up {
             return Ok(None);
         }
         s.pending_since = Some(now);
         s.pending_follow_up = follow_up;
         view.dirty = true;
-        inner.in_flight.fetch_add(1, Ordering::SeqCst);
+        inner.investigator.hold();
         Ok(Some(Action::SubmitStorm(s.key.clone())))
     }
 
@@ -294,36 +287,6 @@ impl Intake {
             }
         }
         Ok(false)
-    }
-
-    /// The day's budget (read once per batch), with the claims not yet submitted.
-    pub(super) fn budget_now(
-        &self,
-        now: DateTime<Utc>,
-        cache: &mut Option<Budget>,
-        err: &mut Option<StoreError>,
-    ) -> Budget {
-        let inner = &self.inner;
-        let cfg = &inner.config;
-        let b = *cache.get_or_insert_with(|| {
-            let (used, cost_usd) = inner
-                .investigator
-                .usage_since(super::start_of_day(now))
-                .unwrap_or_else(|e| {
-                    *err = Some(e);
-                    (0, 0.0)
-                });
-            Budget {
-                used,
-                cost_usd,
-                max_per_day: cfg.max_investigations_per_day,
-                cost_limit_usd: cfg.daily_cost_limit_usd,
-            }
-        });
-        Budget {
-            used: b.used + inner.in_flight.load(Ordering::SeqCst),
-            ..b
-        }
     }
 
     /// The storm `group` belongs to, when it fires (its own investigation is not needed).

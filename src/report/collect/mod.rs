@@ -8,6 +8,7 @@ mod backups;
 mod changes;
 mod cost;
 mod logs;
+mod memory;
 mod slos;
 
 use std::sync::Arc;
@@ -68,12 +69,13 @@ pub fn day_label(d: NaiveDate) -> String {
 /// Runs every collector concurrently, each under its own timeout.
 pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData {
     let timeout = ctx.config.report.collector_timeout.get();
-    let (alerts, slos, agent, cost, logs) = tokio::join!(
+    let (alerts, slos, agent, cost, logs, memory) = tokio::join!(
         timed("alerts", timeout, metrics, alerts::collect(ctx)),
         timed("slos", timeout, metrics, slos::collect(ctx)),
         timed("agent", timeout, metrics, agent::collect(ctx)),
         timed("cost", timeout, metrics, cost::collect(ctx)),
         timed("logs", timeout, metrics, logs::collect(ctx)),
+        timed("memory", timeout, metrics, memory::collect(ctx)),
     );
     let mut data = ReportData {
         alerts,
@@ -81,6 +83,7 @@ pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData 
         agent,
         cost,
         logs,
+        memory,
         changes: Section::default(),
         homelab: None,
     };

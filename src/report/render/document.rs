@@ -225,6 +225,7 @@ pub fn build(r: &Report) -> Document {
     if let Some(h) = &d.homelab {
         super::backups::blocks(&mut b, h);
     }
+    super::recurring::blocks(&mut b, &d.memory);
 
     b.push(Block::Heading("Changes since last week".into()));
     notes(&mut b, &d.changes);

@@ -8,6 +8,7 @@ pub mod font;
 pub mod html;
 pub mod markdown;
 pub mod number;
+pub mod recurring;
 
 pub use chart::Chart;
 pub use html::ImageRefs;

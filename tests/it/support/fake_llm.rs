@@ -1,6 +1,7 @@
 //! A scripted OpenAI-compatible `/v1/chat/completions` server: each request gets the next
 //! scripted reply (the last one repeats when the script runs out), and every request's
-//! headers and JSON body are recorded for assertions.
+//! headers and JSON body are recorded for assertions. `start_slow` answers each request
+//! after a delay, like a real model on a small CPU (to watch an investigation run).
 
 use std::sync::{Arc, Mutex};
 
@@ -61,6 +62,7 @@ struct Shared {
     script: Vec<Reply>,
     next: usize,
     requests: Vec<Recorded>,
+    delay: std::time::Duration,
 }
 
 /// The running fake; stops when dropped.
@@ -79,8 +81,14 @@ impl Drop for FakeLlm {
 
 impl FakeLlm {
     pub async fn start(script: Vec<Reply>) -> FakeLlm {
+        Self::start_slow(script, std::time::Duration::ZERO).await
+    }
+
+    /// A fake that waits `delay` before each answer.
+    pub async fn start_slow(script: Vec<Reply>, delay: std::time::Duration) -> FakeLlm {
         let shared = Arc::new(Mutex::new(Shared {
             script,
+            delay,
             ..Default::default()
         }));
         let app = Router::new()
@@ -118,19 +126,10 @@ async fn handle(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let raw = String::from_utf8_lossy(&body).into_owned();
-    let mut s = shared.lock().unwrap();
-    s.requests.push(Recorded {
-        headers: headers
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string()))
-            .collect(),
-        body: serde_json::from_str(&raw).unwrap_or(Value::Null),
-        raw,
-    });
-    let idx = s.next.min(s.script.len().saturating_sub(1));
-    s.next += 1;
-    let Some(reply) = s.script.get(idx).cloned() else {
+    let reply = next_reply(&shared, &headers, &body);
+    let delay = shared.lock().unwrap().delay;
+    tokio::time::sleep(delay).await;
+    let Some(reply) = reply else {
         return (StatusCode::INTERNAL_SERVER_ERROR, "empty script").into_response();
     };
     let mut resp = (
@@ -145,6 +144,23 @@ async fn handle(
         );
     }
     resp
+}
+
+/// Records the request and picks its scripted reply.
+fn next_reply(shared: &Mutex<Shared>, headers: &HeaderMap, body: &Bytes) -> Option<Reply> {
+    let raw = String::from_utf8_lossy(body).into_owned();
+    let mut s = shared.lock().unwrap();
+    s.requests.push(Recorded {
+        headers: headers
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or_default().to_string()))
+            .collect(),
+        body: serde_json::from_str(&raw).unwrap_or(Value::Null),
+        raw,
+    });
+    let idx = s.next.min(s.script.len().saturating_sub(1));
+    s.next += 1;
+    s.script.get(idx).cloned()
 }
 
 fn usage(prompt: u64, completion: u64, cached: u64) -> Value {

@@ -1,0 +1,127 @@
+//! `GET|POST /login`, `POST /logout`: trades `server.api_token` for a session cookie
+//! (HttpOnly, SameSite=Strict) and drops it again.
+
+use axum::Extension;
+use axum::extract::{Form, Query, State};
+use axum::http::header::{LOCATION, SET_COOKIE};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::page::{Chrome, Csrf, PageError, layout, local_path, respond};
+use crate::app::AppState;
+use crate::http::ApiError;
+use crate::http::auth::secure_eq;
+use crate::http::session::{ConsoleKeys, SESSION_COOKIE, SESSION_SECONDS, set_cookie};
+
+#[derive(Deserialize)]
+pub struct LoginQuery {
+    next: Option<String>,
+}
+
+#[derive(Deserialize)]
+pub struct LoginForm {
+    #[serde(default)]
+    token: String,
+    #[serde(default)]
+    next: String,
+    #[serde(rename = "_csrf", default)]
+    csrf: String,
+}
+
+#[derive(Deserialize)]
+pub struct CsrfForm {
+    #[serde(rename = "_csrf", default)]
+    csrf: String,
+}
+
+pub async fn page(
+    Extension(csrf): Extension<Csrf>,
+    Extension(keys): Extension<ConsoleKeys>,
+    Query(q): Query<LoginQuery>,
+) -> Response {
+    if !keys.login_required() {
+        return (StatusCode::SEE_OTHER, [(LOCATION, "/")]).into_response();
+    }
+    let next = local_path(q.next.as_deref().unwrap_or("/"));
+    respond(StatusCode::OK, form(&csrf, next, None))
+}
+
+pub async fn submit(
+    State(state): State<AppState>,
+    Extension(csrf): Extension<Csrf>,
+    Extension(keys): Extension<ConsoleKeys>,
+    headers: HeaderMap,
+    Form(f): Form<LoginForm>,
+) -> Result<Response, PageError> {
+    if !keys.csrf_ok(&headers, &f.csrf) {
+        return Err(csrf_refused());
+    }
+    let next = local_path(&f.next).to_string();
+    let (Some(expected), Some(session)) =
+        (state.config.server.api_token.as_ref(), keys.new_session())
+    else {
+        return Ok((StatusCode::SEE_OTHER, [(LOCATION, next)]).into_response());
+    };
+    if !secure_eq(f.token.trim().as_bytes(), expected.expose().as_bytes()) {
+        tracing::warn!("console login with a wrong token");
+        let body = form(&csrf, &next, Some("That is not the API token."));
+        return Ok(respond(StatusCode::UNAUTHORIZED, body));
+    }
+    let cookie = set_cookie(SESSION_COOKIE, &session, Some(SESSION_SECONDS));
+    Ok((
+        StatusCode::SEE_OTHER,
+        [(LOCATION, next), (SET_COOKIE, cookie)],
+    )
+        .into_response())
+}
+
+pub async fn logout(
+    Extension(keys): Extension<ConsoleKeys>,
+    headers: HeaderMap,
+    Form(f): Form<CsrfForm>,
+) -> Result<Response, PageError> {
+    if !keys.csrf_ok(&headers, &f.csrf) {
+        return Err(csrf_refused());
+    }
+    Ok((
+        StatusCode::SEE_OTHER,
+        [
+            (LOCATION, "/login".to_string()),
+            (SET_COOKIE, set_cookie(SESSION_COOKIE, "", Some(0))),
+        ],
+    )
+        .into_response())
+}
+
+/// The answer to a form without a valid CSRF token.
+pub fn csrf_refused() -> PageError {
+    PageError(ApiError::Forbidden(
+        "the form has expired or did not come from this console; reload the page and send it again"
+            .into(),
+    ))
+}
+
+fn form(csrf: &Csrf, next: &str, error: Option<&str>) -> Markup {
+    let chrome = Chrome { csrf, login: false };
+    layout(
+        &chrome,
+        "Log in",
+        "",
+        html! {
+            h1 { "Log in" }
+            p { "The console needs the daemon's API token (" code { "server.api_token" } ")." }
+            @if let Some(e) = error { p.error role="alert" { (e) } }
+            form method="post" action="/login" {
+                input type="hidden" name="_csrf" value=(csrf.0);
+                input type="hidden" name="next" value=(next);
+                p {
+                    label for="token" { "API token" }
+                    input id="token" name="token" type="password" autocomplete="current-password" required autofocus;
+                }
+                p { button.primary type="submit" { "Log in" } }
+            }
+        },
+    )
+}
