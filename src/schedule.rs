@@ -189,7 +189,8 @@ pub fn report_job(reporter: &Reporter, expr: &str) -> Result<CronJob, String> {
 }
 
 /// The fire time whose report is missing: the most recent one at or before `now`, when its
-/// period has not been delivered. None when there is nowhere to deliver reports.
+/// period has no report delivered, queued or being sent. None when there is nowhere to
+/// deliver reports.
 pub fn missed_fire(
     job: &CronJob,
     reporter: &Reporter,
@@ -209,8 +210,8 @@ pub fn missed_fire(
         .then_some(fire))
 }
 
-/// Produces and sends the report of the fire time `now`, unless its period was already
-/// delivered (then None).
+/// Produces and sends (through the outbox) the report of the fire time `now`, unless its
+/// period already has one delivered, queued or being sent (then None).
 pub async fn report_for_fire(
     reporter: &Reporter,
     trigger: ReportTrigger,
@@ -219,7 +220,7 @@ pub async fn report_for_fire(
     let period: ReportPeriod = reporter.window(PeriodSpec::Last, now).period;
     match reporter.store().delivered(period) {
         Ok(Some(d)) => {
-            tracing::info!(%period, report = %d.report_id, "report for this period already sent");
+            tracing::info!(%period, report = %d.report_id, state = ?d.state, "this period already has its report");
             return None;
         }
         Ok(None) => {}

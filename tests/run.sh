@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # The one test command (README): installs what the tests need (Prometheus, Alertmanager,
-# an SMTP server; tests/deploy/run.sh adds ansible-core, ansible-lint and hadolint in a
-# virtualenv; idempotent), then runs every test:
+# an SMTP server, Chromium with chromedriver for the console's browser test;
+# tests/deploy/run.sh adds ansible-core, ansible-lint and hadolint in a virtualenv;
+# idempotent), then runs every test:
 # unit and integration tests (real Prometheus/Alertmanager/SMTP, the real binary), the
 # Prometheus rule unit tests, the deployment tests (Ansible role, Dockerfile), and last
 # three eval scenarios end to end with a real local model (tests/llm/).
 # The layering check (ARCHITECTURE.md) runs first: it needs no build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tests/support/install_deps.sh
+tests/support/install_deps.sh --with-chromium
 hash -r
 # A missing external tool fails the tests instead of skipping them.
 export SRE_TEST_REQUIRE_EXTERNAL=1

@@ -14,6 +14,16 @@ const OUTPUT_CHARS: usize = 600;
 /// The most cited tool outputs carried over.
 const MAX_OUTPUTS: usize = 8;
 
+/// What the prompt of a follow-up adds after the user's question.
+const INSTRUCTION: &str = "\n\nThis follows up an earlier investigation: its question, \
+    finding and the tool results behind it are in the data below. Their call ids belong to \
+    that investigation; call tools again for evidence you cite.";
+
+/// The user's own question in the prompt of a follow-up (the whole prompt of any other).
+pub fn asked(prompt: &str) -> &str {
+    prompt.strip_suffix(INSTRUCTION).unwrap_or(prompt)
+}
+
 /// The request that asks `question` as a follow-up of `parent` (with its timeline `events`).
 pub fn follow_up_request(
     parent: &Investigation,
@@ -21,11 +31,7 @@ pub fn follow_up_request(
     question: &str,
 ) -> InvestigationRequest {
     let question = question.trim();
-    let prompt = format!(
-        "{question}\n\nThis follows up an earlier investigation: its question, finding and the \
-         tool results behind it are in the data below. Their call ids belong to that \
-         investigation; call tools again for evidence you cite."
-    );
+    let prompt = format!("{question}{INSTRUCTION}");
     InvestigationRequest {
         trigger: Trigger::Ask,
         title: question.chars().take(80).collect(),
@@ -141,6 +147,8 @@ mod tests {
         let req = follow_up_request(&inv, &events, "  and since when?  ");
         assert_eq!(req.title, "and since when?");
         assert!(req.prompt.starts_with("and since when?\n"));
+        assert_eq!(asked(&req.prompt), "and since when?");
+        assert_eq!(asked("why?"), "why?");
         assert_eq!(req.trigger, Trigger::Ask);
         let ctx = req.context.unwrap();
         assert!(ctx.contains("why is pve2 slow?"), "{ctx}");

@@ -2,9 +2,10 @@
 //! its alert identity (`alertname` plus the key labels, see `identity.rs`) with its summary,
 //! probable cause, status, time and the verdict a person gave (feedback). A new
 //! investigation of the same alert, or a similar one (same alertname with a key label in
-//! common, or alert names and summaries whose words overlap by [`SIMILAR_WORDS`] or more),
-//! starts with a short, fenced account of the earlier ones ([`Recall`]), and its finding
-//! carries the [`Recurrence`] counted here, never by the model.
+//! common, or alert names, key label values and summaries whose words overlap by
+//! [`SIMILAR_WORDS`] or more), starts with a short, fenced account of the earlier ones
+//! ([`Recall`]), and its finding carries the [`Recurrence`] counted here, never by the
+//! model.
 //!
 //! Entries live in their own tree keyed `<identity key>\x01<investigation id>` (ids are
 //! uuid v7, so per identity they sort oldest first), at most [`PER_IDENTITY`] per identity,

@@ -31,7 +31,7 @@ pub use call_log::{CallLog, CallRecord};
 pub use context::{MAX_SMALL_TOOLS, SMALL_CONTEXT_TOKENS, select_tools};
 pub use dispatcher::{Dispatcher, DispatcherError, FeedbackOutcome, build_tools};
 pub use finding::{Evidence, Finding};
-pub use follow_up::follow_up_request;
+pub use follow_up::{asked, follow_up_request};
 pub use memory::{Feedback, IncidentMemory, Recurrence, Verdict};
 pub use prompt::{fence, first_request_body, system_prompt, user_message};
 pub use runner::{MAX_CONTEXT_RETRIES, MAX_CORRECTIONS, Runner};

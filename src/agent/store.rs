@@ -1,5 +1,8 @@
 //! Investigations in sled: records keyed by uuid v7 id (so key order is creation order),
-//! their event timelines keyed `<id>/<seq>`, and the durable queue of ids still to run.
+//! their event timelines keyed `<id>/<seq>`, the durable queue of ids still to run, and
+//! the index of investigations that reached a final status and were not yet taken by the
+//! notifier (written in the same step as the final status, so a notifier that lags or
+//! restarts recovers every one of them from the store).
 
 use chrono::{DateTime, Utc};
 
@@ -12,6 +15,7 @@ pub struct InvestigationStore {
     records: Tree<Investigation>,
     events: Tree<Event>,
     queue: Tree<DateTime<Utc>>,
+    finished: Tree<DateTime<Utc>>,
     store: Store,
 }
 
@@ -29,6 +33,7 @@ impl InvestigationStore {
             records: store.tree("investigations")?,
             events: store.tree("investigation_events")?,
             queue: store.tree("investigation_queue")?,
+            finished: store.tree("investigation_finished")?,
             store: store.clone(),
         })
     }
@@ -38,27 +43,64 @@ impl InvestigationStore {
     }
 
     pub fn put(&self, inv: &Investigation) -> Result<(), StoreError> {
-        self.records.insert(&inv.id, inv)
+        let became_final = inv.status.is_final()
+            && !self
+                .records
+                .get(&inv.id)?
+                .is_some_and(|old| old.status.is_final());
+        self.records.insert(&inv.id, inv)?;
+        if became_final {
+            self.mark_finished(inv)?;
+        }
+        Ok(())
     }
 
-    /// Changes one record atomically; `None` when absent (nothing is created).
+    /// Changes one record atomically; `None` when absent (nothing is created). A change to
+    /// a final status also records the id in the finished index.
     pub fn update(
         &self,
         id: &str,
         mut f: impl FnMut(&mut Investigation),
     ) -> Result<Option<Investigation>, StoreError> {
-        self.records.update(id, |old| {
+        let mut became_final = false;
+        let new = self.records.update(id, |old| {
             old.map(|mut inv| {
+                let was_final = inv.status.is_final();
                 f(&mut inv);
+                became_final = !was_final && inv.status.is_final();
                 inv
             })
-        })
+        })?;
+        if let (true, Some(inv)) = (became_final, &new) {
+            self.mark_finished(inv)?;
+        }
+        Ok(new)
+    }
+
+    fn mark_finished(&self, inv: &Investigation) -> Result<(), StoreError> {
+        self.finished
+            .insert(&inv.id, &inv.finished_at.unwrap_or_else(Utc::now))
+    }
+
+    /// Ids of final investigations not yet taken with [`Self::take_finished`], oldest
+    /// first (ids are time-ordered).
+    pub fn finished_ids(&self) -> Result<Vec<String>, StoreError> {
+        self.finished
+            .iter()
+            .map(|r| r.map(|(k, _)| String::from_utf8_lossy(&k).into_owned()))
+            .collect()
+    }
+
+    /// Removes `id` from the finished index (its notifications are stored).
+    pub fn take_finished(&self, id: &str) -> Result<(), StoreError> {
+        self.finished.remove(id).map(|_| ())
     }
 
     /// Removes a record, its events and its queue entry; false when it did not exist.
     pub fn delete(&self, id: &str) -> Result<bool, StoreError> {
         let existed = self.records.remove(id)?.is_some();
         self.queue.remove(id)?;
+        self.finished.remove(id)?;
         self.clear_events(id)?;
         Ok(existed)
     }

@@ -23,7 +23,7 @@ use crate::alerts::store::AlertStore;
 use crate::alerts::storm::StormStore;
 use crate::config::Config;
 use crate::integrations::health::HealthChecker;
-use crate::notify::Notifier;
+use crate::notify::{Notifier, ReportLedger};
 use crate::report::Reporter;
 use crate::schedule::Scheduler;
 use crate::store::{Store, StoreError};
@@ -69,9 +69,12 @@ impl Components {
         let tasks = TaskTracker::new();
         let dispatcher = Dispatcher::new(&config, &store, metrics.clone())
             .map_err(AppError::component("building the investigation dispatcher"))?;
+        // One alert store (its write-through cache is shared): intake writes groups, the
+        // notifier reads them.
+        let alerts = AlertStore::open(&store)?;
         let intake = Intake::new(
             &config.alerts,
-            AlertStore::open(&store)?,
+            alerts.clone(),
             StormStore::open(&store)?,
             Arc::new(dispatcher.clone()),
             metrics.clone(),
@@ -79,8 +82,17 @@ impl Components {
         .map_err(AppError::component("building the alert intake"))?;
         let reports = Reporter::new(config.clone(), &store, metrics.clone())?
             .with_dispatcher(dispatcher.clone());
-        let notifier = Notifier::new(config.clone(), &store, metrics.clone())
-            .map_err(AppError::component("building the notifier"))?;
+        let ledger: Arc<dyn ReportLedger> = Arc::new(reports.store().clone());
+        let notifier = Notifier::new(
+            config.clone(),
+            &store,
+            alerts,
+            Some(ledger),
+            metrics.clone(),
+        )
+        .map_err(AppError::component("building the notifier"))?;
+        // Reports go out through the notifier's outbox (retries, at most once per period).
+        let reports = reports.with_outbox(notifier.clone());
         let health = Arc::new(RwLock::new(BTreeMap::new()));
         let checker = HealthChecker::new(&config, metrics.clone(), health.clone())
             .map_err(AppError::component("building the health checker"))?;
@@ -118,7 +130,7 @@ impl Components {
         tasks.spawn(checker.run(token.clone()));
         if let Some(notifier) = state.notifier.clone() {
             let events = state.dispatcher.subscribe();
-            tasks.spawn(notifier.run(state.dispatcher.clone(), events, token.clone()));
+            tasks.spawn(notifier.run(events, token.clone()));
         }
         tasks.spawn(retention::run(state.clone(), token.clone()));
         state

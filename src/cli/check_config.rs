@@ -28,5 +28,31 @@ fn render(config: &Config, source: &ConfigSource) -> String {
     {
         out.push_str(&format!("# warning: {warning}\n\n"));
     }
+    if config.grafana.annotate {
+        out.push_str(
+            "# grafana.annotate: findings are written to Grafana as annotations; \
+             grafana.token needs the Editor role (annotations:write)\n\n",
+        );
+    }
     out + &config.redacted_summary()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_config_says_grafana_annotate_needs_an_editor_token_and_hides_it() {
+        let mut config = Config::default();
+        config.grafana.url = Some("http://grafana:3000".parse().unwrap());
+        config.grafana.token = Some(crate::config::Secret::new("glsa_editor_secret"));
+        config.grafana.annotate = true;
+        let out = render(&config, &ConfigSource { file: None });
+        assert!(out.contains("Editor role"), "{out}");
+        assert!(out.contains("annotate = true"), "{out}");
+        assert!(!out.contains("glsa_editor_secret"), "{out}");
+        config.grafana.annotate = false;
+        let out = render(&config, &ConfigSource { file: None });
+        assert!(!out.contains("Editor role"), "{out}");
+    }
 }

@@ -282,6 +282,17 @@ impl Config {
         if !self.notify.email_to.is_empty() && self.smtp.host.is_none() {
             return bad("notify.email_to", "needs [smtp] host to be set".into());
         }
+        if self.grafana.annotate {
+            if self.grafana.url.is_none() {
+                return bad("grafana.annotate", "needs grafana.url to be set".into());
+            }
+            if self.grafana.token.is_none() {
+                return bad(
+                    "grafana.annotate",
+                    "needs grafana.token (a service-account token with the Editor role)".into(),
+                );
+            }
+        }
         if let Some(ca) = &self.smtp.ca_file
             && !ca.is_file()
         {

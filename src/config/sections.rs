@@ -38,7 +38,8 @@ pub struct ServerConfig {
     /// Connections served at once; more wait to be accepted.
     pub max_connections: usize,
     /// The address people reach this daemon at (`https://sre-agent.example.com`); when set,
-    /// notifications link to the investigation and say how to give feedback.
+    /// notifications link to the investigation and say how to give feedback, and Grafana
+    /// annotations link back to it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub public_url: Option<HttpUrl>,
 }
@@ -200,6 +201,9 @@ pub struct GrafanaConfig {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub token_file: Option<PathBuf>,
     pub timeout: HumanDuration,
+    /// Write each finding back as an annotation on the alert's dashboard panel (needs a
+    /// token with the Editor role).
+    pub annotate: bool,
 }
 
 impl Default for GrafanaConfig {
@@ -209,6 +213,7 @@ impl Default for GrafanaConfig {
             token: None,
             token_file: None,
             timeout: secs(15),
+            annotate: false,
         }
     }
 }

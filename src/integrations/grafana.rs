@@ -1,6 +1,8 @@
-//! Grafana read-only client with a service-account bearer token: health, Grafana-managed
-//! alerts (Alertmanager-compatible API), provisioned alert rules and annotations. Grafana's
-//! JSON error bodies (`{"message": …}`) are reduced to their message.
+//! Grafana client with a service-account bearer token: health, Grafana-managed alerts
+//! (Alertmanager-compatible API), provisioned alert rules and annotations (read), and one
+//! write, `POST /api/annotations` (the finding write-back of `grafana.annotate`, which
+//! needs an Editor token). Grafana's JSON error bodies (`{"message": …}`) are reduced to
+//! their message.
 
 use std::collections::BTreeMap;
 
@@ -101,6 +103,27 @@ pub struct Annotation {
     pub tags: Vec<String>,
 }
 
+/// The body of `POST /api/annotations` (times in epoch milliseconds).
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+pub struct NewAnnotation {
+    #[serde(rename = "dashboardUID")]
+    pub dashboard_uid: String,
+    #[serde(rename = "panelId", skip_serializing_if = "Option::is_none")]
+    pub panel_id: Option<i64>,
+    pub time: i64,
+    pub tags: Vec<String>,
+    pub text: String,
+}
+
+/// Grafana's answer to a created annotation.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct AnnotationAdded {
+    pub id: i64,
+    #[serde(deserialize_with = "nullable")]
+    pub message: String,
+}
+
 /// A client for one Grafana.
 #[derive(Clone, Debug)]
 pub struct GrafanaClient {
@@ -184,6 +207,23 @@ impl GrafanaClient {
         }
         self.get("api/annotations", &q).await
     }
+
+    /// Creates `annotation`; its id.
+    pub async fn create_annotation(
+        &self,
+        annotation: &NewAnnotation,
+    ) -> Result<i64, UpstreamError> {
+        let body = serde_json::to_value(annotation).map_err(|e| UpstreamError::Setup {
+            service: "Grafana",
+            reason: format!("cannot encode the annotation: {e}"),
+        })?;
+        let added: AnnotationAdded = self
+            .upstream
+            .post_json("api/annotations", &body)
+            .await
+            .map_err(|e| e.map_status_body(grafana_message))?;
+        Ok(added.id)
+    }
 }
 
 #[cfg(test)]
@@ -202,6 +242,26 @@ mod tests {
         let a: Vec<Annotation> = serde_json::from_str(ann).unwrap();
         assert_eq!(a[0].new_state, "Alerting");
         assert!(a[0].tags.is_empty());
+    }
+
+    #[test]
+    fn a_new_annotation_has_the_documented_wire_format() {
+        let a = NewAnnotation {
+            dashboard_uid: "node-exporter".into(),
+            panel_id: Some(7),
+            time: 1748772900000,
+            tags: vec!["sre-agent".into(), "DiskFillingUp".into()],
+            text: "sre-agent: full".into(),
+        };
+        assert_eq!(
+            serde_json::to_value(&a).unwrap(),
+            serde_json::json!({"dashboardUID": "node-exporter", "panelId": 7,
+                "time": 1748772900000i64, "tags": ["sre-agent", "DiskFillingUp"],
+                "text": "sre-agent: full"})
+        );
+        let added: AnnotationAdded =
+            serde_json::from_str(r#"{"message":"Annotation added","id":1125}"#).unwrap();
+        assert_eq!(added.id, 1125);
     }
 
     #[test]

@@ -84,9 +84,24 @@ impl Mailer {
 
     /// Sends once (bounded by `smtp.timeout`).
     pub async fn send(&self, msg: &EmailMessage) -> Result<(), NotifyError> {
-        let result = self.try_send(msg).await;
+        self.send_with_id(msg, None).await
+    }
+
+    /// Sends once with the `Message-ID` header `message_id` (`<…@domain>`; None: a
+    /// random one), so the id recorded before sending is the one recipients see.
+    pub async fn send_with_id(
+        &self,
+        msg: &EmailMessage,
+        message_id: Option<&str>,
+    ) -> Result<(), NotifyError> {
+        let result = self.try_send(msg, message_id).await;
         self.count(if result.is_ok() { "sent" } else { "failed" });
         result
+    }
+
+    /// The domain of `smtp.from`, for Message-IDs.
+    pub fn from_domain(&self) -> String {
+        self.from.email.domain().to_string()
     }
 
     /// Sends, retrying failures `attempts` times in all with doubling backoff (capped at 5 min).
@@ -96,10 +111,22 @@ impl Mailer {
         attempts: u32,
         first_backoff: Duration,
     ) -> Result<(), NotifyError> {
+        self.send_with_retries_as(msg, None, attempts, first_backoff)
+            .await
+    }
+
+    /// [`Self::send_with_retries`] with a chosen `Message-ID` (the same on every attempt).
+    pub async fn send_with_retries_as(
+        &self,
+        msg: &EmailMessage,
+        message_id: Option<&str>,
+        attempts: u32,
+        first_backoff: Duration,
+    ) -> Result<(), NotifyError> {
         let attempts = attempts.max(1);
         let mut backoff = first_backoff;
         for attempt in 1..=attempts {
-            match self.try_send(msg).await {
+            match self.try_send(msg, message_id).await {
                 Ok(()) => {
                     self.count("sent");
                     return Ok(());
@@ -119,8 +146,12 @@ impl Mailer {
         unreachable!("the loop returns on its last attempt")
     }
 
-    async fn try_send(&self, msg: &EmailMessage) -> Result<(), NotifyError> {
-        let message = build_message(&self.from, msg)?;
+    async fn try_send(
+        &self,
+        msg: &EmailMessage,
+        message_id: Option<&str>,
+    ) -> Result<(), NotifyError> {
+        let message = build_message_with_id(&self.from, msg, message_id)?;
         self.transport
             .send(message)
             .await
@@ -157,13 +188,22 @@ fn tls_parameters(config: &SmtpConfig, host: &str) -> Result<TlsParameters, Noti
 /// The MIME message: text/plain, or multipart/alternative with HTML; images make the HTML
 /// part multipart/related with `Content-ID`s.
 pub fn build_message(from: &Mailbox, msg: &EmailMessage) -> Result<Message, NotifyError> {
+    build_message_with_id(from, msg, None)
+}
+
+/// [`build_message`] with a chosen `Message-ID` (None: a random one).
+pub fn build_message_with_id(
+    from: &Mailbox,
+    msg: &EmailMessage,
+    message_id: Option<&str>,
+) -> Result<Message, NotifyError> {
     if msg.to.is_empty() {
         return Err(NotifyError::Config("email has no recipients".into()));
     }
     let mut builder = Message::builder()
         .from(from.clone())
         .subject(msg.subject.clone())
-        .message_id(None);
+        .message_id(message_id.map(str::to_string));
     for to in &msg.to {
         builder = builder.to(to.clone());
     }
@@ -246,6 +286,26 @@ mod tests {
         assert!(raw.contains("Content-ID: <chart0>"), "{raw}");
         assert!(raw.contains("Content-ID: <chart1>"), "{raw}");
         assert!(raw.contains("image/png"), "{raw}");
+    }
+
+    #[test]
+    fn a_chosen_message_id_is_the_header() {
+        let from: Mailbox = "a@example.org".parse().unwrap();
+        let msg = EmailMessage {
+            to: vec!["ops@example.org".parse().unwrap()],
+            subject: "s".into(),
+            text: "t".into(),
+            html: None,
+            inline_images: vec![],
+        };
+        let raw = build_message_with_id(&from, &msg, Some("<r1.2026-W47@example.org>"))
+            .unwrap()
+            .formatted();
+        let raw = String::from_utf8(raw).unwrap();
+        assert!(
+            raw.contains("Message-ID: <r1.2026-W47@example.org>"),
+            "{raw}"
+        );
     }
 
     #[test]

@@ -1,14 +1,30 @@
-//! Notifications: email (`Mailer`) and webhooks (json, slack, ntfy) for investigations that
-//! reached a final status, sent from a durable sled outbox with capped exponential retries.
+//! Deliveries from one durable outbox: finding notifications (email `Mailer`, webhooks
+//! json/slack/ntfy) for investigations that reached a final status, the weekly report
+//! email, and Grafana annotations (`grafana.annotate`), each sent with capped exponential
+//! retries that survive restarts.
+//!
+//! - [`outbox`]: the stored entries and the `Notifier`.
+//! - [`finished`]: final investigations (from the store's finished index) to entries.
+//! - [`worker`]: sending due entries, retries, at-most-once reports.
+//! - [`report`]: the report email as an entry, and the ledger of report periods;
+//!   `report_delivery.rs` enqueues it and checks its period before each attempt.
+//! - [`grafana`]: the annotation of a finding on the alert's dashboard panel.
 
 pub mod email;
+pub mod finished;
+pub mod grafana;
 pub mod outbox;
+pub mod report;
+mod report_delivery;
 pub mod templates;
 pub mod webhook;
+mod worker;
 
 pub use email::{EmailMessage, InlineImage, Mailer};
 pub use outbox::Notifier;
+pub use report::{ReportDelivery, ReportLedger};
 
+use crate::integrations::UpstreamError;
 use crate::store::StoreError;
 
 /// A notification that could not be sent (or built), or a notifier that could not start.
@@ -24,4 +40,7 @@ pub enum NotifyError {
     Smtp { server: String, reason: String },
     #[error("webhook {url}: {reason}")]
     Webhook { url: String, reason: String },
+    /// An upstream (Grafana) error: names the service, the redacted URL and the status.
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
 }

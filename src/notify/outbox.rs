@@ -1,7 +1,8 @@
-//! The durable outbox: every final investigation becomes one entry per channel (email,
-//! each webhook), rendered once and stored in sled before any attempt; a background
-//! worker sends due entries and reschedules failures with capped exponential backoff, so
-//! notifications survive restarts and SMTP or webhook outages.
+//! The durable outbox: every delivery (a finding's email or webhook, the weekly report, a
+//! Grafana annotation) is rendered once and stored in sled before any attempt; a
+//! background worker (`worker.rs`) sends due entries and reschedules failures with capped
+//! exponential backoff, so deliveries survive restarts and SMTP, webhook or Grafana
+//! outages.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -9,21 +10,19 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
-use tokio::sync::{Notify, broadcast};
-use tokio_util::sync::CancellationToken;
+use tokio::sync::Notify;
 
 use super::NotifyError;
-use super::email::{EmailMessage, Mailer};
-use super::templates::Subject;
-use super::webhook::{self, WebhookRequest};
-use crate::agent::{Dispatcher, Investigation, InvestigationStatus};
+use super::email::Mailer;
+use super::grafana::AnnotationRequest;
+use super::report::{ReportLedger, StoredReport};
+use super::webhook::WebhookRequest;
+use crate::agent::store::InvestigationStore;
 use crate::alerts::store::AlertStore;
 use crate::config::Config;
+use crate::integrations::grafana::GrafanaClient;
 use crate::store::{Store, StoreError, Tree};
 use crate::telemetry::Metrics;
-
-/// Time limit of one webhook POST.
-const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// A stored email (recipients as text, so it round-trips through JSON).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -34,70 +33,119 @@ pub struct StoredEmail {
     pub html: String,
 }
 
+/// What one outbox entry delivers; the tag is the `channel` label of
+/// `sre_agent_notifications_total`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "channel", rename_all = "lowercase")]
 pub enum Payload {
     Email(StoredEmail),
     Webhook(WebhookRequest),
+    Report(StoredReport),
+    Grafana(AnnotationRequest),
 }
 
 impl Payload {
-    fn channel(&self) -> &'static str {
+    pub fn channel(&self) -> &'static str {
         match self {
             Self::Email(_) => "email",
             Self::Webhook(_) => "webhook",
+            Self::Report(_) => "report",
+            Self::Grafana(_) => "grafana",
         }
     }
 }
 
-/// One pending notification.
+/// One pending delivery.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OutboxEntry {
-    pub investigation_id: String,
+    /// The investigation (or, for a report, the report) it is about.
+    #[serde(rename = "investigation_id")]
+    pub about: String,
     pub payload: Payload,
     pub attempts: u32,
     pub created_at: DateTime<Utc>,
     pub next_attempt_at: DateTime<Utc>,
     pub last_error: Option<String>,
+    /// Set (and flushed) just before an at-most-once attempt starts; found set by the
+    /// worker, it means the process stopped during that attempt.
+    #[serde(default)]
+    pub in_flight: Option<DateTime<Utc>>,
 }
 
-/// Sends notifications for final investigations. Cheap to clone.
+impl OutboxEntry {
+    pub fn new(about: &str, payload: Payload) -> Self {
+        let now = Utc::now();
+        Self {
+            about: about.to_string(),
+            payload,
+            attempts: 0,
+            created_at: now,
+            next_attempt_at: now,
+            last_error: None,
+            in_flight: None,
+        }
+    }
+}
+
+/// Sends notifications for final investigations, weekly reports and Grafana annotations.
+/// Cheap to clone.
 #[derive(Clone)]
 pub struct Notifier {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
-struct Inner {
-    config: Arc<Config>,
-    outbox: Tree<OutboxEntry>,
-    notified: Tree<DateTime<Utc>>,
-    store: Store,
-    alerts: AlertStore,
-    mailer: Option<Mailer>,
-    http: reqwest::Client,
-    metrics: Arc<Metrics>,
-    wake: Notify,
+pub(super) struct Inner {
+    pub config: Arc<Config>,
+    pub outbox: Tree<OutboxEntry>,
+    pub notified: Tree<DateTime<Utc>>,
+    pub store: Store,
+    pub investigations: InvestigationStore,
+    pub alerts: AlertStore,
+    pub reports: Option<Arc<dyn ReportLedger>>,
+    /// Set when `smtp.host` is and someone receives mail (findings or reports).
+    pub mailer: Option<Mailer>,
+    /// Set with `grafana.annotate`.
+    pub grafana: Option<GrafanaClient>,
+    pub http: reqwest::Client,
+    pub metrics: Arc<Metrics>,
+    pub wake: Notify,
     seq: AtomicU64,
 }
 
 impl Notifier {
-    /// None when no channel is configured (`notify.email_to` needs `smtp.host`).
+    /// None when nothing is delivered: no finding channel (`notify.email_to` needs
+    /// `smtp.host`), no report recipients and no `grafana.annotate`. `alerts` is the one
+    /// alert store intake writes (its cache is shared); `reports` records report
+    /// deliveries.
     pub fn new(
         config: Arc<Config>,
         store: &Store,
+        alerts: AlertStore,
+        reports: Option<Arc<dyn ReportLedger>>,
         metrics: Arc<Metrics>,
     ) -> Result<Option<Self>, NotifyError> {
-        let mailer = match (&config.smtp.host, config.notify.email_to.is_empty()) {
-            (Some(_), false) => Some(Mailer::new(&config.smtp)?),
-            (None, false) => {
-                tracing::warn!(
-                    "notify.email_to is set but smtp.host is not: findings are not emailed"
-                );
+        let findings_mail = !config.notify.email_to.is_empty();
+        let report_mail = !config.report.recipients.is_empty();
+        let mailer = match (&config.smtp.host, findings_mail || report_mail) {
+            (Some(_), true) => Some(Mailer::new(&config.smtp)?),
+            (None, true) => {
+                if findings_mail {
+                    tracing::warn!(
+                        "notify.email_to is set but smtp.host is not: findings are not emailed"
+                    );
+                }
                 None
             }
             _ => None,
         };
-        if mailer.is_none() && config.notify.webhooks.is_empty() {
+        let grafana = match (config.grafana.annotate, &config.grafana.url) {
+            (true, Some(_)) => Some(
+                GrafanaClient::new(&config.grafana)
+                    .map_err(|e| NotifyError::Config(e.to_string()))?,
+            ),
+            _ => None,
+        };
+        if mailer.is_none() && config.notify.webhooks.is_empty() && grafana.is_none() {
             return Ok(None);
         }
         crate::install_crypto_provider();
@@ -111,10 +159,13 @@ impl Notifier {
             inner: Arc::new(Inner {
                 outbox: store.tree("outbox")?,
                 notified: store.tree("notified")?,
-                alerts: AlertStore::open(store)?,
+                investigations: InvestigationStore::open(store)?,
+                alerts,
+                reports,
                 store: store.clone(),
                 config,
                 mailer,
+                grafana,
                 http,
                 metrics,
                 wake: Notify::new(),
@@ -132,72 +183,22 @@ impl Notifier {
             .collect()
     }
 
-    /// Enqueues the notifications for `inv` once (idempotent per investigation id).
-    pub async fn enqueue(&self, inv: &Investigation) -> Result<usize, StoreError> {
-        let inner = &self.inner;
-        if inv.status == InvestigationStatus::Cancelled || !inv.status.is_final() {
-            return Ok(0);
+    /// Stores `entries` (not flushed: the caller flushes once for all of them) and wakes
+    /// the worker after the caller's flush.
+    pub(super) fn store_entries(&self, entries: &[OutboxEntry]) -> Result<(), StoreError> {
+        for entry in entries {
+            let nanos = entry.created_at.timestamp_nanos_opt().unwrap_or(0).max(0);
+            let seq = self.inner.seq.fetch_add(1, Ordering::Relaxed) % 1_000_000;
+            self.inner
+                .outbox
+                .insert(format!("{nanos:020}-{seq:06}"), entry)?;
         }
-        if inner.notified.contains(&inv.id)? {
-            return Ok(0);
-        }
-        let group = match &inv.group_key {
-            Some(k) => inner.alerts.group(k)?,
-            None => None,
-        };
-        let public_url = inner
-            .config
-            .server
-            .public_url
-            .as_ref()
-            .map(|u| u.0.as_str());
-        let subject = Subject {
-            inv,
-            alert: group.as_ref().map(|g| &g.last_alert),
-            public_url,
-        };
-        let mut payloads = Vec::new();
-        if inner.mailer.is_some() {
-            payloads.push(Payload::Email(StoredEmail {
-                to: inner
-                    .config
-                    .notify
-                    .email_to
-                    .iter()
-                    .map(|e| e.0.to_string())
-                    .collect(),
-                subject: subject.title(),
-                text: subject.markdown(),
-                html: subject.html(),
-            }));
-        }
-        for hook in &inner.config.notify.webhooks {
-            payloads.push(Payload::Webhook(webhook::render(
-                hook.url.expose().as_str(),
-                hook.format,
-                &subject,
-            )));
-        }
-        let now = Utc::now();
-        for payload in &payloads {
-            let nanos = now.timestamp_nanos_opt().unwrap_or(0).max(0);
-            let seq = inner.seq.fetch_add(1, Ordering::Relaxed) % 1_000_000;
-            inner.outbox.insert(
-                format!("{nanos:020}-{seq:06}"),
-                &OutboxEntry {
-                    investigation_id: inv.id.clone(),
-                    payload: payload.clone(),
-                    attempts: 0,
-                    created_at: now,
-                    next_attempt_at: now,
-                    last_error: None,
-                },
-            )?;
-        }
-        inner.notified.insert(&inv.id, &now)?;
-        inner.store.flush().await?;
-        inner.wake.notify_one();
-        Ok(payloads.len())
+        Ok(())
+    }
+
+    /// Wakes the worker (after new entries were flushed).
+    pub(super) fn wake(&self) {
+        self.inner.wake.notify_one();
     }
 
     /// Forgets which investigations created before `cutoff` were notified (never those of
@@ -218,150 +219,33 @@ impl Notifier {
         Ok(old.len())
     }
 
-    /// Runs until `token`: catches up on investigations that ended in the last day without
-    /// a notification, enqueues each new final one from `events`, and sends due entries.
-    pub async fn run(
-        self,
-        dispatcher: Dispatcher,
-        mut events: broadcast::Receiver<Investigation>,
-        token: CancellationToken,
-    ) {
-        let since = Utc::now() - TimeDelta::days(1);
-        match dispatcher.between(since, DateTime::<Utc>::MAX_UTC) {
-            Ok(invs) => {
-                for inv in invs.iter().filter(|i| i.status.is_final()) {
-                    if let Err(e) = self.enqueue(inv).await {
-                        tracing::error!(error = %e, "cannot enqueue a notification");
-                    }
-                }
-            }
-            Err(e) => tracing::error!(error = %e, "cannot list investigations for notifications"),
-        }
-        let listener = {
-            let this = self.clone();
-            let token = token.clone();
-            tokio::spawn(async move {
-                loop {
-                    let inv = tokio::select! {
-                        _ = token.cancelled() => break,
-                        ev = events.recv() => match ev {
-                            Ok(inv) => inv,
-                            Err(broadcast::error::RecvError::Lagged(n)) => {
-                                tracing::warn!(missed = n, "notification events lagged; they are caught up at next start");
-                                continue;
-                            }
-                            Err(broadcast::error::RecvError::Closed) => break,
-                        },
-                    };
-                    if let Err(e) = this.enqueue(&inv).await {
-                        tracing::error!(error = %e, investigation = %inv.id, "cannot enqueue a notification");
-                    }
-                }
-            })
-        };
-        loop {
-            let wait = match self.send_due().await {
-                Ok(wait) => wait,
-                Err(e) => {
-                    tracing::error!(error = %e, "notification outbox failed");
-                    Duration::from_secs(5)
-                }
-            };
-            tokio::select! {
-                _ = token.cancelled() => break,
-                _ = self.inner.wake.notified() => {}
-                _ = tokio::time::sleep(wait) => {}
-            }
-        }
-        listener.abort();
+    /// Counts one delivery outcome in `sre_agent_notifications_total`.
+    pub(super) fn count(&self, channel: &str, status: &str) {
+        self.inner
+            .metrics
+            .notifications
+            .with_label_values(&[channel, status])
+            .inc();
     }
 
-    /// Attempts every due entry once; returns how long until the next one is due.
-    async fn send_due(&self) -> Result<Duration, StoreError> {
-        let inner = &self.inner;
-        let now = Utc::now();
-        let mut next = Duration::from_secs(60);
-        let entries: Vec<_> = inner.outbox.iter().collect::<Result<_, _>>()?;
-        for (key, entry) in entries {
-            if entry.next_attempt_at > now {
-                next = next.min((entry.next_attempt_at - now).to_std().unwrap_or_default());
-                continue;
-            }
-            let channel = entry.payload.channel();
-            let result = self.attempt(&entry.payload).await;
-            let count = |status: &str| {
-                inner
-                    .metrics
-                    .notifications
-                    .with_label_values(&[channel, status])
-                    .inc()
-            };
-            match result {
-                Ok(()) => {
-                    count("sent");
-                    inner.outbox.remove(&key)?;
-                    tracing::info!(channel, investigation = %entry.investigation_id, "notification sent");
-                }
-                Err((retryable, e)) => {
-                    let attempts = entry.attempts + 1;
-                    if !retryable || attempts >= inner.config.notify.max_attempts.max(1) {
-                        count("failed");
-                        inner.outbox.remove(&key)?;
-                        tracing::error!(channel, attempts, error = %e, investigation = %entry.investigation_id, "notification failed; giving up");
-                        continue;
-                    }
-                    count("retry");
-                    let backoff = self.backoff(attempts);
-                    tracing::warn!(channel, attempts, ?backoff, error = %e, "notification failed; retrying");
-                    next = next.min(backoff);
-                    inner.outbox.insert(
-                        &key,
-                        &OutboxEntry {
-                            attempts,
-                            next_attempt_at: Utc::now()
-                                + TimeDelta::from_std(backoff).unwrap_or_default(),
-                            last_error: Some(e.to_string()),
-                            ..entry
-                        },
-                    )?;
-                }
-            }
-            inner.store.flush().await?;
+    /// `sre_agent_reports_total{trigger,status}` once a report's delivery has ended.
+    pub(super) fn count_report(&self, d: &super::report::ReportDelivery, status: &str) {
+        if !d.trigger.is_empty() {
+            self.inner
+                .metrics
+                .reports
+                .with_label_values(&[d.trigger.as_str(), status])
+                .inc();
         }
-        Ok(next)
     }
 
-    fn backoff(&self, attempts: u32) -> Duration {
+    /// The wait before attempt `attempts + 1`: `retry_backoff` doubled per attempt, capped.
+    pub(super) fn backoff(&self, attempts: u32) -> Duration {
         let n = &self.inner.config.notify;
         let factor = 2u32.saturating_pow(attempts.saturating_sub(1).min(20));
         n.retry_backoff
             .get()
             .saturating_mul(factor)
             .min(n.retry_max_backoff.get())
-    }
-
-    async fn attempt(&self, payload: &Payload) -> Result<(), (bool, super::NotifyError)> {
-        match payload {
-            Payload::Email(mail) => {
-                let mailer = self.inner.mailer.as_ref().ok_or_else(|| {
-                    (
-                        false,
-                        super::NotifyError::Config("smtp.host is no longer set".into()),
-                    )
-                })?;
-                let to = mail.to.iter().filter_map(|t| t.parse().ok()).collect();
-                let msg = EmailMessage {
-                    to,
-                    subject: mail.subject.clone(),
-                    text: mail.text.clone(),
-                    html: Some(mail.html.clone()),
-                    inline_images: Vec::new(),
-                };
-                mailer.send(&msg).await.map_err(|e| (true, e))
-            }
-            Payload::Webhook(req) => webhook::send(&self.inner.http, req, WEBHOOK_TIMEOUT)
-                .await
-                .map_err(|(status, e)| (webhook::is_retryable(status), e)),
-        }
     }
 }

@@ -7,7 +7,9 @@
 //! - [`summary`]: the narrative LLM call and the automatic fallback.
 //! - [`narrative`]: JSON answers to that call read into prose and actions.
 //! - [`render`]: markdown, email-safe HTML, charts.
-//! - [`email`]: delivery with retries.
+//! - [`email`]: the report email and its Message-ID; in the daemon it is stored in the
+//!   notifier's outbox and delivered from there (retries across outages and restarts, at
+//!   most once per period); a one-shot `sre-agent report --send` sends it directly.
 
 pub mod collect;
 pub mod email;
@@ -28,6 +30,7 @@ use chrono_tz::Tz;
 use crate::agent::Dispatcher;
 use crate::config::Config;
 use crate::integrations::UpstreamError;
+use crate::notify::{Notifier, ReportDelivery};
 use crate::report::store::ReportStore;
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
@@ -61,6 +64,7 @@ pub struct Reporter {
     store: ReportStore,
     metrics: Arc<Metrics>,
     dispatcher: Option<Dispatcher>,
+    outbox: Option<Notifier>,
     running: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -79,6 +83,7 @@ impl Reporter {
             store,
             metrics,
             dispatcher: None,
+            outbox: None,
             running: Arc::new(tokio::sync::Mutex::new(())),
         })
     }
@@ -86,6 +91,13 @@ impl Reporter {
     /// Reads the week's investigations and the daily LLM budget from `dispatcher`.
     pub fn with_dispatcher(mut self, dispatcher: Dispatcher) -> Self {
         self.dispatcher = Some(dispatcher);
+        self
+    }
+
+    /// Delivers reports through `notifier`'s durable outbox (the daemon), instead of
+    /// sending them directly with bounded retries (a one-shot command).
+    pub fn with_outbox(mut self, notifier: Option<Notifier>) -> Self {
+        self.outbox = notifier.filter(Notifier::can_mail);
         self
     }
 
@@ -143,10 +155,13 @@ impl Reporter {
         if req.send {
             self.deliver(&mut report).await?;
         }
-        self.metrics
-            .reports
-            .with_label_values(&[req.trigger.as_str(), report.status.as_str()])
-            .inc();
+        // A queued report is counted by the outbox when its delivery ends.
+        if report.status != ReportStatus::Queued {
+            self.metrics
+                .reports
+                .with_label_values(&[req.trigger.as_str(), report.status.as_str()])
+                .inc();
+        }
         self.metrics
             .report_duration
             .observe(started.elapsed().as_secs_f64());
@@ -173,13 +188,29 @@ impl Reporter {
             .collect();
         let rendered = render::for_email(report);
         let msg = email::message(to, &report.title(), &rendered);
-        let result = email::send(&self.config.smtp, self.metrics.clone(), &msg).await;
+        let message_id = email::message_id(report, &self.config.smtp);
+        if let Some(outbox) = &self.outbox {
+            let delivery = ReportDelivery {
+                report_id: report.id.clone(),
+                period: report.window.period.to_string(),
+                message_id,
+                once_per_period: matches!(
+                    report.trigger,
+                    ReportTrigger::Schedule | ReportTrigger::Catchup
+                ),
+                trigger: report.trigger.as_str().to_string(),
+            };
+            outbox.enqueue_report(delivery, &msg).await?;
+            report.status = ReportStatus::Queued;
+            return Ok(());
+        }
+        let result = email::send(&self.config.smtp, self.metrics.clone(), &msg, &message_id).await;
         match result {
             Ok(()) => {
                 report.status = ReportStatus::Sent;
                 self.store.save(report)?;
                 self.store
-                    .mark_delivered(report.window.period, &report.id)
+                    .mark_delivered(report.window.period, &report.id, Some(&message_id))
                     .await?;
                 self.metrics
                     .last_report_timestamp

@@ -270,16 +270,22 @@ pub struct Summary {
 #[serde(rename_all = "lowercase")]
 pub enum ReportStatus {
     Generated,
+    /// Stored in the outbox, waiting for (or between) delivery attempts.
+    Queued,
     Sent,
     Failed,
+    /// sre-agent stopped during the SMTP session: it may have gone out (not resent).
+    Unconfirmed,
 }
 
 impl ReportStatus {
     pub fn as_str(&self) -> &'static str {
         match self {
             Self::Generated => "generated",
+            Self::Queued => "queued",
             Self::Sent => "sent",
             Self::Failed => "failed",
+            Self::Unconfirmed => "unconfirmed",
         }
     }
 }

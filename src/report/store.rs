@@ -1,21 +1,47 @@
-//! Stored weekly reports (by time-ordered id) and the periods already delivered, so that
-//! exactly one report goes out per period, across restarts.
+//! Stored weekly reports (by time-ordered id) and the ledger of periods: queued, being
+//! sent (with the Message-ID), sent, or unconfirmed (a restart interrupted the SMTP
+//! session), so that at most one report goes out per period, across restarts. The
+//! notifier's outbox records its deliveries here through [`ReportLedger`].
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::report::model::Report;
+use crate::notify::{ReportDelivery, ReportLedger};
+use crate::report::model::{Report, ReportStatus};
 use crate::report::period::ReportPeriod;
 use crate::store::{Store, StoreError, Tree};
 
 const REPORTS: &str = "reports";
 const PERIODS: &str = "report_periods";
 
-/// A period that was delivered, and by which report.
+/// Where the report of a period is on its way out.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PeriodState {
+    Queued,
+    Sending,
+    /// Records written before the ledger had states were all sent.
+    #[default]
+    Sent,
+    Unconfirmed,
+}
+
+/// The report of a period: which one, its Message-ID, its state and when it got there.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeliveredPeriod {
     pub report_id: String,
     pub at: DateTime<Utc>,
+    #[serde(default)]
+    pub state: PeriodState,
+    #[serde(default)]
+    pub message_id: Option<String>,
+}
+
+impl DeliveredPeriod {
+    /// Sent, or maybe sent: another report of the period must not go out.
+    fn went_out(&self) -> bool {
+        matches!(self.state, PeriodState::Sent | PeriodState::Unconfirmed)
+    }
 }
 
 /// Typed access to the report trees.
@@ -84,18 +110,23 @@ impl ReportStore {
         &self,
         period: ReportPeriod,
         report_id: &str,
+        message_id: Option<&str>,
     ) -> Result<(), StoreError> {
         self.periods.insert(
             period.to_string(),
             &DeliveredPeriod {
                 report_id: report_id.to_string(),
                 at: Utc::now(),
+                state: PeriodState::Sent,
+                message_id: message_id.map(str::to_string),
             },
         )?;
         self.periods.flush().await?;
         self.reports.flush().await
     }
 
+    /// The report of `period` that is queued, being sent, sent or unconfirmed: while there
+    /// is one, no other is generated for the period.
     pub fn delivered(&self, period: ReportPeriod) -> Result<Option<DeliveredPeriod>, StoreError> {
         self.periods.get(period.to_string())
     }
@@ -105,8 +136,147 @@ impl ReportStore {
         let mut last = None;
         for r in self.periods.iter() {
             let (_, d) = r?;
-            last = last.max(Some(d.at));
+            if d.state == PeriodState::Sent {
+                last = last.max(Some(d.at));
+            }
         }
         Ok(last)
+    }
+
+    /// Sets the period record of `d` to `state`, unless another report of the period
+    /// already went out.
+    fn set_period(&self, d: &ReportDelivery, state: PeriodState) -> Result<(), StoreError> {
+        let mine = |p: &DeliveredPeriod| p.message_id.as_deref() == Some(&d.message_id);
+        self.periods.update(&d.period, |old| match old {
+            Some(p) if p.went_out() && !mine(&p) => Some(p),
+            _ => Some(DeliveredPeriod {
+                report_id: d.report_id.clone(),
+                at: Utc::now(),
+                state,
+                message_id: Some(d.message_id.clone()),
+            }),
+        })?;
+        Ok(())
+    }
+
+    fn set_status(
+        &self,
+        report_id: &str,
+        status: ReportStatus,
+        error: Option<&str>,
+    ) -> Result<(), StoreError> {
+        self.reports.update(report_id, |old| {
+            old.map(|mut r| {
+                r.status = status;
+                r.delivery_error = error.map(str::to_string);
+                r
+            })
+        })?;
+        Ok(())
+    }
+}
+
+impl ReportLedger for ReportStore {
+    fn queued(&self, d: &ReportDelivery) -> Result<(), StoreError> {
+        self.set_period(d, PeriodState::Queued)?;
+        self.set_status(&d.report_id, ReportStatus::Queued, None)
+    }
+
+    fn sent_message(&self, period: &str) -> Result<Option<String>, StoreError> {
+        Ok(self
+            .periods
+            .get(period)?
+            .filter(DeliveredPeriod::went_out)
+            .map(|p| p.message_id.unwrap_or(p.report_id)))
+    }
+
+    fn sending(&self, d: &ReportDelivery) -> Result<(), StoreError> {
+        self.set_period(d, PeriodState::Sending)
+    }
+
+    fn sent(&self, d: &ReportDelivery) -> Result<(), StoreError> {
+        self.set_period(d, PeriodState::Sent)?;
+        self.set_status(&d.report_id, ReportStatus::Sent, None)
+    }
+
+    fn failed(&self, d: &ReportDelivery, error: &str) -> Result<(), StoreError> {
+        // The period is free again: the next start's catch-up may generate it anew.
+        self.periods.update(&d.period, |old| {
+            old.filter(|p| p.went_out() || p.message_id.as_deref() != Some(&d.message_id))
+        })?;
+        self.set_status(&d.report_id, ReportStatus::Failed, Some(error))
+    }
+
+    fn unconfirmed(&self, d: &ReportDelivery) -> Result<(), StoreError> {
+        self.set_period(d, PeriodState::Unconfirmed)?;
+        self.set_status(
+            &d.report_id,
+            ReportStatus::Unconfirmed,
+            Some(&format!(
+                "sre-agent stopped while sending this report (Message-ID {}); it may have \
+                 gone out and is not sent again",
+                d.message_id
+            )),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delivery(id: &str, once: bool) -> ReportDelivery {
+        ReportDelivery {
+            report_id: id.into(),
+            period: "2026-W47".into(),
+            message_id: format!("<{id}@example.org>"),
+            once_per_period: once,
+            trigger: "schedule".into(),
+        }
+    }
+
+    #[test]
+    fn the_ledger_keeps_the_period_that_went_out_and_frees_one_that_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = ReportStore::open(&Store::open(dir.path()).unwrap()).unwrap();
+        let (a, b) = (delivery("a", true), delivery("b", false));
+        store.queued(&a).unwrap();
+        assert_eq!(
+            store.sent_message("2026-W47").unwrap(),
+            None,
+            "queued is not sent"
+        );
+        store.sending(&a).unwrap();
+        store.sent(&a).unwrap();
+        assert_eq!(
+            store.sent_message("2026-W47").unwrap().as_deref(),
+            Some("<a@example.org>")
+        );
+        // Another report of the period neither replaces the record nor frees it.
+        store.queued(&b).unwrap();
+        store.failed(&b, "smtp down").unwrap();
+        let p = store.periods.get("2026-W47").unwrap().unwrap();
+        assert_eq!((p.state, p.report_id.as_str()), (PeriodState::Sent, "a"));
+        // A queued report given up frees its period for the next catch-up.
+        let c = ReportDelivery {
+            period: "2026-W48".into(),
+            ..delivery("c", true)
+        };
+        store.queued(&c).unwrap();
+        assert!(store.periods.get("2026-W48").unwrap().is_some());
+        store.failed(&c, "smtp down").unwrap();
+        assert!(store.periods.get("2026-W48").unwrap().is_none());
+        // Interrupted mid-send: kept as unconfirmed, which blocks a second report.
+        let d = ReportDelivery {
+            period: "2026-W49".into(),
+            ..delivery("d", true)
+        };
+        store.sending(&d).unwrap();
+        store.unconfirmed(&d).unwrap();
+        assert_eq!(
+            store.sent_message("2026-W49").unwrap().as_deref(),
+            Some("<d@example.org>")
+        );
+        assert!(store.last_delivered_at().unwrap().is_some());
     }
 }

@@ -59,9 +59,12 @@ pub const ALERT_OUTCOMES: &[&str] = &[
 ];
 pub const TOKEN_TYPES: &[&str] = &["prompt", "completion", "cached"];
 pub const REPORT_TRIGGERS: &[&str] = &["schedule", "catchup", "api", "cli"];
-pub const REPORT_STATES: &[&str] = &["sent", "generated", "failed"];
-pub const CHANNELS: &[&str] = &["email", "webhook"];
-pub const NOTIFICATION_STATES: &[&str] = &["sent", "failed", "retry"];
+pub const REPORT_STATES: &[&str] = &["sent", "generated", "failed", "unconfirmed"];
+/// Delivery kinds of the outbox: finding emails and webhooks, the weekly report email,
+/// Grafana annotations.
+pub const CHANNELS: &[&str] = &["email", "webhook", "report", "grafana"];
+/// `unconfirmed`: a report whose SMTP session a restart interrupted (not resent).
+pub const NOTIFICATION_STATES: &[&str] = &["sent", "failed", "retry", "unconfirmed"];
 /// People's verdicts on findings.
 pub const VERDICTS: &[&str] = &["right", "wrong"];
 /// Weekly report collectors.
@@ -270,7 +273,7 @@ impl Metrics {
             notifications: reg!(IntCounterVec::new(
                 opts(
                     "notifications_total",
-                    "Notifications by channel (email, webhook) and status."
+                    "Deliveries by channel (email, webhook, report, grafana) and status."
                 ),
                 &["channel", "status"]
             )?),

@@ -7,6 +7,7 @@ mod agent;
 mod appliances;
 mod console;
 mod dashboard;
+mod delivery;
 mod eval;
 mod foundation;
 mod http_tools;

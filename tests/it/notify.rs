@@ -232,7 +232,12 @@ async fn a_finding_is_emailed_over_starttls_and_posted_to_each_webhook_format() 
          [[notify.webhooks]]\nurl = \"{0}/ntfy\"\nformat = \"ntfy\"\n",
         receiver.base
     );
-    let app = spawn_app(&notify_toml(smtp_port, Some(certs.path()), &llm, &hooks)).await;
+    // With server.public_url, notifications link to the investigation and its feedback.
+    let toml = format!(
+        "[server]\npublic_url = \"https://sre.example.org/\"\n{}",
+        notify_toml(smtp_port, Some(certs.path()), &llm, &hooks)
+    );
+    let app = spawn_app(&toml).await;
     post_grafana_alert(&app).await;
 
     let mail = eventually(Duration::from_secs(30), "the finding email", || async {
@@ -252,6 +257,18 @@ async fn a_finding_is_emailed_over_starttls_and_posted_to_each_webhook_format() 
         eml.contains("&lt;v2&gt;"),
         "alert/finding text is escaped in HTML: {eml}"
     );
+    let id = app.state.dispatcher.list(None, 1, None).unwrap().items[0]
+        .id
+        .clone();
+    let link = format!("https://sre.example.org/api/v1/investigations/{id}");
+    // Quoted-printable soft line breaks removed.
+    let unwrapped = eml.replace("=\r\n", "").replace("=\n", "");
+    assert!(
+        unwrapped.contains(&format!("href=3D\"{link}\""))
+            || unwrapped.contains(&format!("href=\"{link}\"")),
+        "{eml}"
+    );
+    assert!(unwrapped.contains(&format!("{link}/feedback")), "{eml}");
 
     eventually(Duration::from_secs(30), "three webhook posts", || async {
         (receiver.received().len() >= 3).then_some(())
@@ -269,6 +286,15 @@ async fn a_finding_is_emailed_over_starttls_and_posted_to_each_webhook_format() 
     let slack = receiver.at("/slack").unwrap().json();
     assert!(slack["text"].as_str().unwrap().contains("bad deploy"));
     assert!(slack["content"].as_str().unwrap().contains("bad deploy"));
+    let text = slack["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("- [Investigation]({link})")),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("investigations feedback {id} right|wrong")),
+        "{text}"
+    );
     let ntfy = receiver.at("/ntfy").unwrap();
     assert!(ntfy.header("title").unwrap().contains("HighErrorRate"));
     assert_eq!(ntfy.header("priority"), Some("4"));

@@ -72,7 +72,8 @@ fn daemon_config(dir: &std::path::Path, port: u16, llm: &FakeLlm) -> std::path::
 
 #[tokio::test]
 async fn kill_9_right_after_the_2xx_still_investigates_exactly_once() {
-    let llm = FakeLlm::start(vec![
+    // By turn: a first run cut off after its tool call starts again from the tool call.
+    let llm = FakeLlm::start_by_turn(vec![
         tool_calls(&[("call_1", "current_time", "{}")], (10, 5, 0)),
         answer(&finding_json("disk full", "call_1"), (10, 5, 0)),
     ])

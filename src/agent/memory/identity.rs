@@ -118,28 +118,38 @@ impl AlertIdentity {
     }
 }
 
-/// The words of an alert investigation for text similarity: its title, the alert names
-/// (camel case split) and their summaries; lower case, without numbers and short words.
+/// The words of an alert investigation for text similarity: its alert names (camel case
+/// split), key label values (not `severity`) and summaries, else its title; lower case,
+/// without numbers and short words.
 pub fn words_of(inv: &Investigation) -> Vec<String> {
-    let mut text = inv.title.clone();
-    if let Some(ctx) = inv
+    let mut text = String::new();
+    let context = inv
         .context
         .as_deref()
-        .and_then(|c| serde_json::from_str::<Value>(c).ok())
+        .and_then(|c| serde_json::from_str::<Value>(c).ok());
+    for a in context
+        .as_ref()
+        .and_then(|c| c.get("alerts"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
     {
-        for a in ctx
-            .get("alerts")
-            .and_then(Value::as_array)
+        let values = KEY_LABELS
+            .iter()
+            .filter(|k| **k != "severity")
+            .map(|k| &a["labels"][*k]);
+        for v in [&a["labels"]["alertname"], &a["annotations"]["summary"]]
             .into_iter()
-            .flatten()
+            .chain(values)
         {
-            for v in [&a["labels"]["alertname"], &a["annotations"]["summary"]] {
-                if let Some(s) = v.as_str() {
-                    text.push(' ');
-                    text.push_str(s);
-                }
+            if let Some(s) = v.as_str() {
+                text.push(' ');
+                text.push_str(s);
             }
         }
+    }
+    if text.is_empty() {
+        text = inv.title.clone();
     }
     words(&text)
 }
@@ -226,7 +236,7 @@ mod tests {
         assert_eq!(id.alertname, "DiskFull");
         assert_eq!(id.labels, BTreeMap::from([("job".into(), "node".into())]));
         assert_eq!(id.display(), "DiskFull (job=node)");
-        assert_eq!(words_of(&inv), ["disk", "full", "instance", "nas"]);
+        assert_eq!(words_of(&inv), ["disk", "full", "nas", "nas2", "node"]);
     }
 
     #[test]
@@ -264,5 +274,7 @@ mod tests {
         assert!(jaccard(&w1, &w2) >= 0.5, "{w1:?} {w2:?}");
         assert!(jaccard(&w1, &words("NodeDown: host unreachable")) < 0.2);
         assert_eq!(jaccard(&[], &[]), 0.0);
+        // Label names are not words: two short alerts on different hosts share nothing.
+        assert_eq!(jaccard(&words("Down web1"), &words("Up web2")), 0.0);
     }
 }

@@ -105,17 +105,17 @@ fn ask_document(chrome: &Chrome<'_>, question: &str, error: Option<&str>) -> Mar
                 "that cites the calls behind it."
             }
             @if let Some(e) = error { p.error role="alert" { (e) } }
-            (question_form(chrome.csrf, "/ask", "question", "Question", question, "Ask"))
+            (question_form(chrome.csrf, "/ask", ("question", "Question"), question, "Ask"))
         },
     )
 }
 
 /// A labelled question form posting to `action` (also the follow-up form of a timeline).
+/// `field` is the textarea's (id, label).
 pub fn question_form(
     csrf: &Csrf,
     action: &str,
-    field_id: &str,
-    label: &str,
+    (field_id, label): (&str, &str),
     value: &str,
     submit: &str,
 ) -> Markup {
@@ -125,8 +125,7 @@ pub fn question_form(
             p {
                 label for=(field_id) { (label) }
                 textarea id=(field_id) name="question" required
-                    maxlength=(MAX_QUESTION_CHARS)
-                    placeholder="why is pve2 slow?" { (value) }
+                    maxlength=(MAX_QUESTION_CHARS) { (value) }
             }
             p { button.primary type="submit" { (submit) } }
         }

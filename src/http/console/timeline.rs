@@ -14,7 +14,7 @@ use super::forms::question_form;
 use super::page::{
     Chrome, Csrf, PageError, alert_status, layout, respond, safe_url, status_badge, time,
 };
-use crate::agent::{Event, EventKind, Evidence, Investigation};
+use crate::agent::{Event, EventKind, Evidence, Investigation, asked};
 use crate::alerts::Alert;
 use crate::app::AppState;
 use crate::http::ApiError;
@@ -58,7 +58,7 @@ pub async fn page(
             (thread(&inv, parent.as_ref(), &follow_ups))
         }
         h2 { "Question" }
-        pre.question { (inv.prompt) }
+        pre.question { (asked(&inv.prompt)) }
         @if let Some(alert) = &alert { (alert_section(alert)) }
         @if let Some(error) = &inv.error { p.error role="alert" { "Error: " (error) } }
         @if let Some(f) = &inv.finding {
@@ -105,7 +105,7 @@ pub async fn page(
             h2 { "Ask a follow-up" }
             p.muted { "A new investigation starts with this one's finding and evidence as context." }
             (question_form(&csrf, &format!("/investigations/{}/followup", inv.id),
-                "follow-up", "Follow-up question", "", "Ask follow-up"))
+                ("follow-up", "Follow-up question"), "", "Ask follow-up"))
         }
     };
     Ok(respond(

@@ -181,6 +181,12 @@ async fn in_chromium_a_user_asks_watches_tool_calls_arrive_reads_the_finding_fol
                 &finding_json("pve2 is slow: its clock drifts", "call_a"),
                 (500, 60, 0),
             ),
+            // The follow-up checks again, then answers (the report's narrative reuses it).
+            tool_calls(&[("call_c", "current_time", "{}")], (600, 20, 0)),
+            answer(
+                &finding_json("the drift started with the last reboot", "call_c"),
+                (700, 60, 0),
+            ),
         ],
         Duration::from_millis(1500),
     )
@@ -299,6 +305,25 @@ async fn in_chromium_a_user_asks_watches_tool_calls_arrive_reads_the_finding_fol
         .find(Locator::Css(&format!("a[href='{first}']")))
         .await;
     assert!(parent_link.is_ok(), "the thread links the parent");
+    let finding = c
+        .find(Locator::Css("#finding"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        finding.contains("the drift started with the last reboot"),
+        "{finding}"
+    );
+    let question = c
+        .find(Locator::Css("pre.question"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(question, "since when does its clock drift?");
     save_screenshot(&c, "3-follow-up").await;
 
     // Last week's report, as emailed.

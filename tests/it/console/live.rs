@@ -99,6 +99,14 @@ async fn the_event_stream_sends_each_step_once_in_order_while_it_runs_and_resume
     .await;
     let app = spawn_app(&fake.config("")).await;
     let id = ask(&app, "why is pve2 slow?").await;
+    let early = app
+        .http
+        .post(app.url(&format!("/api/v1/investigations/{id}/followup")))
+        .json(&serde_json::json!({"question": "and now?"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(early.status(), 409, "no follow-up before the end");
     let got = follow(&app, &id, None).await;
     let detail = wait_final(&app, &id).await;
     let stored = detail["events"].as_array().unwrap();

@@ -3,7 +3,9 @@
 //! (API and form), login and CSRF. `browser.rs` drives the real binary in Chromium.
 
 mod browser;
+mod cli;
 mod live;
+mod reports;
 
 use std::time::Duration;
 

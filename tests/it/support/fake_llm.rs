@@ -63,6 +63,9 @@ struct Shared {
     next: usize,
     requests: Vec<Recorded>,
     delay: std::time::Duration,
+    /// Pick the reply by the request's turn (its assistant messages so far) instead of by
+    /// arrival: a run retried after a crash starts the script again.
+    by_turn: bool,
 }
 
 /// The running fake; stops when dropped.
@@ -82,6 +85,14 @@ impl Drop for FakeLlm {
 impl FakeLlm {
     pub async fn start(script: Vec<Reply>) -> FakeLlm {
         Self::start_slow(script, std::time::Duration::ZERO).await
+    }
+
+    /// A fake whose reply is picked by the conversation's turn: the first request of every
+    /// investigation gets `script[0]`, the one after one assistant message `script[1]`, …
+    pub async fn start_by_turn(script: Vec<Reply>) -> FakeLlm {
+        let fake = Self::start(script).await;
+        fake.shared.lock().unwrap().by_turn = true;
+        fake
     }
 
     /// A fake that waits `delay` before each answer.
@@ -128,7 +139,9 @@ async fn handle(
 ) -> Response {
     let reply = next_reply(&shared, &headers, &body);
     let delay = shared.lock().unwrap().delay;
-    tokio::time::sleep(delay).await;
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
     let Some(reply) = reply else {
         return (StatusCode::INTERNAL_SERVER_ERROR, "empty script").into_response();
     };
@@ -158,7 +171,16 @@ fn next_reply(shared: &Mutex<Shared>, headers: &HeaderMap, body: &Bytes) -> Opti
         body: serde_json::from_str(&raw).unwrap_or(Value::Null),
         raw,
     });
-    let idx = s.next.min(s.script.len().saturating_sub(1));
+    let turn = if s.by_turn {
+        s.requests.last().map_or(0, |r| {
+            r.body["messages"]
+                .as_array()
+                .map_or(0, |m| m.iter().filter(|m| m["role"] == "assistant").count())
+        })
+    } else {
+        s.next
+    };
+    let idx = turn.min(s.script.len().saturating_sub(1));
     s.next += 1;
     s.script.get(idx).cloned()
 }

@@ -6,6 +6,7 @@
 pub mod alerts;
 pub mod external;
 pub mod fake_appliance;
+pub mod fake_grafana_writes;
 pub mod fake_kube;
 pub mod fake_llm;
 pub mod fake_upstreams;

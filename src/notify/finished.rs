@@ -1,0 +1,272 @@
+//! From a final investigation to its outbox entries. The source of truth is the
+//! investigation store's finished index (written with the final status): the notifier
+//! drains it at start and whenever the dispatcher's broadcast wakes it, so a notifier that
+//! lags behind the broadcast, or was down, skips nothing. `notified` makes it idempotent.
+
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use super::outbox::{Notifier, OutboxEntry, Payload, StoredEmail};
+use super::templates::Subject;
+use super::{grafana, webhook};
+use crate::agent::{Investigation, InvestigationStatus};
+use crate::store::StoreError;
+
+impl Notifier {
+    /// Enqueues the notifications for `inv` once (idempotent per investigation id);
+    /// returns how many entries were stored.
+    pub async fn enqueue(&self, inv: &Investigation) -> Result<usize, StoreError> {
+        let inner = &self.inner;
+        if inv.status == InvestigationStatus::Cancelled || !inv.status.is_final() {
+            return Ok(0);
+        }
+        if inner.notified.contains(&inv.id)? {
+            return Ok(0);
+        }
+        let group = match &inv.group_key {
+            Some(k) => inner.alerts.group(k)?,
+            None => None,
+        };
+        let public_url = inner
+            .config
+            .server
+            .public_url
+            .as_ref()
+            .map(|u| u.0.as_str());
+        let subject = Subject {
+            inv,
+            alert: group.as_ref().map(|g| &g.last_alert),
+            public_url,
+        };
+        let mut payloads = Vec::new();
+        if inner.mailer.is_some() && !inner.config.notify.email_to.is_empty() {
+            payloads.push(Payload::Email(StoredEmail {
+                to: inner
+                    .config
+                    .notify
+                    .email_to
+                    .iter()
+                    .map(|e| e.0.to_string())
+                    .collect(),
+                subject: subject.title(),
+                text: subject.markdown(),
+                html: subject.html(),
+            }));
+        }
+        for hook in &inner.config.notify.webhooks {
+            payloads.push(Payload::Webhook(webhook::render(
+                hook.url.expose().as_str(),
+                hook.format,
+                &subject,
+            )));
+        }
+        if inner.grafana.is_some()
+            && let Some(req) = grafana::render(&subject)
+        {
+            payloads.push(Payload::Grafana(req));
+        }
+        let entries: Vec<_> = payloads
+            .into_iter()
+            .map(|p| OutboxEntry::new(&inv.id, p))
+            .collect();
+        self.store_entries(&entries)?;
+        inner.notified.insert(&inv.id, &Utc::now())?;
+        inner.store.flush().await?;
+        self.wake();
+        Ok(entries.len())
+    }
+
+    /// Enqueues every investigation in the finished index, then takes it out of the
+    /// index; returns how many were enqueued. One still running (its final status not
+    /// stored yet) stays for the next pass.
+    pub async fn drain_finished(&self) -> Result<usize, StoreError> {
+        let store = &self.inner.investigations;
+        let mut enqueued = 0;
+        for id in store.finished_ids()? {
+            match store.get(&id)? {
+                Some(inv) if !inv.status.is_final() => continue,
+                Some(inv) if self.enqueue(&inv).await? > 0 => enqueued += 1,
+                _ => {}
+            }
+            store.take_finished(&id)?;
+        }
+        Ok(enqueued)
+    }
+
+    /// Runs until `token`: drains the finished index at start and at every event (a lag
+    /// in `events` only means "look again"), catches up on final investigations of the
+    /// last day stored before this version kept the index, and sends due entries.
+    pub async fn run(
+        self,
+        mut events: broadcast::Receiver<Investigation>,
+        token: CancellationToken,
+    ) {
+        self.catch_up_last_day().await;
+        let listener = {
+            let this = self.clone();
+            let token = token.clone();
+            tokio::spawn(async move {
+                loop {
+                    let wait = match this.drain_finished().await {
+                        Ok(_) => None,
+                        Err(e) => {
+                            tracing::error!(error = %e, "cannot enqueue notifications of finished investigations");
+                            Some(Duration::from_secs(5))
+                        }
+                    };
+                    tokio::select! {
+                        _ = token.cancelled() => break,
+                        _ = tokio::time::sleep(wait.unwrap_or(Duration::from_secs(3600))), if wait.is_some() => {}
+                        ev = events.recv() => match ev {
+                            Ok(_) => {}
+                            Err(broadcast::error::RecvError::Lagged(n)) => {
+                                tracing::debug!(missed = n, "finished events lagged; draining the finished index");
+                            }
+                            Err(broadcast::error::RecvError::Closed) => {
+                                token.cancelled().await;
+                                break;
+                            }
+                        },
+                    }
+                }
+            })
+        };
+        loop {
+            let wait = match self.send_due().await {
+                Ok(wait) => wait,
+                Err(e) => {
+                    tracing::error!(error = %e, "notification outbox failed");
+                    Duration::from_secs(5)
+                }
+            };
+            tokio::select! {
+                _ = token.cancelled() => break,
+                _ = self.inner.wake.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+        listener.abort();
+    }
+
+    /// Final investigations of the last day without a notification (stored by a version
+    /// without the finished index).
+    async fn catch_up_last_day(&self) {
+        let since = Utc::now() - TimeDelta::days(1);
+        match self
+            .inner
+            .investigations
+            .between(since, DateTime::<Utc>::MAX_UTC)
+        {
+            Ok(invs) => {
+                for inv in invs.iter().filter(|i| i.status.is_final()) {
+                    if let Err(e) = self.enqueue(inv).await {
+                        tracing::error!(error = %e, "cannot enqueue a notification");
+                    }
+                }
+            }
+            Err(e) => tracing::error!(error = %e, "cannot list investigations for notifications"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::agent::store::InvestigationStore;
+    use crate::agent::{InvestigationRequest, Trigger};
+    use crate::alerts::store::AlertStore;
+    use crate::config::{Config, NotifyWebhook, WebhookFormat};
+    use crate::store::Store;
+    use crate::telemetry::Metrics;
+
+    fn finished(store: &InvestigationStore, created_days_ago: i64) -> Investigation {
+        let mut inv = Investigation::new(
+            InvestigationRequest {
+                trigger: Trigger::Ask,
+                title: "disk".into(),
+                prompt: "why".into(),
+                context: None,
+                group_key: None,
+            },
+            "m",
+        );
+        inv.created_at = Utc::now() - TimeDelta::days(created_days_ago);
+        store.put(&inv).unwrap();
+        store
+            .update(&inv.id, |i| {
+                i.status = InvestigationStatus::Inconclusive;
+                i.finished_at = Some(Utc::now());
+            })
+            .unwrap()
+            .unwrap()
+    }
+
+    /// Investigations queued long ago (beyond the start-up look-back) that finish in a
+    /// burst the notifier's broadcast cannot hold: every one is still enqueued, once.
+    #[tokio::test]
+    async fn a_lagging_notifier_enqueues_every_finished_investigation_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let invs = InvestigationStore::open(&store).unwrap();
+        let mut config = Config::default();
+        // Nothing listens there: entries stay in the outbox, retrying.
+        config.notify.webhooks = vec![NotifyWebhook {
+            url: "http://127.0.0.1:9/hook".parse().unwrap(),
+            format: WebhookFormat::Json,
+        }];
+        config.notify.retry_backoff = crate::config::HumanDuration::secs(600);
+        let (tx, rx) = broadcast::channel(2);
+        let mut ids = Vec::new();
+        for _ in 0..12 {
+            let inv = finished(&invs, 3);
+            ids.push(inv.id.clone());
+            let _ = tx.send(inv);
+        }
+        let notifier = Notifier::new(
+            Arc::new(config),
+            &store,
+            AlertStore::open(&store).unwrap(),
+            None,
+            Arc::new(Metrics::new("m")),
+        )
+        .unwrap()
+        .unwrap();
+        let token = CancellationToken::new();
+        let running = tokio::spawn(notifier.clone().run(rx, token.clone()));
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let about = || {
+            let mut a: Vec<String> = notifier
+                .pending()
+                .unwrap()
+                .into_iter()
+                .map(|e| e.about)
+                .collect();
+            a.sort();
+            a
+        };
+        while about().len() < ids.len() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // A later wake (another finished event) enqueues nothing twice.
+        let late = finished(&invs, 0);
+        ids.push(late.id.clone());
+        let _ = tx.send(late);
+        while about().len() < ids.len() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        ids.sort();
+        assert_eq!(about(), ids, "one entry per finished investigation");
+        assert!(
+            invs.finished_ids().unwrap().is_empty(),
+            "the index is drained"
+        );
+        token.cancel();
+        running.await.unwrap();
+    }
+}

@@ -1,0 +1,116 @@
+//! The weekly report as an outbox delivery: the built email (subject, text, HTML, inline
+//! chart images) is stored with a Message-ID chosen up front, then sent by the worker with
+//! its retries. Who records the outcome (the report store) implements [`ReportLedger`];
+//! before each attempt the ledger is asked whether the period already went out, so one
+//! period never gets two reports.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use chrono::TimeDelta;
+use serde::{Deserialize, Serialize};
+
+use super::NotifyError;
+use super::email::{EmailMessage, InlineImage};
+use crate::store::StoreError;
+
+/// A report that could not be delivered for this long is given up (the next week's
+/// report is due by then).
+pub const DEADLINE: TimeDelta = TimeDelta::days(7);
+
+/// Which report for which period, under which Message-ID.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReportDelivery {
+    pub report_id: String,
+    /// The period key, e.g. `2026-W47`.
+    pub period: String,
+    /// The `Message-ID` header, `<…@domain>`, recorded before the first attempt.
+    pub message_id: String,
+    /// A scheduled (or caught-up) report: not sent when its period already went out.
+    pub once_per_period: bool,
+    /// What built it (`schedule`, `catchup`, `api`, `cli`): the `trigger` label of
+    /// `sre_agent_reports_total`, counted when the delivery ends.
+    #[serde(default)]
+    pub trigger: String,
+}
+
+/// An inline image, base64 in the stored entry.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredImage {
+    pub content_id: String,
+    pub png_base64: String,
+}
+
+/// The report email as stored in the outbox.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StoredReport {
+    pub delivery: ReportDelivery,
+    pub to: Vec<String>,
+    pub subject: String,
+    pub text: String,
+    pub html: String,
+    pub images: Vec<StoredImage>,
+}
+
+impl StoredReport {
+    /// Stores `msg` (its images as base64).
+    pub fn new(delivery: ReportDelivery, msg: &EmailMessage) -> Self {
+        Self {
+            delivery,
+            to: msg.to.iter().map(ToString::to_string).collect(),
+            subject: msg.subject.clone(),
+            text: msg.text.clone(),
+            html: msg.html.clone().unwrap_or_default(),
+            images: msg
+                .inline_images
+                .iter()
+                .map(|i| StoredImage {
+                    content_id: i.content_id.clone(),
+                    png_base64: STANDARD.encode(&i.png),
+                })
+                .collect(),
+        }
+    }
+
+    /// The email to send.
+    pub fn message(&self) -> Result<EmailMessage, NotifyError> {
+        let inline_images = self
+            .images
+            .iter()
+            .map(|i| {
+                STANDARD
+                    .decode(&i.png_base64)
+                    .map(|png| InlineImage {
+                        content_id: i.content_id.clone(),
+                        png,
+                    })
+                    .map_err(|e| {
+                        NotifyError::Config(format!("stored report image {}: {e}", i.content_id))
+                    })
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(EmailMessage {
+            to: self.to.iter().filter_map(|t| t.parse().ok()).collect(),
+            subject: self.subject.clone(),
+            text: self.text.clone(),
+            html: Some(self.html.clone()),
+            inline_images,
+        })
+    }
+}
+
+/// Where report deliveries are recorded (the report store). Writes are flushed by the
+/// notifier.
+pub trait ReportLedger: Send + Sync {
+    /// The report was queued for delivery.
+    fn queued(&self, d: &ReportDelivery) -> Result<(), StoreError>;
+    /// The Message-ID of the report that went out (or may have) for `period`, if any.
+    fn sent_message(&self, period: &str) -> Result<Option<String>, StoreError>;
+    /// An attempt to send `d` starts.
+    fn sending(&self, d: &ReportDelivery) -> Result<(), StoreError>;
+    /// The SMTP server accepted `d`.
+    fn sent(&self, d: &ReportDelivery) -> Result<(), StoreError>;
+    /// `d` was given up with `error`.
+    fn failed(&self, d: &ReportDelivery, error: &str) -> Result<(), StoreError>;
+    /// The process stopped during an attempt of `d`: it may or may not have gone out.
+    fn unconfirmed(&self, d: &ReportDelivery) -> Result<(), StoreError>;
+}

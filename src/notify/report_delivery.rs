@@ -1,0 +1,69 @@
+//! The weekly report through the outbox: enqueueing its email, and the check before each
+//! attempt that keeps one period to one report (see `worker.rs` for at most once).
+
+use super::email::EmailMessage;
+use super::outbox::{Notifier, OutboxEntry, Payload};
+use super::report::{ReportDelivery, StoredReport};
+use crate::store::StoreError;
+
+/// What the worker does with a due report entry.
+pub(super) enum ReportCheck {
+    Send,
+    /// Its period (or this very message) already went out.
+    Drop,
+    /// Found in flight after a restart: not sent again (at most once).
+    Unconfirmed,
+}
+
+impl Notifier {
+    /// Stores the report email `msg` for delivery (flushed) and wakes the worker.
+    pub async fn enqueue_report(
+        &self,
+        delivery: ReportDelivery,
+        msg: &EmailMessage,
+    ) -> Result<(), StoreError> {
+        if let Some(ledger) = &self.inner.reports {
+            ledger.queued(&delivery)?;
+        }
+        let about = delivery.report_id.clone();
+        let entry = OutboxEntry::new(&about, Payload::Report(StoredReport::new(delivery, msg)));
+        self.store_entries(&[entry])?;
+        self.inner.store.flush().await?;
+        self.wake();
+        Ok(())
+    }
+
+    /// Whether a report can be emailed (`smtp.host` set and the outbox running).
+    pub fn can_mail(&self) -> bool {
+        self.inner.mailer.is_some()
+    }
+
+    /// Decides about a due report entry; `in_flight` means a previous attempt never ended.
+    pub(super) fn check_report(
+        &self,
+        r: &StoredReport,
+        in_flight: bool,
+    ) -> Result<ReportCheck, StoreError> {
+        let d = &r.delivery;
+        let Some(ledger) = &self.inner.reports else {
+            return Ok(ReportCheck::Send);
+        };
+        if let Some(sent) = ledger.sent_message(&d.period)?
+            && (sent == d.message_id || d.once_per_period)
+        {
+            tracing::info!(period = %d.period, report = %d.report_id, message_id = %sent,
+                "the report of this period already went out; not sending it again");
+            return Ok(ReportCheck::Drop);
+        }
+        if in_flight {
+            tracing::warn!(period = %d.period, report = %d.report_id, message_id = %d.message_id,
+                "sre-agent stopped while this report was being sent; it is not sent again \
+                 (at most once): look for this Message-ID in the recipients' mail");
+            ledger.unconfirmed(d)?;
+            self.count_report(d, "unconfirmed");
+            return Ok(ReportCheck::Unconfirmed);
+        }
+        ledger.sending(d)?;
+        Ok(ReportCheck::Send)
+    }
+}
