@@ -20,6 +20,7 @@ pub use state::AppState;
 use crate::agent::Dispatcher;
 use crate::alerts::Intake;
 use crate::alerts::store::AlertStore;
+use crate::alerts::storm::StormStore;
 use crate::config::Config;
 use crate::integrations::health::HealthChecker;
 use crate::notify::{Notifier, ReportLedger};
@@ -74,6 +75,7 @@ impl Components {
         let intake = Intake::new(
             &config.alerts,
             alerts.clone(),
+            StormStore::open(&store)?,
             Arc::new(dispatcher.clone()),
             metrics.clone(),
         )
@@ -169,6 +171,7 @@ impl Running {
         scheduler.shutdown().await;
         let grace: Duration = state.config.server.shutdown_timeout.get();
         state.tasks.close();
+        state.intake.stop_holding();
         let drained = tokio::time::timeout(grace, async {
             drain.await;
             state.tasks.wait().await;

@@ -62,6 +62,7 @@ pub(super) async fn document() -> Response {
         follow_up::follow_up,
         investigation_events::events,
         alerts_api::list,
+        alerts_api::storms,
         reports::list,
         reports::create,
         reports::show,

@@ -22,6 +22,7 @@ mod report_backups;
 mod report_screenshot;
 mod report_sources;
 mod retention;
+mod storm;
 mod tools;
 mod trust;
 mod webhooks;
