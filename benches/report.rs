@@ -15,7 +15,9 @@ use axum::extract::Query;
 use axum::routing::{get, post};
 use serde_json::{Value, json};
 use sre_agent::config::{Config, ConfigSource};
-use sre_agent::report::model::{AlertStat, Availability, ReportTrigger};
+use sre_agent::report::model::{
+    AlertStat, Availability, HygieneFinding, HygieneIssue, ReportTrigger,
+};
 use sre_agent::report::period::PeriodSpec;
 use sre_agent::report::{ReportRequest, Reporter, render};
 use sre_agent::store::Store;
@@ -176,6 +178,18 @@ async fn main() {
     d.slos.data.per_day = (1..=31)
         .map(|i| (format!("Day {i}"), 0.98 + i as f64 / 2000.0))
         .collect();
+    // A markdown narrative (rendered to HTML and text) and a full alert hygiene table.
+    report.summary.text = (0..20)
+        .map(|i| format!("## Part {i}\n\nA **busy** day with `Alert{i}`.\n\n- one\n- two\n"))
+        .collect();
+    report.data.hygiene.data.findings = (0..25)
+        .map(|i| HygieneFinding {
+            alertname: format!("Alert{i}"),
+            issue: HygieneIssue::Flapping,
+            evidence: format!("{i} of 30 episodes on host{i}:9100 were shorter than 10m"),
+            suggestion: "Raise for: from 1m to 5m.".into(),
+        })
+        .collect();
     let before = peak_rss_mib();
     println!(
         "RSS by stage: fake upstreams {with_fakes:.1} MiB, + store {with_store:.1} MiB, \
@@ -186,13 +200,15 @@ async fn main() {
     let mut bytes = 0;
     for _ in 0..20 {
         let r = render::for_email(&report);
-        bytes =
-            r.html.len() + r.markdown.len() + r.charts.iter().map(|c| c.png.len()).sum::<usize>();
+        bytes = r.html.len()
+            + r.markdown.len()
+            + r.text.len()
+            + r.charts.iter().map(|c| c.png.len()).sum::<usize>();
         bytes += render::to_html(&report).len();
     }
     let per = started.elapsed().as_secs_f64() / 20.0 * 1000.0;
     println!(
-        "render large report (email + data-URI HTML): {per:.1} ms each, {} KiB output",
+        "render large report (email text + HTML + charts, and data-URI HTML): {per:.1} ms each, {} KiB output",
         bytes / 1024
     );
     println!(

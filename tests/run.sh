@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The one test command (README): installs what the tests need (Prometheus, Alertmanager,
-# an SMTP server, Chromium with chromedriver for the console's browser test;
-# tests/deploy/run.sh adds ansible-core, ansible-lint and hadolint in a virtualenv;
-# idempotent), then runs every test:
+# an SMTP server, Chromium with chromedriver for the console's browser test and the report
+# screenshot test; tests/deploy/run.sh adds ansible-core, ansible-lint and hadolint in a
+# virtualenv; idempotent), then runs every test:
 # unit and integration tests (real Prometheus/Alertmanager/SMTP, the real binary), the
 # Prometheus rule unit tests, the deployment tests (Ansible role, Dockerfile), and last
 # three eval scenarios end to end with a real local model (tests/llm/).

@@ -8,6 +8,11 @@
 //!   series it reads for the alert's identifying labels over the last day (the range tool
 //!   computes change per day and time to a limit). A filesystem alert also gets the used
 //!   ratio of that filesystem over the day.
+//! - An alert storm (one rule firing on many instances, `alerts::storm`): the rule across
+//!   all instances instead of one: how many series breach it now and over the lookback
+//!   (`count(rule)`, so when it began), and the ten worst (`topk`/`bottomk` of its value);
+//!   without a known rule, `up` of the instances listed. Topics read only the labels the
+//!   groups share.
 //! - An ask: the instances it names (matched against Prometheus' `instance` values), with
 //!   `up` and their filesystems (the one it names, when it names a path).
 
@@ -47,7 +52,19 @@ struct AlertFacts {
     generator_url: Option<String>,
     /// Label values and annotations, for `topics`.
     text: String,
+    /// Set for a storm's investigation.
+    storm: Option<StormFacts>,
 }
+
+/// What a storm's context says about its groups.
+#[derive(Debug, Default)]
+struct StormFacts {
+    /// The `instance` values listed (a bounded few of the affected groups).
+    instances: Vec<String>,
+}
+
+/// Instances listed in a storm's fallback `up` query.
+const STORM_UP_INSTANCES: usize = 20;
 
 impl EvidencePlanner {
     /// A planner reading the configured Prometheus and Grafana (none: no evidence).
@@ -102,6 +119,9 @@ impl EvidencePlanner {
     }
 
     async fn for_alert(&self, facts: &AlertFacts, overview: bool) -> Vec<PlannedCall> {
+        if let Some(storm) = &facts.storm {
+            return self.for_storm(facts, storm).await;
+        }
         let Some(expr) = self.rule_expr(facts).await else {
             return match facts.labels.get("instance") {
                 // A probed endpoint: every series of its probe (status code, timings, TLS).
@@ -128,6 +148,39 @@ impl EvidencePlanner {
                 .map(|m| query_range(&format!("{m}{selector}"))),
         );
         calls
+    }
+
+    /// A storm: the rule across every instance, not one of them.
+    async fn for_storm(&self, facts: &AlertFacts, storm: &StormFacts) -> Vec<PlannedCall> {
+        let Some(expr) = self.rule_expr(facts).await else {
+            let listed: Vec<String> = storm
+                .instances
+                .iter()
+                .take(STORM_UP_INSTANCES)
+                .map(|i| regex_escape(i))
+                .collect();
+            return match listed.is_empty() {
+                true => Vec::new(),
+                false => vec![query(&format!(
+                    "up{{instance=~\"{}\"}}",
+                    escape(&listed.join("|"))
+                ))],
+            };
+        };
+        let value = value_expr(&expr);
+        let below = expr
+            .strip_prefix(value.as_str())
+            .is_some_and(|rest| rest.trim_start().starts_with('<'));
+        let worst = if below { "bottomk" } else { "topk" };
+        let lookback = match filesystem_ratio(&metric_names(&expr), "") {
+            Some(_) => FILESYSTEM_LOOKBACK,
+            None => LOOKBACK,
+        };
+        vec![
+            query(&format!("count({expr})")),
+            query(&format!("{worst}(10, {value})")),
+            query_range_over(&format!("count({expr})"), lookback),
+        ]
     }
 
     /// The expression of the rule behind the alert.
@@ -253,16 +306,46 @@ fn query_range_over(q: &str, lookback: &str) -> PlannedCall {
     }
 }
 
-/// The labels and generator URL of the first alert in an alert investigation's context.
+/// A regular expression matching `s` literally.
+fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The labels and generator URL of the first alert in an alert investigation's context;
+/// for a storm, without the labels its groups differ in (`storm.affected`).
 fn alert_facts(context: &str) -> Option<AlertFacts> {
     let v: Value = serde_json::from_str(context).ok()?;
     let alert = v.get("alerts")?.as_array()?.first()?;
-    let labels: BTreeMap<String, String> = alert
+    let mut labels: BTreeMap<String, String> = alert
         .get("labels")?
         .as_object()?
         .iter()
         .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
         .collect();
+    let storm = v.get("storm").and_then(Value::as_object).map(|s| {
+        // Labels the groups differ in (`affected` names more than the sample's value).
+        if let Some(affected) = s.get("affected").and_then(Value::as_object) {
+            labels.retain(|k, v| affected.get(k).is_none_or(|a| a.as_str() == Some(v)));
+        }
+        let instances = s
+            .get("instances")
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|m| m.get("instance").and_then(Value::as_str))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        StormFacts { instances }
+    });
     let annotations = alert
         .get("annotations")
         .and_then(Value::as_object)
@@ -282,6 +365,7 @@ fn alert_facts(context: &str) -> Option<AlertFacts> {
     Some(AlertFacts {
         labels,
         text,
+        storm,
         generator_url: alert
             .get("generator_url")
             .and_then(Value::as_str)
@@ -334,6 +418,7 @@ mod tests {
                 .collect(),
             generator_url: None,
             text: String::new(),
+            storm: None,
         };
         let calls = EvidencePlanner::default().for_alert(&facts, false).await;
         assert_eq!(
@@ -348,5 +433,44 @@ mod tests {
         assert!(alert_facts("{\"alerts\": []}").is_none());
         let f = alert_facts(r#"{"alerts":[{"labels":{"a":"b","n":1}}]}"#).unwrap();
         assert_eq!(f.labels.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_storm_queries_its_rule_across_every_instance() {
+        let context = json!({
+            "storm": {"affected": {"instance": "pve[1-3]:9100", "mountpoint": "/"},
+                      "instances": [{"instance": "10.0.0.1:9100"}, {"instance": "nas:9100"}]},
+            "alerts": [{
+                "labels": {"alertname": "DiskFillingUp", "instance": "pve1:9100",
+                           "mountpoint": "/", "pod": "p"},
+                "generator_url": "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%2F+node_filesystem_size_bytes+%3C+0.1&g0.tab=1"
+            }]
+        });
+        let facts = alert_facts(&context.to_string()).unwrap();
+        assert!(!facts.labels.contains_key("instance"));
+        assert_eq!(facts.labels["mountpoint"], "/", "shared by every group");
+        assert!(!facts.text.contains("pve1"));
+        let calls = EvidencePlanner::default().for_alert(&facts, false).await;
+        let rule = "node_filesystem_avail_bytes / node_filesystem_size_bytes < 0.1";
+        assert_eq!(
+            names(&calls),
+            vec![
+                format!("prometheus_query count({rule})"),
+                "prometheus_query bottomk(10, node_filesystem_avail_bytes / node_filesystem_size_bytes)"
+                    .to_string(),
+                format!("prometheus_query_range count({rule})"),
+            ]
+        );
+        assert_eq!(calls[2].arguments["start"], "24h");
+        // Without a known rule: `up` of the instances listed, matched literally.
+        let no_rule = AlertFacts {
+            generator_url: None,
+            ..alert_facts(&context.to_string()).unwrap()
+        };
+        let calls = EvidencePlanner::default().for_alert(&no_rule, false).await;
+        assert_eq!(
+            names(&calls),
+            vec![r#"prometheus_query up{instance=~"10\\.0\\.0\\.1:9100|nas:9100"}"#]
+        );
     }
 }

@@ -287,6 +287,7 @@ impl SpendLedger {
                 }
             };
             state.today = today;
+            self.publish(&state);
         }
         state
     }

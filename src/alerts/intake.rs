@@ -11,7 +11,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use tokio::sync::Mutex;
 
+use tokio_util::sync::CancellationToken;
+
 use super::grouping::{self, Budget, InvState};
+use super::storm::StormStore;
 use super::{Alert, AlertStatus, WebhookBatch};
 use crate::alerts::store::{AlertGroup, AlertRecord, AlertStore, GroupState, Outcome};
 use crate::config::AlertsConfig;
@@ -21,13 +24,16 @@ use crate::telemetry::Metrics;
 
 mod follow_up;
 mod request;
+mod storm;
 
 #[cfg(test)]
 mod fake;
+#[cfg(test)]
+mod storm_tests;
 
 use follow_up::Action;
 pub use follow_up::FollowUp;
-pub use request::{NewInvestigation, request_for};
+pub use request::{NewInvestigation, request_for, storm_request};
 
 /// What the intake needs from the investigation dispatcher.
 #[async_trait]
@@ -58,6 +64,9 @@ pub struct IntakeSummary {
     pub received: usize,
     pub queued: usize,
     pub groups: Vec<String>,
+    /// Storms the batch's alerts attached to (or formed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub storms: Vec<String>,
 }
 
 /// Alert intake. Cheap to clone.
@@ -70,12 +79,16 @@ struct Inner {
     config: AlertsConfig,
     ignore: Vec<LabelMatcher>,
     store: AlertStore,
+    storms: StormStore,
     investigator: Arc<dyn Investigator>,
     metrics: Arc<Metrics>,
     /// Serializes decisions so dedupe and the budget see each other's claims.
     decide: Mutex<()>,
     /// Serializes submissions so one episode is submitted once.
     submit: Mutex<()>,
+    /// Cancelled at shutdown: submissions waiting out `alerts.storm_hold` stop waiting
+    /// (their pending mark makes the next start submit them).
+    holds: CancellationToken,
 }
 
 /// One group touched by a batch: its stored state, the investigation's state, and the
@@ -86,6 +99,8 @@ struct Touched {
     inv: InvState,
     alerts: Vec<(Alert, Outcome)>,
     queued: bool,
+    /// The storm key of the group's alerts (`alerts.storm_by`), once one was seen.
+    storm: Option<String>,
 }
 
 /// An `alerts.ignore` matcher that does not parse (config validation reports it first).
@@ -97,6 +112,7 @@ impl Intake {
     pub fn new(
         config: &AlertsConfig,
         store: AlertStore,
+        storms: StormStore,
         investigator: Arc<dyn Investigator>,
         metrics: Arc<Metrics>,
     ) -> Result<Self, BadMatcher> {
@@ -110,10 +126,12 @@ impl Intake {
                 config: config.clone(),
                 ignore,
                 store,
+                storms,
                 investigator,
                 metrics,
                 decide: Mutex::new(()),
                 submit: Mutex::new(()),
+                holds: CancellationToken::new(),
             }),
         })
     }
@@ -124,6 +142,24 @@ impl Intake {
 
     pub fn investigator(&self) -> &Arc<dyn Investigator> {
         &self.inner.investigator
+    }
+
+    /// The storms of alerts (`alerts::storm`).
+    pub fn storms(&self) -> &StormStore {
+        &self.inner.storms
+    }
+
+    /// At shutdown: submissions waiting out `alerts.storm_hold` give up (the next start
+    /// submits them).
+    pub fn stop_holding(&self) {
+        self.inner.holds.cancel();
+    }
+
+    /// Removes storms quiet since before `cutoff` (under the decision lock, so no batch
+    /// is writing them). Returns how many.
+    pub async fn sweep_storms(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
+        let _guard = self.inner.decide.lock().await;
+        self.inner.storms.sweep(cutoff)
     }
 
     /// Stores the batch and its decisions durably; returns what to do next. Call
@@ -143,6 +179,7 @@ impl Intake {
             let _guard = self.inner.decide.lock().await;
             let mut touched: Vec<Touched> = Vec::new();
             let mut index: HashMap<String, usize> = HashMap::new();
+            let mut storms = storm::StormViews::new();
             for alert in batch.alerts {
                 let key = grouping::group_key(
                     &self.inner.config.group_by,
@@ -158,15 +195,28 @@ impl Intake {
                     }
                 };
                 let outcome = self.decide(&touched[i], &alert, now);
+                let outcome =
+                    self.storm_outcome(&mut storms, &mut touched[i], &alert, outcome, now)?;
                 if outcome == Outcome::Queued {
                     summary.queued += 1;
                 }
                 self.absorb(&mut touched[i], alert, outcome, now)?;
             }
+            let mut statuses = HashMap::new();
             for t in touched {
                 summary.groups.push(t.key.clone());
-                actions.extend(self.write_group(t, now)?);
+                let key = t.key.clone();
+                let (action, status) = self.write_group(t, now)?;
+                actions.extend(action);
+                statuses.insert(key, status);
             }
+            summary.storms = storms
+                .iter()
+                .filter(|(_, v)| v.attached())
+                .map(|(k, _)| k.clone())
+                .collect();
+            summary.storms.sort();
+            actions.extend(self.write_storms(storms, &statuses, now)?);
         }
         self.inner.store.flush().await?;
         Ok((summary, actions.into_iter().map(FollowUp).collect()))
@@ -184,6 +234,7 @@ impl Intake {
             inv,
             alerts: Vec::new(),
             queued: false,
+            storm: None,
         })
     }
 
@@ -251,7 +302,11 @@ impl Intake {
 
     /// Writes one touched group atomically (re-applying this batch's alerts onto the
     /// stored value, so a concurrent submission's id is kept) and returns its follow-up.
-    fn write_group(&self, t: Touched, now: DateTime<Utc>) -> Result<Option<Action>, StoreError> {
+    fn write_group(
+        &self,
+        t: Touched,
+        now: DateTime<Utc>,
+    ) -> Result<(Option<Action>, AlertStatus), StoreError> {
         let group_by = &self.inner.config.group_by;
         let group = self
             .inner
@@ -273,7 +328,7 @@ impl Intake {
             })?
             .expect("update returns the new group");
         if t.queued {
-            return Ok(Some(Action::Submit(t.key)));
+            return Ok((Some(Action::Submit(t.key)), group.status));
         }
         let resolved_now = group.status == AlertStatus::Resolved
             && t.alerts
@@ -283,10 +338,12 @@ impl Intake {
             t.inv,
             InvState::Queued | InvState::Running | InvState::Done { .. }
         );
-        Ok(group
+        let status = group.status;
+        let action = group
             .investigation_id
             .filter(|_| resolved_now && had_investigation)
-            .map(|id| Action::Resolve { key: t.key, id }))
+            .map(|id| Action::Resolve { key: t.key, id });
+        Ok((action, status))
     }
 }
 
@@ -302,21 +359,21 @@ mod tests {
     use chrono::Utc;
 
     #[tokio::test]
-    async fn a_storm_of_500_alerts_becomes_one_investigation_per_group() {
+    async fn a_burst_of_500_alerts_becomes_one_investigation_per_group_below_a_storm() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let fake = Arc::new(FakeInvestigator::default());
         let intake = intake(&store, &fake, 50);
         let alerts = (0..500)
-            .map(|i| alert("HighLoad", &format!("host{}", i % 5), AlertStatus::Firing))
+            .map(|i| alert("HighLoad", &format!("host{}", i % 4), AlertStatus::Firing))
             .collect();
         let summary = ingest_and_follow(&intake, alerts).await;
         assert_eq!(summary.received, 500);
-        assert_eq!(summary.queued, 5);
-        assert_eq!(fake.submitted().len(), 5);
+        assert_eq!(summary.queued, 4);
+        assert_eq!(fake.submitted().len(), 4);
         assert_eq!(intake.store().alert_count(), 500);
         let g = intake.store().group(&summary.groups[0]).unwrap().unwrap();
-        assert_eq!(g.received, 100);
+        assert_eq!(g.received, 125);
         assert!(g.investigation_id.is_some() && g.pending_since.is_none());
     }
 

@@ -1,11 +1,12 @@
 //! Alerts: one `Alert` model parsed from Grafana and Alertmanager payloads; grouping,
-//! dedupe, cooldown, storm protection and the daily budget. Never calls the LLM.
+//! dedupe, cooldown, storm coalescing (`storm.rs`) and the daily budget. Never calls the LLM.
 
 mod dispatch;
 pub mod grouping;
 pub mod intake;
 pub mod model;
 pub mod store;
+pub mod storm;
 
 pub use intake::{Intake, IntakeSummary, Investigator, NewInvestigation};
 pub use model::{Alert, AlertSource, AlertStatus, WebhookBatch, label_fingerprint, parse_webhook};

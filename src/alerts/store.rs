@@ -31,6 +31,8 @@ pub enum Outcome {
     Budget,
     Ignored,
     Resolved,
+    /// Attached to a storm of its alert (`alerts::storm`) instead of its own investigation.
+    Storm,
 }
 
 impl Outcome {
@@ -42,6 +44,7 @@ impl Outcome {
             Self::Budget => "budget",
             Self::Ignored => "ignored",
             Self::Resolved => "resolved",
+            Self::Storm => "storm",
         }
     }
 }

@@ -20,6 +20,7 @@ pub use state::AppState;
 use crate::agent::Dispatcher;
 use crate::alerts::Intake;
 use crate::alerts::store::AlertStore;
+use crate::alerts::storm::StormStore;
 use crate::config::Config;
 use crate::integrations::health::HealthChecker;
 use crate::notify::{Notifier, ReportLedger};
@@ -69,17 +70,19 @@ impl Components {
         let dispatcher = Dispatcher::new(&config, &store, metrics.clone())
             .map_err(AppError::component("building the investigation dispatcher"))?;
         // One alert store (its write-through cache is shared): intake writes groups, the
-        // notifier reads them.
+        // notifier and the report read them.
         let alerts = AlertStore::open(&store)?;
         let intake = Intake::new(
             &config.alerts,
             alerts.clone(),
+            StormStore::open(&store)?,
             Arc::new(dispatcher.clone()),
             metrics.clone(),
         )
         .map_err(AppError::component("building the alert intake"))?;
         let reports = Reporter::new(config.clone(), &store, metrics.clone())?
-            .with_dispatcher(dispatcher.clone());
+            .with_dispatcher(dispatcher.clone())
+            .with_alert_store(alerts.clone());
         let ledger: Arc<dyn ReportLedger> = Arc::new(reports.store().clone());
         let notifier = Notifier::new(
             config.clone(),
@@ -168,6 +171,7 @@ impl Running {
         scheduler.shutdown().await;
         let grace: Duration = state.config.server.shutdown_timeout.get();
         state.tasks.close();
+        state.intake.stop_holding();
         let drained = tokio::time::timeout(grace, async {
             drain.await;
             state.tasks.wait().await;

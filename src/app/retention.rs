@@ -27,6 +27,15 @@ pub async fn run(state: AppState, token: CancellationToken) {
             let notified = state.notifier.as_ref().map_or(Ok(0), |n| n.sweep(cutoff))?;
             Ok([investigations, alerts, groups, reports, notified])
         })();
+        let swept = match (swept, state.intake.sweep_storms(cutoff).await) {
+            (Ok(counts), Ok(storms)) => {
+                if storms > 0 {
+                    tracing::info!(storms, %cutoff, "removed alert storms older than store.retention_days");
+                }
+                Ok(counts)
+            }
+            (Err(e), _) | (_, Err(e)) => Err(e),
+        };
         match swept {
             Ok([0, 0, 0, 0, 0]) => {}
             Ok([investigations, alerts, groups, reports, notified]) => tracing::info!(

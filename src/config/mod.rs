@@ -213,6 +213,24 @@ impl Config {
         if self.alerts.group_by.is_empty() {
             return bad("alerts.group_by", "must name at least one label".into());
         }
+        if self.alerts.storm_threshold == 1 {
+            return bad(
+                "alerts.storm_threshold",
+                "must be at least 2 groups (0 turns storm coalescing off)".into(),
+            );
+        }
+        if self.alerts.storm_threshold > 0 && self.alerts.storm_by.is_empty() {
+            return bad(
+                "alerts.storm_by",
+                "must name at least one label (or set alerts.storm_threshold = 0)".into(),
+            );
+        }
+        if self.alerts.storm_window.get().is_zero() {
+            return bad("alerts.storm_window", "must be longer than 0s".into());
+        }
+        if self.alerts.storm_hold.get() > std::time::Duration::from_secs(300) {
+            return bad("alerts.storm_hold", "must be at most 5m".into());
+        }
         for (i, m) in self.alerts.ignore.iter().enumerate() {
             if let Err(why) = LabelMatcher::parse(m) {
                 return bad(&format!("alerts.ignore[{i}]"), why);

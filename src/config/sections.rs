@@ -280,6 +280,15 @@ pub struct AlertsConfig {
     pub max_interrupted_retries: u32,
     /// Label matchers such as `severity="info"`; matching alerts are stored, not investigated.
     pub ignore: Vec<String>,
+    /// Labels that make groups one alert for storm coalescing (`alertname`).
+    pub storm_by: Vec<String>,
+    /// Groups of one alert starting within this window count towards a storm.
+    pub storm_window: HumanDuration,
+    /// This many groups within `storm_window` form a storm (0 turns coalescing off).
+    pub storm_threshold: u32,
+    /// How long a new investigation waits while other groups of its alert are arriving
+    /// (and a storm's, so the groups that follow are named in it).
+    pub storm_hold: HumanDuration,
 }
 
 impl Default for AlertsConfig {
@@ -302,6 +311,10 @@ impl Default for AlertsConfig {
             daily_cost_limit_usd: 2.0,
             max_interrupted_retries: 2,
             ignore: Vec::new(),
+            storm_by: vec!["alertname".to_string()],
+            storm_window: secs(120),
+            storm_threshold: 5,
+            storm_hold: secs(10),
         }
     }
 }

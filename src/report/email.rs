@@ -24,7 +24,7 @@ pub fn message(
     EmailMessage {
         to,
         subject: subject.to_string(),
-        text: rendered.markdown.clone(),
+        text: rendered.text.clone(),
         html: Some(rendered.html.clone()),
         inline_images: rendered
             .charts

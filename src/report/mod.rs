@@ -28,6 +28,7 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 use crate::agent::Dispatcher;
+use crate::alerts::store::AlertStore;
 use crate::config::Config;
 use crate::integrations::UpstreamError;
 use crate::notify::{Notifier, ReportDelivery};
@@ -65,6 +66,7 @@ pub struct Reporter {
     metrics: Arc<Metrics>,
     dispatcher: Option<Dispatcher>,
     outbox: Option<Notifier>,
+    alert_log: AlertStore,
     running: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -74,6 +76,7 @@ impl Reporter {
         store: &Store,
         metrics: Arc<Metrics>,
     ) -> Result<Self, StoreError> {
+        let alert_log = AlertStore::open(store)?;
         let store = ReportStore::open(store)?;
         if let Some(at) = store.last_delivered_at()? {
             metrics.last_report_timestamp.set(at.timestamp() as f64);
@@ -84,8 +87,16 @@ impl Reporter {
             metrics,
             dispatcher: None,
             outbox: None,
+            alert_log,
             running: Arc::new(tokio::sync::Mutex::new(())),
         })
+    }
+
+    /// Reads the alert log through `alerts`, the daemon's one alert store (`new` opens its
+    /// own handle, which suits the CLI and tests).
+    pub fn with_alert_store(mut self, alerts: AlertStore) -> Self {
+        self.alert_log = alerts;
+        self
     }
 
     /// Reads the week's investigations and the daily LLM budget from `dispatcher`.
@@ -136,6 +147,7 @@ impl Reporter {
             tz: self.timezone(),
             previous: self.store.previous(window.period)?,
             dispatcher: self.dispatcher.clone(),
+            alert_log: Some(self.alert_log.clone()),
         };
         let data = collect::collect_all(&sources, &self.metrics).await;
         let spend = self.dispatcher.as_ref().map(|d| d.spend());

@@ -180,12 +180,64 @@ pub struct ReportData {
     pub cost: Section<CostData>,
     pub logs: Section<LogsData>,
     pub changes: Section<ChangesData>,
+    /// Alert rules that flapped, fired for days, never resolved or lack `severity`
+    /// (absent from reports stored before it existed).
+    #[serde(default)]
+    pub hygiene: Section<HygieneData>,
     /// Recurring incidents and people's verdicts (from the investigations store).
     #[serde(default)]
     pub memory: Section<MemoryData>,
     /// Backup health and Proxmox guests; present only when `[pbs]` or `[proxmox]` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub homelab: Option<Section<BackupHealth>>,
+}
+
+/// What is wrong with an alert rule's behaviour or definition.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize, PartialEq, Eq, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum HygieneIssue {
+    /// Many short episodes of one series.
+    Flapping,
+    /// One episode lasted days before it resolved.
+    FiredForDays,
+    /// Still firing at the end of the period, for a long time.
+    NeverResolved,
+    /// No `severity` label, so routing and ranking cannot use it.
+    NoSeverity,
+}
+
+impl HygieneIssue {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Flapping => "flapping",
+            Self::FiredForDays => "fired for days",
+            Self::NeverResolved => "never resolved",
+            Self::NoSeverity => "no severity label",
+        }
+    }
+}
+
+/// One rule with one hygiene problem, what showed it and what to change.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct HygieneFinding {
+    pub alertname: String,
+    pub issue: HygieneIssue,
+    /// What was seen, with numbers ("9 episodes under 10 min on pve1:9100").
+    pub evidence: String,
+    /// The concrete change ("raise for: from 1m to 10m").
+    pub suggestion: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct HygieneData {
+    /// Alerting rules known from Prometheus' rules API (0 when not reachable).
+    pub rules_checked: usize,
+    /// Rules with an episode in the period (Prometheus ALERTS and received alerts).
+    pub rules_fired: usize,
+    /// By issue, then rule name.
+    pub findings: Vec<HygieneFinding>,
+    /// Findings left out to keep the section short.
+    pub omitted: usize,
 }
 
 /// A backup group whose newest snapshot is older than `pbs.backup_interval`.

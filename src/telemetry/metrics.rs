@@ -18,6 +18,7 @@ pub const ENDPOINTS: &[&str] = &[
     "/api/v1/investigations/{id}",
     "/api/v1/investigations/{id}/feedback",
     "/api/v1/alerts",
+    "/api/v1/storms",
     "/api/v1/reports",
     "/api/v1/reports/{id}",
     "/api/v1/investigations/{id}/events",
@@ -55,7 +56,7 @@ pub const INVESTIGATION_END_STATES: &[&str] = &[
 ];
 pub const ALERT_SOURCES: &[&str] = &["grafana", "alertmanager"];
 pub const ALERT_OUTCOMES: &[&str] = &[
-    "queued", "deduped", "cooldown", "budget", "ignored", "resolved",
+    "queued", "deduped", "cooldown", "budget", "ignored", "resolved", "storm",
 ];
 pub const TOKEN_TYPES: &[&str] = &["prompt", "completion", "cached"];
 pub const REPORT_TRIGGERS: &[&str] = &["schedule", "catchup", "api", "cli"];
@@ -69,7 +70,7 @@ pub const NOTIFICATION_STATES: &[&str] = &["sent", "failed", "retry", "unconfirm
 pub const VERDICTS: &[&str] = &["right", "wrong"];
 /// Weekly report collectors.
 pub const COLLECTORS: &[&str] = &[
-    "alerts", "slos", "agent", "cost", "logs", "memory", "changes",
+    "alerts", "slos", "agent", "cost", "logs", "memory", "changes", "hygiene",
 ];
 
 const LATENCY_BUCKETS: &[f64] = &[

@@ -182,6 +182,19 @@ fn bad_config_values_exit_2_naming_the_key_and_value() {
             "alerts.ignore[0]: invalid label matcher",
         ),
         (
+            "[alerts]\nstorm_threshold = 1\n",
+            "alerts.storm_threshold: must be at least 2 groups",
+        ),
+        ("[alerts]\nstorm_window = \"0s\"\n", "alerts.storm_window"),
+        (
+            "[alerts]\nstorm_hold = \"1h\"\n",
+            "alerts.storm_hold: must be at most 5m",
+        ),
+        (
+            "[alerts]\nstorm_by = []\n",
+            "alerts.storm_by: must name at least one label",
+        ),
+        (
             "[[slos]]\nname = \"x\"\nquery = \"up\"\nobjective = 99.9\n",
             "slos[0].objective",
         ),

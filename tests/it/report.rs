@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use sre_agent::report::model::{Report, ReportStatus, ReportTrigger};
+use sre_agent::report::model::{HygieneIssue, Report, ReportStatus, ReportTrigger};
 use sre_agent::report::period::PeriodSpec;
 use sre_agent::report::{ReportRequest, Reporter};
 use sre_agent::schedule;
@@ -59,6 +59,42 @@ fn parse_mail(path: &std::path::Path) -> (String, String, String) {
     )
 }
 
+/// The fake model's narrative: markdown, with a heading, emphasis, a list and raw HTML.
+const NARRATIVE: &str = "# Weekly summary\n\nThe week was **mostly calm**.\n\n\
+                         - DiskFillingUp on pve1 needs space.\n- <script>alert(1)</script>";
+
+/// No markdown syntax left as text: no line starting with `#`, no `**`.
+fn assert_no_raw_markdown(part: &str, body: &str) {
+    for line in body.lines() {
+        assert!(!line.trim_start().starts_with('#'), "{part}: {line}");
+    }
+    assert!(!body.contains("**"), "{part}: {body}");
+}
+
+fn html_part(path: &std::path::Path) -> String {
+    let raw = std::fs::read(path).unwrap();
+    let msg = mail_parser::MessageParser::default().parse(&raw).unwrap();
+    msg.body_html(0).unwrap_or_default().into_owned()
+}
+
+/// The inline image parts of a message: (Content-ID without <>, bytes).
+fn inline_images(path: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    use mail_parser::MimeHeaders as _;
+    let raw = std::fs::read(path).unwrap();
+    let msg = mail_parser::MessageParser::default().parse(&raw).unwrap();
+    msg.parts
+        .iter()
+        .filter(|p| p.content_type().is_some_and(|c| c.ctype() == "image"))
+        .map(|p| {
+            let cid = p.content_id().unwrap_or_default();
+            (
+                cid.trim_matches(['<', '>']).to_string(),
+                p.contents().to_vec(),
+            )
+        })
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_backfilled_week_gives_the_known_numbers_in_one_emailed_report_with_one_llm_call() {
     let Some((prom, expected)) = start_backfilled_prometheus() else {
@@ -75,12 +111,7 @@ async fn a_backfilled_week_gives_the_known_numbers_in_one_emailed_report_with_on
     let delay = Duration::from_millis(300);
     let loki = start_loki(&inflight, delay).await;
     let grafana = start_grafana(&inflight, delay).await;
-    let llm = start_llm(
-        &inflight,
-        delay,
-        "The week was mostly calm.\n- DiskFillingUp on pve1 needs space.",
-    )
-    .await;
+    let llm = start_llm(&inflight, delay, NARRATIVE).await;
     let dir = tempfile::tempdir().unwrap();
     let toml = format!(
         r#"
@@ -255,7 +286,40 @@ objective = 0.99
         text.contains("DiskFillingUp") && text.contains("3960"),
         "{text}"
     );
-    assert!(text.contains("The week was mostly calm."));
+    assert!(text.contains("The week was mostly calm."), "{text}");
+    assert!(
+        text.contains("- DiskFillingUp on pve1 needs space."),
+        "{text}"
+    );
+    assert_no_raw_markdown("text part", &text);
+    let html = html_part(&mail);
+    assert_no_raw_markdown("HTML part", &html);
+    assert!(
+        html.contains(">Weekly summary</h3>") && html.contains("<strong>mostly calm</strong>"),
+        "{html}"
+    );
+    assert!(html.contains("&lt;script&gt;") && !html.contains("<script"));
+    // Alert hygiene: DiskFillingUp fires from day five to the end of the backfill.
+    let never = d
+        .hygiene
+        .data
+        .findings
+        .iter()
+        .find(|f| f.alertname == "DiskFillingUp")
+        .unwrap_or_else(|| panic!("{:?}", d.hygiene));
+    assert_eq!(never.issue, HygieneIssue::NeverResolved, "{never:?}");
+    assert!(d.hygiene.notes.is_empty(), "{:?}", d.hygiene.notes);
+    assert!(html.contains(">Alert hygiene</h2>") && html.contains(">never resolved</td>"));
+    // Every chart is an inline image part referenced by its Content-ID.
+    let images = inline_images(&mail);
+    assert_eq!(images.len(), 2, "{images:?}");
+    for (cid, png) in &images {
+        assert!(html.contains(&format!("src=\"cid:{cid}\"")), "{cid}");
+        assert!(
+            png.starts_with(b"\x89PNG") && png.len() < 30 * 1024,
+            "{cid}"
+        );
+    }
     assert!(
         text.contains("investigations (counted by sre-agent's Prometheus counters)."),
         "{text}"
@@ -349,7 +413,7 @@ security = "none"
         "{text}"
     );
     assert!(
-        text.contains("## Log errors\n\n> **Note:** Loki at"),
+        text.contains("Log errors\n----------\n\nNote: Loki at"),
         "{text}"
     );
 }

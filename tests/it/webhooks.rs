@@ -267,7 +267,11 @@ async fn a_500_alert_storm_becomes_a_handful_of_investigations() {
 
 #[tokio::test]
 async fn the_daily_budget_and_cooldown_limit_new_investigations() {
-    let app = spawn_app("[alerts]\nmax_investigations_per_day = 2\ncooldown = \"1h\"\n").await;
+    // Storm coalescing off: five groups of one alert would otherwise be one storm.
+    let app = spawn_app(
+        "[alerts]\nmax_investigations_per_day = 2\ncooldown = \"1h\"\nstorm_threshold = 0\n",
+    )
+    .await;
     let storm = serde_json::to_vec(&am_storm(5, 5, "firing")).unwrap();
     let (_, body) = post(&app, "/webhook/alertmanager", &storm, &[]).await;
     assert_eq!(body["queued"], 2);

@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use super::{Intake, IntakeSummary, Investigator, NewInvestigation};
 use crate::alerts::grouping::{Budget, InvState};
 use crate::alerts::store::AlertStore;
+use crate::alerts::storm::StormStore;
 use crate::alerts::{Alert, AlertSource, AlertStatus, WebhookBatch};
 use crate::config::AlertsConfig;
 use crate::store::{Store, StoreError};
@@ -38,6 +39,20 @@ impl FakeInvestigator {
             .iter()
             .map(|i| i.1.clone())
             .collect()
+    }
+
+    /// (id, group key, state) of every investigation, in submission order.
+    pub(super) fn all(&self) -> Vec<(String, String, InvState)> {
+        let invs = self.invs.lock().unwrap();
+        invs.iter()
+            .map(|i| (i.0.clone(), i.1.clone(), i.3.clone()))
+            .collect()
+    }
+
+    pub(super) fn set_state_of(&self, id: &str, state: InvState) {
+        for i in self.invs.lock().unwrap().iter_mut().filter(|i| i.0 == id) {
+            i.3 = state.clone();
+        }
     }
 
     pub(super) fn set_state(&self, state: InvState) {
@@ -120,16 +135,27 @@ pub(super) fn config(max_per_day: u32) -> AlertsConfig {
     AlertsConfig {
         max_investigations_per_day: max_per_day,
         ignore: vec![r#"severity="info""#.into()],
+        storm_hold: crate::config::HumanDuration::secs(0),
         ..AlertsConfig::default()
     }
 }
 
 pub(super) fn intake(store: &Store, fake: &Arc<FakeInvestigator>, max: u32) -> Intake {
     *fake.max_per_day.lock().unwrap() = Some(max);
+    intake_with(store, fake, config(max))
+}
+
+pub(super) fn intake_with(
+    store: &Store,
+    fake: &Arc<FakeInvestigator>,
+    cfg: AlertsConfig,
+) -> Intake {
+    *fake.max_per_day.lock().unwrap() = Some(cfg.max_investigations_per_day);
     let alerts = AlertStore::open(store).unwrap();
     Intake::new(
-        &config(max),
+        &cfg,
         alerts,
+        StormStore::open(store).unwrap(),
         fake.clone(),
         Arc::new(Metrics::new("m")),
     )

@@ -1,17 +1,24 @@
 //! What follows the durable write of a batch, in the background: submitting each group's
 //! pending investigation once per episode (also at start, for groups a crash left pending)
-//! and noting or cancelling the investigation of a group that resolved.
+//! and noting or cancelling the investigation of a group that resolved; the same for
+//! storms. A submission waits out `alerts.storm_hold` when other groups of its alert are
+//! arriving (a storm may be forming), and a group of a firing storm is not investigated on
+//! its own.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 
-use super::{Intake, Investigator, request_for};
+use super::{Intake, Investigator, request_for, storm_request};
 use crate::alerts::AlertStatus;
+use crate::alerts::grouping::InvState;
+use crate::alerts::storm::{MEMBER_CAP, StormStatus};
 use crate::store::StoreError;
 
-/// A follow-up of a touched group.
+/// A follow-up of a touched group or storm.
 pub(super) enum Action {
     Submit(String),
     Resolve { key: String, id: String },
+    SubmitStorm(String),
+    ResolveStorm { key: String, id: String },
 }
 
 /// Work left after the durable write: submissions and resolution notes.
@@ -21,8 +28,16 @@ impl FollowUp {
     /// Runs it; errors are logged (the pending mark makes a restart retry submissions).
     pub async fn run(self, intake: &Intake) {
         let result = match &self.0 {
-            Action::Submit(key) => intake.submit_pending(key).await.map(|_| ()),
-            Action::Resolve { key, id } => intake.resolve(key, id).await,
+            Action::Submit(key) => match intake.hold_group(key).await {
+                Ok(true) => intake.submit_pending(key).await.map(|_| ()),
+                other => other.map(|_| ()),
+            },
+            Action::Resolve { key, id } => intake.resolve("alert group", key, id).await,
+            Action::SubmitStorm(key) => match intake.hold_storm(key).await {
+                Ok(true) => intake.submit_storm(key).await.map(|_| ()),
+                other => other.map(|_| ()),
+            },
+            Action::ResolveStorm { key, id } => intake.resolve("alert storm", key, id).await,
         };
         if let Err(e) = result {
             tracing::error!(error = %e, "alert follow-up failed; it is retried at next start");
@@ -45,7 +60,13 @@ impl Intake {
         // (the investigation holds its own claim), dropped, or left pending on an error
         // (the next start holds it again).
         let _held = HeldPlace(inner.investigator.as_ref());
-        if group.status == AlertStatus::Resolved {
+        let storm = self
+            .firing_storm_of(key, &group.last_alert.labels)?
+            .map(|s| s.key);
+        if group.status == AlertStatus::Resolved || storm.is_some() {
+            if let Some(s) = storm {
+                tracing::info!(group = %key, storm = %s, "group coalesced into its storm");
+            }
             inner.store.update_group(key, |g, _| {
                 g.map(|mut g| {
                     g.pending_since = None;
@@ -70,26 +91,125 @@ impl Intake {
         Ok(Some(id))
     }
 
-    /// At start: re-submits every group left pending by a crash.
+    /// At start: re-submits every group and storm left pending by a crash (without a
+    /// hold: the storms they may belong to are on disk already).
     pub async fn recover(&self) -> Result<usize, StoreError> {
         let pending = self.inner.store.pending_groups()?;
-        for _ in &pending {
+        let storms = self.inner.storms.pending()?;
+        for _ in 0..pending.len() + storms.len() {
             self.inner.investigator.hold();
+        }
+        for s in &storms {
+            tracing::info!(storm = %s.key, "re-submitting a storm investigation decided before a restart");
+            self.submit_storm(&s.key).await?;
         }
         for g in &pending {
             tracing::info!(group = %g.key, "re-submitting an investigation decided before a restart");
             self.submit_pending(&g.key).await?;
         }
-        Ok(pending.len())
+        Ok(pending.len() + storms.len())
     }
 
-    async fn resolve(&self, key: &str, id: &str) -> Result<(), StoreError> {
-        let note = format!("alert group {key} resolved at {}", Utc::now().to_rfc3339());
+    /// Waits until `pending_since` + `alerts.storm_hold` when other groups of the group's
+    /// alert started within the window. False when the wait was cut by shutdown.
+    async fn hold_group(&self, key: &str) -> Result<bool, StoreError> {
+        let Some(group) = self.inner.store.group(key)? else {
+            return Ok(true);
+        };
+        match group.pending_since {
+            Some(since) if self.storm_forming(key, &group.last_alert.labels)? => {
+                Ok(self.hold_until(since).await)
+            }
+            _ => Ok(true),
+        }
+    }
+
+    /// A storm's investigation waits `alerts.storm_hold`, so the groups still arriving
+    /// are named in it.
+    async fn hold_storm(&self, key: &str) -> Result<bool, StoreError> {
+        match self.inner.storms.get(key)?.and_then(|s| s.pending_since) {
+            Some(since) => Ok(self.hold_until(since).await),
+            None => Ok(true),
+        }
+    }
+
+    async fn hold_until(&self, since: DateTime<Utc>) -> bool {
+        let hold = self.inner.config.storm_hold.get();
+        let waited = (Utc::now() - since).to_std().unwrap_or_default();
+        let Some(left) = hold.checked_sub(waited).filter(|d| !d.is_zero()) else {
+            return true;
+        };
+        tokio::select! {
+            _ = tokio::time::sleep(left) => true,
+            _ = self.inner.holds.cancelled() => false,
+        }
+    }
+
+    /// Submits the storm's pending investigation (or follow-up) naming its groups, and
+    /// cancels the still-queued investigations its first groups started before it formed.
+    pub async fn submit_storm(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let inner = &self.inner;
+        let _guard = inner.submit.lock().await;
+        let storm = {
+            let _decide = inner.decide.lock().await;
+            inner.storms.get(key)?
+        };
+        let Some(storm) = storm else {
+            return Ok(None);
+        };
+        let Some(since) = storm.pending_since else {
+            return Ok(storm.investigation_id);
+        };
+        // The decision's place in the budget is given back however this ends.
+        let _held = HeldPlace(inner.investigator.as_ref());
+        if storm.status != StormStatus::Firing {
+            let _decide = inner.decide.lock().await;
+            if let Some(mut s) = inner.storms.get(key)? {
+                s.pending_since = None;
+                s.pending_follow_up = false;
+                inner.storms.put(&s)?;
+            }
+            return Ok(None);
+        }
+        let members = inner.storms.members(key, MEMBER_CAP as usize)?;
+        let sample = match members.iter().find(|(_, m)| m.firing).or(members.first()) {
+            Some((g, _)) => inner.store.group(g)?,
+            None => None,
+        };
+        let req = storm_request(&storm, &members, sample.as_ref());
+        let id = match inner.investigator.find_for_group(&req.group_key, since)? {
+            Some(id) => id,
+            None => inner.investigator.submit(req).await?,
+        };
+        let note = format!("coalesced into the investigation {id} of the alert storm {key}");
+        for g in &storm.early {
+            let Some(own) = inner.store.group(g)?.and_then(|g| g.investigation_id) else {
+                continue;
+            };
+            if own != id && inner.investigator.state(&own)? == InvState::Queued {
+                inner.investigator.cancel_queued(&own, &note).await?;
+            }
+        }
+        {
+            let _decide = inner.decide.lock().await;
+            if let Some(mut s) = inner.storms.get(key)? {
+                let follow_up = s.pending_follow_up;
+                s.submitted(id.clone(), members.len() as u32, follow_up);
+                inner.storms.put(&s)?;
+            }
+        }
+        inner.store.flush().await?;
+        tracing::info!(storm = %key, investigation = %id, groups = members.len(), "storm investigation submitted");
+        Ok(Some(id))
+    }
+
+    async fn resolve(&self, what: &str, key: &str, id: &str) -> Result<(), StoreError> {
+        let note = format!("{what} {key} resolved at {}", Utc::now().to_rfc3339());
         let cancelled = self.inner.investigator.cancel_queued(id, &note).await?;
         if !cancelled {
             self.inner.investigator.add_note(id, &note)?;
         }
-        tracing::info!(group = %key, investigation = %id, cancelled, "alert group resolved");
+        tracing::info!(key = %key, investigation = %id, cancelled, "{what} resolved");
         Ok(())
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::report::model::total;
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use super::{CollectContext, day_label, not_configured};
@@ -13,8 +14,13 @@ use crate::report::model::{AlertStat, AlertsData, GrafanaAlerting, Section};
 /// one sample (and the 5-minute lookback after a series ends) collapse to real samples.
 const QUERY: &str = r#"timestamp(ALERTS{alertstate="firing"})"#;
 
-pub async fn collect(ctx: &CollectContext) -> Section<AlertsData> {
-    let (prom, grafana) = tokio::join!(from_prometheus(ctx), from_grafana(ctx));
+/// The section; the `ALERTS` series it read (and their step) go to `history` for the
+/// alert hygiene collector.
+pub async fn collect(
+    ctx: &CollectContext,
+    history: &OnceLock<(Vec<Series>, Duration)>,
+) -> Section<AlertsData> {
+    let (prom, grafana) = tokio::join!(from_prometheus(ctx, history), from_grafana(ctx));
     let mut section = prom;
     match grafana {
         Ok(g) => section.data.grafana = g,
@@ -28,7 +34,10 @@ pub fn step_for(window: Duration) -> Duration {
     Duration::from_secs((window.as_secs() / 10_000).max(60))
 }
 
-async fn from_prometheus(ctx: &CollectContext) -> Section<AlertsData> {
+async fn from_prometheus(
+    ctx: &CollectContext,
+    history: &OnceLock<(Vec<Series>, Duration)>,
+) -> Section<AlertsData> {
     let Some(prom) = &ctx.sources.prometheus else {
         return Section::failed(not_configured("Prometheus", "prometheus.url"));
     };
@@ -37,16 +46,20 @@ async fn from_prometheus(ctx: &CollectContext) -> Section<AlertsData> {
         .query_range(QUERY, ctx.window.start, ctx.window.end, step)
         .await
     {
-        Ok(series) => Section {
-            data: summarise(ctx, &series, step),
-            notes: vec![],
-        },
+        Ok(series) => {
+            let data = summarise(ctx, &series, step);
+            let _ = history.set((series, step));
+            Section {
+                data,
+                notes: vec![],
+            }
+        }
         Err(e) => Section::failed(e.to_string()),
     }
 }
 
 /// Episode start and end sample times of one series.
-fn episodes(series: &Series, step: Duration) -> Vec<(f64, f64)> {
+pub(super) fn episodes(series: &Series, step: Duration) -> Vec<(f64, f64)> {
     let mut samples: Vec<f64> = series.values.iter().map(|(_, v)| *v).collect();
     samples.sort_by(f64::total_cmp);
     samples.dedup();

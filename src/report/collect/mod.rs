@@ -7,6 +7,8 @@ mod alerts;
 mod backups;
 mod changes;
 mod cost;
+mod history;
+pub mod hygiene;
 mod logs;
 mod memory;
 mod slos;
@@ -35,6 +37,8 @@ pub struct CollectContext {
     pub previous: Option<Report>,
     /// The investigations store, when the report runs inside the daemon.
     pub dispatcher: Option<crate::agent::Dispatcher>,
+    /// The alerts received over webhooks (for alert hygiene), when there is a store.
+    pub alert_log: Option<crate::alerts::store::AlertStore>,
 }
 
 impl CollectContext {
@@ -69,8 +73,9 @@ pub fn day_label(d: NaiveDate) -> String {
 /// Runs every collector concurrently, each under its own timeout.
 pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData {
     let timeout = ctx.config.report.collector_timeout.get();
+    let history = std::sync::OnceLock::new();
     let (alerts, slos, agent, cost, logs, memory) = tokio::join!(
-        timed("alerts", timeout, metrics, alerts::collect(ctx)),
+        timed("alerts", timeout, metrics, alerts::collect(ctx, &history)),
         timed("slos", timeout, metrics, slos::collect(ctx)),
         timed("agent", timeout, metrics, agent::collect(ctx)),
         timed("cost", timeout, metrics, cost::collect(ctx)),
@@ -85,8 +90,17 @@ pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData 
         logs,
         memory,
         changes: Section::default(),
+        hygiene: Section::default(),
         homelab: None,
     };
+    // Alert hygiene reads the alerts collector's history (and the rules, received alerts).
+    data.hygiene = timed(
+        "hygiene",
+        timeout,
+        metrics,
+        hygiene::collect(ctx, history.into_inner()),
+    )
+    .await;
     if backups::configured(&ctx.config) {
         // "homelab" stays the collector label and the report field: dashboards and
         // stored reports know them by that name.

@@ -1,7 +1,8 @@
 //! PNG bar charts drawn in Rust, readable on their own: a title, y-axis ticks, day labels
-//! under the bars and values above them where they fit. Text uses the embedded bitmap font
-//! (the deployment machine has no fonts). Indexed colour keeps each image a few kilobytes,
-//! as they travel inline in the email.
+//! under the bars and values above them where they fit. Text is anti-aliased from the
+//! embedded font (`font`; the deployment machine has no fonts). Indexed colour (a few
+//! shades per text colour for the soft edges) keeps each image a few kilobytes, as they
+//! travel inline in the email.
 
 use super::font;
 use super::number::fixed;
@@ -20,39 +21,49 @@ pub struct Chart {
 pub const WIDTH: u32 = 640;
 pub const HEIGHT: u32 = 250;
 
-/// The font is drawn at twice its size: 10x14 pixels a character.
-const SCALE: u32 = 2;
-const CHAR_W: u32 = font::WIDTH * SCALE;
-const CHAR_H: u32 = font::HEIGHT * SCALE;
-/// Rows above the baseline (digits and capitals fill exactly these).
-const CAP_H: u32 = (font::HEIGHT - 1) * SCALE;
+/// Text sizes in pixels.
+const TITLE_SIZE: f32 = 16.0;
+const LABEL_SIZE: f32 = 13.0;
 
-const TITLE_Y: u32 = 8;
+const TITLE_Y: u32 = 10;
 /// Room for the y-axis labels ("99.5%", "1000") to the left of the plot.
-const PLOT_LEFT: u32 = 76;
+const PLOT_LEFT: u32 = 64;
 const PLOT_RIGHT: u32 = WIDTH - 12;
 /// Leaves room for a value label above a full-height bar, below the title.
-const PLOT_TOP: u32 = TITLE_Y + CHAR_H + 28;
+const PLOT_TOP: u32 = TITLE_Y + 44;
 /// The x axis; day labels go below it.
 const PLOT_BOTTOM: u32 = HEIGHT - 34;
 const X_LABEL_Y: u32 = PLOT_BOTTOM + 10;
 /// Horizontal space kept between two labels.
 const LABEL_GAP: u32 = 6;
 
-/// Palette indices (the PNG is indexed: one byte a pixel before compression).
+/// Palette indices (the PNG is indexed: one byte a pixel before compression). After the
+/// flat colours come `SHADES` shades of each text colour, lightest first, ending at the
+/// full colour: the anti-aliased edges.
 const BG: u8 = 0;
 const GRID: u8 = 1;
 const AXIS: u8 = 2;
-const TEXT: u8 = 3;
-const MUTED: u8 = 4;
-const BAR: u8 = 5;
-const PALETTE: [[u8; 3]; 5] = [
-    [255, 255, 255],
-    [225, 228, 232],
-    [120, 120, 120],
-    [31, 35, 40],
-    [87, 96, 106],
-];
+const BAR: u8 = 3;
+const SHADES: u8 = 8;
+const TEXT: u8 = 4;
+const MUTED: u8 = TEXT + SHADES;
+const WHITE: [u8; 3] = [255, 255, 255];
+const FLAT: [[u8; 3]; 3] = [WHITE, [225, 228, 232], [120, 120, 120]];
+const TEXT_RGB: [u8; 3] = [31, 35, 40];
+const MUTED_RGB: [u8; 3] = [87, 96, 106];
+
+/// `ink` laid over white at `level` of `SHADES`.
+fn shade(ink: [u8; 3], level: u8) -> [u8; 3] {
+    let a = f32::from(level) / f32::from(SHADES);
+    ink.map(|c| (255.0 + (f32::from(c) - 255.0) * a).round() as u8)
+}
+
+/// The shade level (1..=`SHADES`) of a text pixel, `None` for any other colour.
+fn ink_level(index: u8) -> Option<u8> {
+    (TEXT..MUTED + SHADES)
+        .contains(&index)
+        .then(|| (index - TEXT) % SHADES + 1)
+}
 
 struct Canvas {
     px: Vec<u8>,
@@ -72,23 +83,35 @@ impl Canvas {
         }
     }
 
-    /// Draws `s` with its top-left corner at (`x`, `y`).
-    fn text(&mut self, x: u32, y: u32, s: &str, c: u8) {
-        for (i, ch) in s.chars().enumerate() {
-            let g = font::glyph(ch);
-            let left = x + i as u32 * CHAR_W;
-            for gy in 0..font::HEIGHT {
-                for gx in (0..font::WIDTH).filter(|gx| font::is_set(g, *gx, gy)) {
-                    let (px, py) = (left + gx * SCALE, y + gy * SCALE);
-                    self.rect(px, py, px + SCALE, py + SCALE, c);
-                }
+    /// Draws `s` at `size` with the top of its capitals at (`x`, `top`) in `ink` (`TEXT`
+    /// or `MUTED`). Faint edge pixels do not cover grid lines or bars.
+    fn text(&mut self, x: u32, top: u32, s: &str, size: f32, ink: u8) {
+        let px = &mut self.px;
+        font::draw(s, x, top, size, |x, y, coverage| {
+            if x >= WIDTH || y >= HEIGHT {
+                return;
             }
-        }
+            let level = (coverage * f32::from(SHADES)).round() as u8;
+            let at = &mut px[(y * WIDTH + x) as usize];
+            let keep = match ink_level(*at) {
+                // Overlapping edges of two glyphs keep the darker shade.
+                Some(existing) => existing >= level,
+                None => *at != BG && level < SHADES / 2,
+            };
+            if level > 0 && !keep {
+                *at = ink + level - 1;
+            }
+        });
     }
 
     fn encode(self, bar: [u8; 3]) -> Vec<u8> {
-        let mut palette: Vec<u8> = PALETTE.concat();
+        let mut palette: Vec<u8> = FLAT.concat();
         palette.extend_from_slice(&bar);
+        for ink in [TEXT_RGB, MUTED_RGB] {
+            for level in 1..=SHADES {
+                palette.extend_from_slice(&shade(ink, level));
+            }
+        }
         let mut out = Vec::new();
         let mut enc = png::Encoder::new(&mut out, WIDTH, HEIGHT);
         enc.set_color(png::ColorType::Indexed);
@@ -105,9 +128,14 @@ impl Canvas {
     }
 }
 
-/// Width in pixels of `s` drawn (the last glyph's blank column not counted).
+/// Width in pixels of a label drawn.
 fn text_width(s: &str) -> u32 {
-    (s.chars().count() as u32 * CHAR_W).saturating_sub(SCALE)
+    font::width(s, LABEL_SIZE)
+}
+
+/// Height of digits and capitals of a label above its baseline.
+fn cap_h() -> u32 {
+    font::cap_height(LABEL_SIZE)
 }
 
 /// The y axis: from `lo` to `hi` with a labelled grid line every `step`.
@@ -197,14 +225,16 @@ struct BarChart<'a> {
 impl BarChart<'_> {
     fn draw(&self) -> Vec<u8> {
         let mut c = Canvas::new();
-        let title: String = self.title.chars().take((WIDTH / CHAR_W) as usize).collect();
-        c.text((WIDTH - text_width(&title)) / 2, TITLE_Y, &title, TEXT);
+        let title = font::fit(self.title, TITLE_SIZE, WIDTH - 8);
+        let title_x = (WIDTH - font::width(title, TITLE_SIZE)) / 2;
+        c.text(title_x, TITLE_Y, title, TITLE_SIZE, TEXT);
+        let cap = cap_h();
         for t in self.scale.ticks() {
             let y = self.scale.y(t);
             c.rect(PLOT_LEFT, y, PLOT_RIGHT, y + 1, GRID);
             let label = self.scale.label(t, 0);
             let x = (PLOT_LEFT - 8).saturating_sub(text_width(&label));
-            c.text(x, y.saturating_sub(CAP_H / 2), &label, MUTED);
+            c.text(x, y.saturating_sub(cap / 2), &label, LABEL_SIZE, MUTED);
         }
         c.rect(PLOT_LEFT, PLOT_BOTTOM, PLOT_RIGHT, PLOT_BOTTOM + 1, AXIS);
         c.rect(PLOT_LEFT, PLOT_TOP, PLOT_LEFT + 1, PLOT_BOTTOM + 1, AXIS);
@@ -231,14 +261,14 @@ impl BarChart<'_> {
             c.rect(x0, top, x1.max(x0 + 1), PLOT_BOTTOM, BAR);
             if let Some(value) = values.as_ref().map(|v| &v[i]) {
                 let w = text_width(value);
-                c.text(centre - w / 2, top - 4 - CAP_H, value, TEXT);
+                c.text(centre - w / 2, top - 5 - cap, value, LABEL_SIZE, TEXT);
             }
             if i % every == 0
                 && let Some(day) = labels.get(i)
             {
                 let w = text_width(day);
                 let x = centre.saturating_sub(w / 2).min(WIDTH - w);
-                c.text(x, X_LABEL_Y, day, MUTED);
+                c.text(x, X_LABEL_Y, day, LABEL_SIZE, MUTED);
             }
         }
         c.encode(self.color)
@@ -318,16 +348,19 @@ mod tests {
 
     /// Pixels of text colour in the rectangle `x0..x1` × `y0..y1`.
     fn text_pixels(px: &[[u8; 3]], (x0, y0, x1, y1): (u32, u32, u32, u32)) -> usize {
-        let ink = [PALETTE[TEXT as usize], PALETTE[MUTED as usize]];
+        // Text pixels at least half covered.
+        let ink: Vec<[u8; 3]> = [TEXT_RGB, MUTED_RGB]
+            .into_iter()
+            .flat_map(|c| (SHADES / 2..=SHADES).map(move |l| shade(c, l)))
+            .collect();
         (y0..y1)
             .flat_map(|y| (x0..x1).map(move |x| (x, y)))
             .filter(|(x, y)| ink.contains(&px[(y * WIDTH + x) as usize]))
             .count()
     }
 
-    const TITLE_AREA: (u32, u32, u32, u32) = (0, 0, WIDTH, TITLE_Y + CHAR_H);
-    const Y_LABEL_AREA: (u32, u32, u32, u32) =
-        (0, PLOT_TOP - CHAR_H, PLOT_LEFT - 4, PLOT_BOTTOM + CAP_H);
+    const TITLE_AREA: (u32, u32, u32, u32) = (0, 0, WIDTH, TITLE_Y + 20);
+    const Y_LABEL_AREA: (u32, u32, u32, u32) = (0, PLOT_TOP - 16, PLOT_LEFT - 4, PLOT_BOTTOM + 12);
     const X_LABEL_AREA: (u32, u32, u32, u32) = (PLOT_LEFT, PLOT_BOTTOM + 2, WIDTH, HEIGHT);
 
     fn week() -> Vec<(String, u32)> {
@@ -376,7 +409,7 @@ mod tests {
             .unwrap();
         text_pixels(
             px,
-            (centre - slot / 2, top - 4 - CAP_H, centre + slot / 2, top),
+            (centre - slot / 2, top - 5 - cap_h(), centre + slot / 2, top),
         )
     }
 
@@ -415,7 +448,7 @@ mod tests {
         );
         let px = decode(&alerts_per_day(&month));
         assert!(text_pixels(&px, X_LABEL_AREA) > 40);
-        let plot = (PLOT_LEFT, TITLE_Y + CHAR_H + 1, WIDTH, PLOT_BOTTOM);
+        let plot = (PLOT_LEFT, TITLE_Y + 20, WIDTH, PLOT_BOTTOM);
         assert_eq!(text_pixels(&px, plot), 0, "values do not fit in 31 slots");
     }
 

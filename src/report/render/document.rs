@@ -1,54 +1,85 @@
 //! Building the report's [`Document`] once from the data, section by section; the
-//! markdown and the HTML writers both render it.
+//! markdown, text and HTML writers all render it.
+//!
+//! The report is the list [`SECTIONS`]: a section is a function that appends its heading,
+//! notes and blocks. Adding one is a function (here or in its own file, like `hygiene`)
+//! and a line in that list.
 
 use super::block::{Block, Document};
 use super::chart;
 use super::number::fixed;
-use crate::report::model::{Report, Section};
+use crate::report::model::Report;
 use crate::report::narrative::Narrative;
 
 fn pct(v: f64) -> String {
     format!("{}%", fixed(v * 100.0, 3))
 }
 
-fn notes<T>(blocks: &mut Vec<Block>, s: &Section<T>) {
-    blocks.extend(s.notes.iter().map(|n| Block::Note(n.clone())));
-}
+/// Appends one section of `r` to the document.
+pub type SectionWriter = fn(&Report, &mut Document);
+
+/// The sections of the report, in order.
+pub const SECTIONS: &[SectionWriter] = &[
+    executive_summary,
+    alerts,
+    super::hygiene::section,
+    slos,
+    agent,
+    cost,
+    logs,
+    homelab,
+    recurring,
+    changes,
+];
 
 pub fn build(r: &Report) -> Document {
-    let d = &r.data;
-    let mut b = Vec::new();
-    let mut charts = Vec::new();
+    let mut doc = Document::new(r.title());
+    for section in SECTIONS {
+        section(r, &mut doc);
+    }
+    doc
+}
 
-    b.push(Block::Heading("Executive summary".into()));
+/// The model's markdown (or the automatic summary), or a JSON answer read into prose
+/// and a list of actions.
+fn executive_summary(r: &Report, d: &mut Document) {
+    d.push(Block::Heading("Executive summary".into()));
     if let Some(reason) = &r.summary.fallback_reason {
-        b.push(Block::Note(format!(
+        d.push(Block::Note(format!(
             "LLM unavailable: {reason} — automatic summary"
         )));
     }
     match Narrative::from_answer(&r.summary.text) {
         Some(n) => {
-            if !n.summary.is_empty() {
-                b.push(Block::Para(n.summary));
-            }
+            // One markdown text: the prose, then the actions as a list.
+            let mut md = n.summary;
             if !n.actions.is_empty() {
-                b.push(Block::Para("Worth acting on:".into()));
-                b.push(Block::List(n.actions));
+                if !md.is_empty() {
+                    md.push_str("\n\n");
+                }
+                md.push_str("Worth acting on:\n");
+                for a in &n.actions {
+                    md.push_str(&format!("\n- {}", a.replace('\n', " ")));
+                }
             }
+            d.push(Block::Markdown(md));
         }
-        None => b.push(Block::Para(r.summary.text.clone())),
+        None => d.push(Block::Markdown(r.summary.text.clone())),
     }
+}
 
-    b.push(Block::Heading("Alerts".into()));
-    notes(&mut b, &d.alerts);
-    let a = &d.alerts.data;
-    b.push(Block::Para(format!(
+fn alerts(r: &Report, d: &mut Document) {
+    let data = &r.data;
+    d.push(Block::Heading("Alerts".into()));
+    d.notes(&data.alerts);
+    let a = &data.alerts.data;
+    d.push(Block::Para(format!(
         "{} firing episodes, {} minutes firing in total.",
         a.total_episodes,
         fixed(a.total_firing_minutes, 0)
     )));
     if !a.alerts.is_empty() {
-        b.push(Block::Table(
+        d.push(Block::Table(
             vec!["Alert", "Severity", "Episodes", "Firing (min)", "Instances"],
             a.alerts
                 .iter()
@@ -65,11 +96,10 @@ pub fn build(r: &Report) -> Document {
         ));
     }
     if !a.per_day.is_empty() {
-        charts.push(chart::alerts_per_day(&a.per_day));
-        b.push(Block::Chart(charts.len() - 1));
+        d.chart(chart::alerts_per_day(&a.per_day));
     }
     if let Some(g) = &a.grafana {
-        b.push(Block::Para(format!(
+        d.push(Block::Para(format!(
             "Grafana: {} alert rules, {} firing now{}, {} state changes this week.",
             g.rules,
             g.firing_now.len(),
@@ -81,12 +111,15 @@ pub fn build(r: &Report) -> Document {
             g.state_changes
         )));
     }
+}
 
-    b.push(Block::Heading("SLO status".into()));
-    notes(&mut b, &d.slos);
-    let s = &d.slos.data;
+fn slos(r: &Report, d: &mut Document) {
+    let data = &r.data;
+    d.push(Block::Heading("SLO status".into()));
+    d.notes(&data.slos);
+    let s = &data.slos.data;
     if !s.slos.is_empty() {
-        b.push(Block::Table(
+        d.push(Block::Table(
             vec![
                 "SLO",
                 "Objective",
@@ -117,8 +150,8 @@ pub fn build(r: &Report) -> Document {
         if rows.is_empty() {
             continue;
         }
-        b.push(Block::Para(format!("{title}:")));
-        b.push(Block::Table(
+        d.push(Block::Para(format!("{title}:")));
+        d.push(Block::Table(
             vec!["Job", "Instance", "Availability", "Down (min)"],
             rows.iter()
                 .map(|x| {
@@ -133,20 +166,22 @@ pub fn build(r: &Report) -> Document {
         ));
     }
     if !s.per_day.is_empty() {
-        charts.push(chart::availability_per_day(&s.per_day));
-        b.push(Block::Chart(charts.len() - 1));
+        d.chart(chart::availability_per_day(&s.per_day));
     }
+}
 
-    b.push(Block::Heading("Agent activity and tool usage".into()));
-    notes(&mut b, &d.agent);
-    let ag = &d.agent.data;
-    b.push(Block::Para(format!(
+fn agent(r: &Report, d: &mut Document) {
+    let data = &r.data;
+    d.push(Block::Heading("Agent activity and tool usage".into()));
+    d.notes(&data.agent);
+    let ag = &data.agent.data;
+    d.push(Block::Para(format!(
         "{} investigations{}.",
         fixed(ag.investigations, 0),
         counted_by(&ag.investigations_source)
     )));
     if !ag.by_trigger_status.is_empty() {
-        b.push(Block::List(
+        d.push(Block::List(
             ag.by_trigger_status
                 .iter()
                 .map(|(k, v)| format!("{k}: {}", fixed(*v, 0)))
@@ -154,10 +189,10 @@ pub fn build(r: &Report) -> Document {
         ));
     }
     if !ag.top_findings.is_empty() {
-        b.push(Block::List(ag.top_findings.clone()));
+        d.push(Block::List(ag.top_findings.clone()));
     }
     if !ag.tools.is_empty() {
-        b.push(Block::Table(
+        d.push(Block::Table(
             vec!["Tool", "Calls", "Errors"],
             ag.tools
                 .iter()
@@ -165,11 +200,14 @@ pub fn build(r: &Report) -> Document {
                 .collect(),
         ));
     }
+}
 
-    b.push(Block::Heading("Cost and tokens".into()));
-    notes(&mut b, &d.cost);
-    let c = &d.cost.data;
-    b.push(Block::Para(format!(
+fn cost(r: &Report, d: &mut Document) {
+    let data = &r.data;
+    d.push(Block::Heading("Cost and tokens".into()));
+    d.notes(&data.cost);
+    let c = &data.cost.data;
+    d.push(Block::Para(format!(
         "Estimated LLM cost: ${}{}.",
         fixed(c.dollars_total, 4),
         counted_by(&c.source)
@@ -185,14 +223,17 @@ pub fn build(r: &Report) -> Document {
             .map(|(m, v)| vec![format!("{m} (USD)"), fixed(*v, 4)]),
     );
     if !rows.is_empty() {
-        b.push(Block::Table(vec!["Item", "Value"], rows));
+        d.push(Block::Table(vec!["Item", "Value"], rows));
     }
+}
 
-    b.push(Block::Heading("Log errors".into()));
-    notes(&mut b, &d.logs);
-    let l = &d.logs.data;
+fn logs(r: &Report, d: &mut Document) {
+    let data = &r.data;
+    d.push(Block::Heading("Log errors".into()));
+    d.notes(&data.logs);
+    let l = &data.logs.data;
     if !l.jobs.is_empty() {
-        b.push(Block::Table(
+        d.push(Block::Table(
             vec!["Job", "Error lines", "Week before", "Change"],
             l.jobs
                 .iter()
@@ -209,11 +250,11 @@ pub fn build(r: &Report) -> Document {
         ));
     }
     if !l.patterns.is_empty() {
-        b.push(Block::Para(format!(
+        d.push(Block::Para(format!(
             "Top patterns in {} sampled lines:",
             l.sampled_lines
         )));
-        b.push(Block::Table(
+        d.push(Block::Table(
             vec!["Count", "Pattern"],
             l.patterns
                 .iter()
@@ -221,20 +262,29 @@ pub fn build(r: &Report) -> Document {
                 .collect(),
         ));
     }
+}
 
-    if let Some(h) = &d.homelab {
-        super::backups::blocks(&mut b, h);
+fn homelab(r: &Report, d: &mut Document) {
+    if let Some(h) = &r.data.homelab {
+        super::backups::blocks(&mut d.blocks, h);
     }
-    super::recurring::blocks(&mut b, &d.memory);
+}
 
-    b.push(Block::Heading("Changes since last week".into()));
-    notes(&mut b, &d.changes);
-    let ch = &d.changes.data;
+/// Recurring incidents and feedback counts (incident memory).
+fn recurring(r: &Report, d: &mut Document) {
+    super::recurring::blocks(&mut d.blocks, &r.data.memory);
+}
+
+fn changes(r: &Report, d: &mut Document) {
+    let data = &r.data;
+    d.push(Block::Heading("Changes since last week".into()));
+    d.notes(&data.changes);
+    let ch = &data.changes.data;
     match &ch.previous_period {
-        None => b.push(Block::Para("No earlier report to compare with.".into())),
+        None => d.push(Block::Para("No earlier report to compare with.".into())),
         Some(p) => {
-            b.push(Block::Para(format!("Compared with the report for {p}:")));
-            b.push(Block::Table(
+            d.push(Block::Para(format!("Compared with the report for {p}:")));
+            d.push(Block::Table(
                 vec!["Metric", "Previous report", "This report", "Change"],
                 ch.deltas
                     .iter()
@@ -249,11 +299,6 @@ pub fn build(r: &Report) -> Document {
                     .collect(),
             ));
         }
-    }
-    Document {
-        title: r.title(),
-        blocks: b,
-        charts,
     }
 }
 

@@ -1,166 +1,146 @@
-//! A 5x7 pixel bitmap font for printable ASCII (0x20–0x7E), so charts can carry text on
-//! machines without fonts. The glyphs are the X11 "misc-fixed" 5x7 font (public domain).
-//! Each glyph is seven rows, top first; bit 4 of a row is the leftmost pixel. The rightmost
-//! column is blank but for `#`, `$` and `+`, so glyphs set side by side keep a gap.
+//! The chart font: DejaVu Sans, a 22 KB subset (printable ASCII, Latin-1, dashes, quotes;
+//! see `assets/fonts/README.md` and its license there) embedded in the binary, so charts
+//! carry text on machines without fonts. Glyphs are rasterised by ab_glyph with
+//! anti-aliasing (coverage 0–1 per pixel); characters outside the subset draw
+//! as `?`.
 
-/// Glyph cell width in pixels, the gap included.
-pub const WIDTH: u32 = 5;
-/// Glyph cell height in pixels: six above the baseline, one below (descenders).
-pub const HEIGHT: u32 = 7;
+use ab_glyph::{Font, FontRef, Glyph, GlyphId, PxScale, ScaleFont, point};
 
-const FIRST: u8 = b' ';
+static DEJAVU_SANS: &[u8] = include_bytes!("../../../assets/fonts/DejaVuSans-subset.ttf");
 
-/// Rows of each glyph from `' '` to `'~'`.
-#[rustfmt::skip]
-const GLYPHS: [[u8; 7]; 95] = [
-    [0b00000, 0b00000, 0b00000, 0b00000, 0b00000, 0b00000, 0b00000], // ' '
-    [0b00100, 0b00100, 0b00100, 0b00100, 0b00000, 0b00100, 0b00000], // '!'
-    [0b01010, 0b01010, 0b01010, 0b00000, 0b00000, 0b00000, 0b00000], // '"'
-    [0b00000, 0b01010, 0b11111, 0b01010, 0b11111, 0b01010, 0b00000], // '#'
-    [0b00000, 0b01110, 0b10100, 0b01110, 0b00101, 0b01110, 0b00000], // '$'
-    [0b10000, 0b10010, 0b00100, 0b01000, 0b10010, 0b00010, 0b00000], // '%'
-    [0b00000, 0b01000, 0b10100, 0b01000, 0b10100, 0b01010, 0b00000], // '&'
-    [0b00100, 0b00100, 0b00100, 0b00000, 0b00000, 0b00000, 0b00000], // "'"
-    [0b00100, 0b01000, 0b01000, 0b01000, 0b01000, 0b00100, 0b00000], // '('
-    [0b01000, 0b00100, 0b00100, 0b00100, 0b00100, 0b01000, 0b00000], // ')'
-    [0b00000, 0b01010, 0b00100, 0b01110, 0b00100, 0b01010, 0b00000], // '*'
-    [0b00000, 0b00100, 0b00100, 0b11111, 0b00100, 0b00100, 0b00000], // '+'
-    [0b00000, 0b00000, 0b00000, 0b00000, 0b00110, 0b00100, 0b01000], // ','
-    [0b00000, 0b00000, 0b00000, 0b11110, 0b00000, 0b00000, 0b00000], // '-'
-    [0b00000, 0b00000, 0b00000, 0b00000, 0b01100, 0b01100, 0b00000], // '.'
-    [0b00000, 0b00010, 0b00100, 0b01000, 0b10000, 0b00000, 0b00000], // '/'
-    [0b00100, 0b01010, 0b01010, 0b01010, 0b01010, 0b00100, 0b00000], // '0'
-    [0b00100, 0b01100, 0b00100, 0b00100, 0b00100, 0b01110, 0b00000], // '1'
-    [0b01100, 0b10010, 0b00010, 0b00100, 0b01000, 0b11110, 0b00000], // '2'
-    [0b11110, 0b00010, 0b01100, 0b00010, 0b10010, 0b01100, 0b00000], // '3'
-    [0b00100, 0b01100, 0b10100, 0b11110, 0b00100, 0b00100, 0b00000], // '4'
-    [0b11110, 0b10000, 0b11100, 0b00010, 0b10010, 0b01100, 0b00000], // '5'
-    [0b01100, 0b10000, 0b11100, 0b10010, 0b10010, 0b01100, 0b00000], // '6'
-    [0b11110, 0b00010, 0b00100, 0b00100, 0b01000, 0b01000, 0b00000], // '7'
-    [0b01100, 0b10010, 0b01100, 0b10010, 0b10010, 0b01100, 0b00000], // '8'
-    [0b01100, 0b10010, 0b10010, 0b01110, 0b00010, 0b01100, 0b00000], // '9'
-    [0b00000, 0b01100, 0b01100, 0b00000, 0b01100, 0b01100, 0b00000], // ':'
-    [0b00000, 0b01100, 0b01100, 0b00000, 0b01100, 0b01000, 0b10000], // ';'
-    [0b00000, 0b00010, 0b00100, 0b01000, 0b00100, 0b00010, 0b00000], // '<'
-    [0b00000, 0b00000, 0b11110, 0b00000, 0b11110, 0b00000, 0b00000], // '='
-    [0b00000, 0b01000, 0b00100, 0b00010, 0b00100, 0b01000, 0b00000], // '>'
-    [0b00100, 0b01010, 0b00010, 0b00100, 0b00000, 0b00100, 0b00000], // '?'
-    [0b01100, 0b10010, 0b10110, 0b10110, 0b10000, 0b01100, 0b00000], // '@'
-    [0b01100, 0b10010, 0b10010, 0b11110, 0b10010, 0b10010, 0b00000], // 'A'
-    [0b11100, 0b10010, 0b11100, 0b10010, 0b10010, 0b11100, 0b00000], // 'B'
-    [0b01100, 0b10010, 0b10000, 0b10000, 0b10010, 0b01100, 0b00000], // 'C'
-    [0b11100, 0b10010, 0b10010, 0b10010, 0b10010, 0b11100, 0b00000], // 'D'
-    [0b11110, 0b10000, 0b11100, 0b10000, 0b10000, 0b11110, 0b00000], // 'E'
-    [0b11110, 0b10000, 0b11100, 0b10000, 0b10000, 0b10000, 0b00000], // 'F'
-    [0b01100, 0b10010, 0b10000, 0b10110, 0b10010, 0b01110, 0b00000], // 'G'
-    [0b10010, 0b10010, 0b11110, 0b10010, 0b10010, 0b10010, 0b00000], // 'H'
-    [0b01110, 0b00100, 0b00100, 0b00100, 0b00100, 0b01110, 0b00000], // 'I'
-    [0b00010, 0b00010, 0b00010, 0b00010, 0b10010, 0b01100, 0b00000], // 'J'
-    [0b10010, 0b10100, 0b11000, 0b11000, 0b10100, 0b10010, 0b00000], // 'K'
-    [0b10000, 0b10000, 0b10000, 0b10000, 0b10000, 0b11110, 0b00000], // 'L'
-    [0b10010, 0b11110, 0b11110, 0b10010, 0b10010, 0b10010, 0b00000], // 'M'
-    [0b10010, 0b11010, 0b11010, 0b10110, 0b10110, 0b10010, 0b00000], // 'N'
-    [0b01100, 0b10010, 0b10010, 0b10010, 0b10010, 0b01100, 0b00000], // 'O'
-    [0b11100, 0b10010, 0b10010, 0b11100, 0b10000, 0b10000, 0b00000], // 'P'
-    [0b01100, 0b10010, 0b10010, 0b10010, 0b11010, 0b01100, 0b00010], // 'Q'
-    [0b11100, 0b10010, 0b10010, 0b11100, 0b10100, 0b10010, 0b00000], // 'R'
-    [0b01100, 0b10010, 0b01000, 0b00100, 0b10010, 0b01100, 0b00000], // 'S'
-    [0b01110, 0b00100, 0b00100, 0b00100, 0b00100, 0b00100, 0b00000], // 'T'
-    [0b10010, 0b10010, 0b10010, 0b10010, 0b10010, 0b01100, 0b00000], // 'U'
-    [0b10010, 0b10010, 0b10010, 0b10010, 0b01100, 0b01100, 0b00000], // 'V'
-    [0b10010, 0b10010, 0b10010, 0b11110, 0b11110, 0b10010, 0b00000], // 'W'
-    [0b10010, 0b10010, 0b01100, 0b01100, 0b10010, 0b10010, 0b00000], // 'X'
-    [0b01010, 0b01010, 0b01010, 0b00100, 0b00100, 0b00100, 0b00000], // 'Y'
-    [0b11110, 0b00010, 0b00100, 0b01000, 0b10000, 0b11110, 0b00000], // 'Z'
-    [0b01110, 0b01000, 0b01000, 0b01000, 0b01000, 0b01110, 0b00000], // '['
-    [0b00000, 0b10000, 0b01000, 0b00100, 0b00010, 0b00000, 0b00000], // '\\'
-    [0b01110, 0b00010, 0b00010, 0b00010, 0b00010, 0b01110, 0b00000], // ']'
-    [0b00100, 0b01010, 0b00000, 0b00000, 0b00000, 0b00000, 0b00000], // '^'
-    [0b00000, 0b00000, 0b00000, 0b00000, 0b00000, 0b11110, 0b00000], // '_'
-    [0b01000, 0b00100, 0b00000, 0b00000, 0b00000, 0b00000, 0b00000], // '`'
-    [0b00000, 0b00000, 0b01110, 0b10010, 0b10110, 0b01010, 0b00000], // 'a'
-    [0b10000, 0b10000, 0b11100, 0b10010, 0b10010, 0b11100, 0b00000], // 'b'
-    [0b00000, 0b00000, 0b01100, 0b10000, 0b10000, 0b01100, 0b00000], // 'c'
-    [0b00010, 0b00010, 0b01110, 0b10010, 0b10010, 0b01110, 0b00000], // 'd'
-    [0b00000, 0b00000, 0b01100, 0b10110, 0b11000, 0b01100, 0b00000], // 'e'
-    [0b00100, 0b01010, 0b01000, 0b11100, 0b01000, 0b01000, 0b00000], // 'f'
-    [0b00000, 0b00000, 0b01110, 0b10010, 0b01100, 0b10000, 0b01110], // 'g'
-    [0b10000, 0b10000, 0b11100, 0b10010, 0b10010, 0b10010, 0b00000], // 'h'
-    [0b00100, 0b00000, 0b01100, 0b00100, 0b00100, 0b01110, 0b00000], // 'i'
-    [0b00010, 0b00000, 0b00010, 0b00010, 0b00010, 0b01010, 0b00100], // 'j'
-    [0b10000, 0b10000, 0b10100, 0b11000, 0b10100, 0b10010, 0b00000], // 'k'
-    [0b01100, 0b00100, 0b00100, 0b00100, 0b00100, 0b01110, 0b00000], // 'l'
-    [0b00000, 0b00000, 0b10100, 0b11110, 0b10010, 0b10010, 0b00000], // 'm'
-    [0b00000, 0b00000, 0b11100, 0b10010, 0b10010, 0b10010, 0b00000], // 'n'
-    [0b00000, 0b00000, 0b01100, 0b10010, 0b10010, 0b01100, 0b00000], // 'o'
-    [0b00000, 0b00000, 0b11100, 0b10010, 0b10010, 0b11100, 0b10000], // 'p'
-    [0b00000, 0b00000, 0b01110, 0b10010, 0b10010, 0b01110, 0b00010], // 'q'
-    [0b00000, 0b00000, 0b11100, 0b10010, 0b10000, 0b10000, 0b00000], // 'r'
-    [0b00000, 0b00000, 0b01110, 0b11000, 0b00110, 0b11100, 0b00000], // 's'
-    [0b01000, 0b01000, 0b11100, 0b01000, 0b01000, 0b00110, 0b00000], // 't'
-    [0b00000, 0b00000, 0b10010, 0b10010, 0b10010, 0b01110, 0b00000], // 'u'
-    [0b00000, 0b00000, 0b01010, 0b01010, 0b01010, 0b00100, 0b00000], // 'v'
-    [0b00000, 0b00000, 0b10010, 0b10010, 0b11110, 0b11110, 0b00000], // 'w'
-    [0b00000, 0b00000, 0b10010, 0b01100, 0b01100, 0b10010, 0b00000], // 'x'
-    [0b00000, 0b00000, 0b10010, 0b10010, 0b01010, 0b00100, 0b01000], // 'y'
-    [0b00000, 0b00000, 0b11110, 0b00100, 0b01000, 0b11110, 0b00000], // 'z'
-    [0b00010, 0b00100, 0b01100, 0b00100, 0b00100, 0b00010, 0b00000], // '{'
-    [0b00100, 0b00100, 0b00100, 0b00100, 0b00100, 0b00100, 0b00000], // '|'
-    [0b01000, 0b00100, 0b00110, 0b00100, 0b00100, 0b01000, 0b00000], // '}'
-    [0b01010, 0b10100, 0b00000, 0b00000, 0b00000, 0b00000, 0b00000], // '~'
-];
-
-/// The rows of `c`'s glyph; `'?'` for characters outside printable ASCII.
-pub fn glyph(c: char) -> &'static [u8; 7] {
-    let i = match c {
-        ' '..='~' => c as u8 - FIRST,
-        _ => b'?' - FIRST,
-    };
-    &GLYPHS[i as usize]
+/// The embedded font. Parsing reads only the table directory, so it is done per call
+/// rather than kept in a global; `None` only if the embedded file were corrupt (a unit
+/// test parses it), in which case charts have no text but still draw.
+fn font() -> Option<FontRef<'static>> {
+    FontRef::try_from_slice(DEJAVU_SANS).ok()
 }
 
-/// Whether the pixel at column `x` (0 = left) and row `y` (0 = top) of `glyph` is set.
-pub fn is_set(glyph: &[u8; 7], x: u32, y: u32) -> bool {
-    x < WIDTH && y < HEIGHT && glyph[y as usize] & (1 << (WIDTH - 1 - x)) != 0
+fn glyph_id(font: &FontRef<'_>, c: char) -> GlyphId {
+    match font.glyph_id(c) {
+        GlyphId(0) => font.glyph_id('?'),
+        id => id,
+    }
+}
+
+/// The glyphs of `s` at `size` pixels from x = 0 on the baseline y = 0. (The subset keeps
+/// DejaVu's kerning only as an OpenType feature, which ab_glyph does not apply.)
+fn layout(font: &FontRef<'_>, s: &str, size: f32) -> (Vec<Glyph>, f32) {
+    let scaled = font.as_scaled(PxScale::from(size));
+    let mut x = 0.0;
+    let mut glyphs = Vec::with_capacity(s.len());
+    for c in s.chars() {
+        let id = glyph_id(font, c);
+        glyphs.push(id.with_scale_and_position(size, point(x, 0.0)));
+        x += scaled.h_advance(id);
+    }
+    (glyphs, x)
+}
+
+/// Width in whole pixels of `s` drawn at `size`.
+pub fn width(s: &str, size: f32) -> u32 {
+    font().map_or(0, |f| layout(&f, s, size).1.ceil() as u32)
+}
+
+/// Height of a capital letter (and of digits) above the baseline at `size`, in pixels.
+pub fn cap_height(size: f32) -> u32 {
+    let Some(f) = font() else {
+        return size as u32;
+    };
+    let h = glyph_id(&f, 'H').with_scale_and_position(size, point(0.0, 0.0));
+    f.outline_glyph(h)
+        .map_or(size * 0.73, |o| o.px_bounds().height())
+        .round() as u32
+}
+
+/// The longest prefix of `s` (whole characters) no wider than `max` pixels at `size`.
+pub fn fit(s: &str, size: f32, max: u32) -> &str {
+    let mut end = s.len();
+    while end > 0 && width(&s[..end], size) > max {
+        end = s[..end].char_indices().last().map_or(0, |(i, _)| i);
+    }
+    &s[..end]
+}
+
+/// Draws `s` at `size` pixels with the top of its capitals at (`x`, `top`), calling
+/// `plot(x, y, coverage)` for every touched pixel (coverage in 0–1, never 0).
+pub fn draw(s: &str, x: u32, top: u32, size: f32, mut plot: impl FnMut(u32, u32, f32)) {
+    let Some(f) = font() else {
+        return;
+    };
+    // A whole-pixel baseline keeps the flat tops and bottoms of letters sharp.
+    let baseline = (top + cap_height(size)) as f32;
+    for mut g in layout(&f, s, size).0 {
+        g.position = point(g.position.x + x as f32, baseline);
+        let Some(outline) = f.outline_glyph(g) else {
+            continue; // a space
+        };
+        let b = outline.px_bounds();
+        outline.draw(|gx, gy, coverage| {
+            let (px, py) = (b.min.x as i64 + gx as i64, b.min.y as i64 + gy as i64);
+            if coverage > 0.0 && px >= 0 && py >= 0 {
+                plot(px as u32, py as u32, coverage.min(1.0));
+            }
+        });
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn lit(c: char) -> usize {
-        (0..WIDTH)
-            .flat_map(|x| (0..HEIGHT).map(move |y| (x, y)))
-            .filter(|(x, y)| is_set(glyph(c), *x, *y))
-            .count()
+    /// Pixels drawn for `s` and how many of them are partly covered (anti-aliased).
+    fn coverage(s: &str, size: f32) -> (usize, usize) {
+        let mut touched = std::collections::HashMap::new();
+        draw(s, 2, 2, size, |x, y, c| {
+            *touched.entry((x, y)).or_insert(0.0) += c;
+        });
+        let partial = touched.values().filter(|c| **c < 0.95).count();
+        (touched.len(), partial)
     }
 
     #[test]
-    fn every_printable_ascii_character_has_a_glyph_of_its_own() {
-        let printable: Vec<char> = (' '..='~').collect();
-        assert_eq!(printable.len(), GLYPHS.len());
-        for (i, a) in printable.iter().enumerate() {
-            assert_eq!(lit(*a) == 0, *a == ' ', "{a:?}: only the space is blank");
-            for b in &printable[i + 1..] {
-                assert_ne!(glyph(*a), glyph(*b), "{a:?} and {b:?} look the same");
-            }
+    fn the_embedded_font_parses_and_has_the_characters_charts_use() {
+        let f = font().expect("embedded font parses");
+        for c in ('!'..='~').chain("–—…·°±×µé".chars()) {
+            assert_ne!(f.glyph_id(c), GlyphId(0), "{c:?} missing");
         }
     }
 
     #[test]
-    fn letters_and_digits_leave_the_right_column_blank_so_they_do_not_touch() {
-        for c in (' '..='~').filter(|c| !"#$+".contains(*c)) {
-            assert!(
-                (0..HEIGHT).all(|y| !is_set(glyph(c), WIDTH - 1, y)),
-                "{c:?}"
-            );
-        }
+    fn text_is_anti_aliased_not_a_pixel_font() {
+        let (all, partial) = coverage("Alert episodes per day 99.5%", 13.0);
+        assert!(all > 300, "{all}");
+        // A pixel font would be all or nothing; outlines have soft edges.
+        assert!(partial * 4 > all, "{partial} of {all} partly covered");
     }
 
     #[test]
-    fn characters_outside_printable_ascii_draw_as_a_question_mark() {
-        assert_eq!(glyph('é'), glyph('?'));
-        assert_eq!(glyph('\n'), glyph('?'));
-        assert_ne!(glyph('A'), glyph('?'));
+    fn wider_text_measures_wider_and_capitals_have_the_expected_height() {
+        assert_eq!(width("", 13.0), 0);
+        assert!(width("Mon 16", 13.0) > width("Mo", 13.0));
+        assert!(width("Mon 16", 16.0) > width("Mon 16", 13.0));
+        let cap = cap_height(13.0);
+        assert!((8..=11).contains(&cap), "{cap}");
+    }
+
+    #[test]
+    fn characters_outside_the_subset_draw_as_a_question_mark() {
+        let mut a = Vec::new();
+        draw("\u{4e2d}", 0, 0, 13.0, |x, y, c| {
+            a.push((x, y, c.to_bits()))
+        });
+        let mut q = Vec::new();
+        draw("?", 0, 0, 13.0, |x, y, c| q.push((x, y, c.to_bits())));
+        assert!(!q.is_empty());
+        assert_eq!(a, q);
+    }
+
+    #[test]
+    fn fit_cuts_long_text_on_a_character_boundary() {
+        let s = "Mean availability per day – a very long title that cannot fit";
+        let cut = fit(s, 16.0, 200);
+        assert!(cut.len() < s.len() && width(cut, 16.0) <= 200);
+        assert!(s.starts_with(cut));
+        assert_eq!(fit("short", 16.0, 200), "short");
     }
 }

@@ -1,4 +1,4 @@
-//! Markdown (also the plain-text part of the email).
+//! Markdown: the API's and the CLI's `markdown` format (the email's text part is `text`).
 
 use std::fmt::Write as _;
 
@@ -25,6 +25,9 @@ pub fn render(doc: &Document) -> String {
             }
             Block::Chart(i) => {
                 let _ = writeln!(s, "_{}_", doc.charts[*i].alt);
+            }
+            Block::Markdown(md) => {
+                let _ = writeln!(s, "{}", md.trim_end());
             }
             Block::Table(headers, rows) => {
                 let _ = writeln!(s, "| {} |", headers.join(" | "));

@@ -1,4 +1,5 @@
-//! Rendering: the report as markdown (and email text) or email-safe HTML with PNG charts.
+//! Rendering: the report as markdown, plain text (the email's text part) or email-safe
+//! HTML with PNG charts; the model's markdown narrative is rendered, never shown raw.
 
 pub mod backups;
 pub mod block;
@@ -6,9 +7,13 @@ pub mod chart;
 pub mod document;
 pub mod font;
 pub mod html;
+pub mod hygiene;
 pub mod markdown;
 pub mod number;
+pub mod prose;
+pub mod prose_text;
 pub mod recurring;
+pub mod text;
 
 pub use chart::Chart;
 pub use html::ImageRefs;
@@ -17,15 +22,32 @@ use super::model::Report;
 
 /// A report rendered for email: text, HTML with `cid:` images, and the images.
 pub struct Rendered {
+    /// The report as markdown (API and CLI format).
     pub markdown: String,
+    /// Plain text: the text part of the email.
+    pub text: String,
     pub html: String,
     pub charts: Vec<Chart>,
+}
+
+impl Rendered {
+    /// The email's HTML part with every `cid:` image replaced by its `data:` URI: what a
+    /// browser shows as the mail client would (`sre-agent report preview`, the tests).
+    pub fn preview_html(&self) -> String {
+        self.charts.iter().fold(self.html.clone(), |html, c| {
+            html.replace(
+                &format!("src=\"cid:{}\"", c.content_id),
+                &format!("src=\"{}\"", html::data_uri(&c.png)),
+            )
+        })
+    }
 }
 
 pub fn for_email(report: &Report) -> Rendered {
     let doc = document::build(report);
     Rendered {
         markdown: markdown::render(&doc),
+        text: text::render(&doc),
         html: html::render(&doc, ImageRefs::ContentId),
         charts: doc.charts,
     }
@@ -87,8 +109,12 @@ mod tests {
         );
         let html = to_html(&r);
         assert!(html.contains(">A calm week.</p>"), "{html}");
+        assert!(html.contains(">Worth acting on:</p>"), "{html}");
         assert!(
-            html.contains("<ul><li>Free space on pve1</li><li>Tune &lt;NodeDown&gt;</li></ul>"),
+            html.contains(&format!(
+                "<li style=\"{item}\">Free space on pve1</li><li style=\"{item}\">Tune &lt;NodeDown&gt;</li></ul>",
+                item = prose::ITEM
+            )),
             "{html}"
         );
         for text in [&md, &html] {
@@ -221,5 +247,120 @@ mod tests {
         d.agent.data.investigations_source = "prometheus".into();
         let md = to_markdown(&report("x", d));
         assert!(md.contains("2 investigations (counted by sre-agent's Prometheus counters)."));
+    }
+}
+
+#[cfg(test)]
+mod narrative_tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::report::model::{
+        HygieneData, HygieneFinding, HygieneIssue, ReportData, ReportStatus, ReportTrigger, Summary,
+    };
+    use crate::report::period::{PeriodSpec, ReportWindow};
+
+    fn report(summary: &str, data: ReportData) -> Report {
+        let now = chrono::DateTime::from_timestamp(1_795_000_000, 0).unwrap();
+        Report {
+            id: "r".into(),
+            trigger: ReportTrigger::Cli,
+            window: ReportWindow::resolve(
+                PeriodSpec::Last,
+                now,
+                Duration::from_secs(7 * 86_400),
+                chrono_tz::UTC,
+            ),
+            timezone: "UTC".into(),
+            created_at: now,
+            status: ReportStatus::Generated,
+            delivery_error: None,
+            summary: Summary {
+                text: summary.into(),
+                model: Some("m".into()),
+                fallback_reason: None,
+            },
+            data,
+        }
+    }
+
+    const ANSWER: &str = "# Weekly summary\n\nA **busy** week: `DiskFillingUp` fired 9 times.\n\n\
+                          ## Worth acting on\n\n- Free space on *pve1*\n- <script>alert(1)</script>";
+
+    #[test]
+    fn a_markdown_narrative_is_rendered_in_html_and_text_never_shown_raw() {
+        let mut d = ReportData::default();
+        d.alerts.data.per_day = vec![("Mon 16".into(), 2), ("Tue 17".into(), 0)];
+        let email = for_email(&report(ANSWER, d));
+        assert!(
+            email.html.contains(">Weekly summary</h3>"),
+            "{}",
+            email.html
+        );
+        assert!(email.html.contains("A <strong>busy</strong> week"));
+        assert!(email.html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+        assert!(!email.html.contains("<script"));
+        for part in [&email.html, &email.text] {
+            assert!(!part.contains("**") && !part.contains("# Weekly"), "{part}");
+            assert!(part.lines().all(|l| !l.trim_start().starts_with('#')));
+        }
+        assert!(
+            email.text.contains("Weekly summary\n~~~~~~~~~~~~~~"),
+            "{}",
+            email.text
+        );
+        assert!(email.text.contains("- Free space on pve1\n"));
+        // The markdown format keeps the model's markdown as written.
+        assert!(email.markdown.contains(ANSWER));
+    }
+
+    #[test]
+    fn the_preview_has_every_cid_image_as_a_data_uri() {
+        let mut d = ReportData::default();
+        d.alerts.data.per_day = vec![("Mon 16".into(), 2)];
+        d.slos.data.per_day = vec![("Mon 16".into(), 0.99)];
+        let email = for_email(&report("x", d));
+        assert_eq!(email.charts.len(), 2);
+        for c in &email.charts {
+            assert!(
+                email
+                    .html
+                    .contains(&format!("src=\"cid:{}\"", c.content_id))
+            );
+        }
+        let preview = email.preview_html();
+        assert!(!preview.contains("cid:"));
+        assert_eq!(preview.matches("src=\"data:image/png;base64,").count(), 2);
+    }
+
+    #[test]
+    fn the_hygiene_section_lists_each_rule_with_its_suggestion() {
+        let mut d = ReportData::default();
+        d.hygiene.data = HygieneData {
+            rules_checked: 4,
+            rules_fired: 2,
+            findings: vec![HygieneFinding {
+                alertname: "CpuHigh".into(),
+                issue: HygieneIssue::Flapping,
+                evidence: "9 of 10 episodes on a:9100 were shorter than 10m (median 2m)".into(),
+                suggestion:
+                    "Raise for: from 1m to 5m: it would have held back 9 of these 9 short episodes."
+                        .into(),
+            }],
+            omitted: 0,
+        };
+        let r = report("x", d);
+        let html = to_html(&r);
+        assert!(html.contains(">Alert hygiene</h2>"));
+        assert!(html.contains(">CpuHigh</td>") && html.contains(">flapping</td>"));
+        assert!(html.contains("Raise for: from 1m to 5m"));
+        let text = for_email(&r).text;
+        assert!(text.contains("Alert hygiene\n-------------"), "{text}");
+        assert!(text.contains("CpuHigh  flapping"), "{text}");
+        let empty = to_markdown(&report("x", ReportData::default()));
+        assert!(
+            empty.contains("## Alert hygiene\n\nNo rule flapped"),
+            "{empty}"
+        );
     }
 }

@@ -30,6 +30,30 @@ pub fn am_storm(n: usize, instances: usize, status: &str) -> Value {
         "externalURL": "http://am", "truncatedAlerts": 0, "alerts": alerts})
 }
 
+/// A Grafana unified-alerting payload: `DiskFillingUp` firing (or resolved) on the
+/// instances `host{first}:9100` … `host{first+n-1}:9100`, one alert each.
+pub fn grafana_storm(first: usize, n: usize, status: &str) -> Value {
+    let alerts: Vec<Value> = (first..first + n)
+        .map(|i| {
+            json!({"status": status,
+                "labels": {"alertname": "DiskFillingUp", "instance": format!("host{i}:9100"),
+                           "job": "node", "mountpoint": "/", "severity": "warning",
+                           "grafana_folder": "Infra"},
+                "annotations": {"summary": "Disk on / is filling up"},
+                "startsAt": "2026-11-22T20:45:24Z",
+                "endsAt": if status == "firing" { "0001-01-01T00:00:00Z" } else { "2026-11-22T21:45:24Z" },
+                "generatorURL": "https://grafana.example.com/alerting/grafana/disk1/view?orgId=1",
+                "fingerprint": format!("{i:016x}"),
+                "values": {"A": 0.93}, "valueString": "[ var='A' value=0.93 ]"})
+        })
+        .collect();
+    json!({"receiver": "sre-agent", "status": status, "orgId": 1, "alerts": alerts,
+        "groupLabels": {"alertname": "DiskFillingUp"}, "commonLabels": {"alertname": "DiskFillingUp"},
+        "commonAnnotations": {}, "externalURL": "https://grafana.example.com/", "version": "1",
+        "groupKey": "{}:{alertname=\"DiskFillingUp\"}", "truncatedAlerts": 0,
+        "title": "[FIRING] DiskFillingUp", "state": "alerting", "message": ""})
+}
+
 /// Grafana's signature: hex HMAC-SHA256(secret, ts ":" body).
 pub fn grafana_signature(secret: &str, ts: &str, body: &[u8]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes()).unwrap();

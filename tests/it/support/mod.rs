@@ -10,6 +10,7 @@ pub mod fake_grafana_writes;
 pub mod fake_kube;
 pub mod fake_llm;
 pub mod fake_upstreams;
+pub mod gated_llm;
 pub mod hostile;
 pub mod mail;
 pub mod receiver;

@@ -1,0 +1,177 @@
+//! Storm intake benchmark: a 10,000-alert storm of one alert across 1,000 instances, as
+//! 100 Alertmanager webhooks of 100 alerts (4 in flight), each answered after a durable
+//! flush. Prints p50/p99 time to 2xx, the investigations it became and the LLM calls they
+//! made (the LLM is a local stand-in answering a finding at once).
+//! Run: `cargo bench --bench storm`. Prints `name: value (target …)` lines.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::routing::post;
+use serde_json::{Value, json};
+use sre_agent::App;
+use sre_agent::config::{Config, ConfigSource};
+use tokio_util::sync::CancellationToken;
+
+const ALERTS: usize = 10_000;
+const INSTANCES: usize = 1_000;
+const PER_REQUEST: usize = 100;
+const IN_FLIGHT: usize = 4;
+
+fn payload(first: usize) -> Vec<u8> {
+    let alerts: Vec<Value> = (first..first + PER_REQUEST)
+        .map(|i| {
+            json!({"status": "firing",
+                "labels": {"alertname": "DiskFillingUp", "instance": format!("host{}:9100", i % INSTANCES),
+                           "mountpoint": "/", "replica": i.to_string(), "severity": "warning"},
+                "annotations": {"summary": "disk filling", "description": "x".repeat(200)},
+                "startsAt": "2026-11-22T20:45:24.847Z", "endsAt": "0001-01-01T00:00:00Z",
+                "generatorURL": "http://prom/graph?g0.expr=up", "fingerprint": format!("{i:016x}")})
+        })
+        .collect();
+    serde_json::to_vec(
+        &json!({"version": "4", "status": "firing", "receiver": "bench",
+        "groupKey": "{}:{}", "groupLabels": {}, "commonLabels": {}, "commonAnnotations": {},
+        "externalURL": "http://am", "truncatedAlerts": 0, "alerts": alerts}),
+    )
+    .unwrap()
+}
+
+/// An OpenAI-compatible stand-in that answers every call with a finding; counts calls.
+async fn fake_llm(calls: Arc<AtomicUsize>) -> anyhow::Result<String> {
+    let finding = json!({"summary": "disks filling on many hosts", "probable_cause": "bench",
+        "severity": "warning", "confidence": "low", "evidence": [], "next_steps": []})
+    .to_string();
+    let app = Router::new().route(
+        "/v1/chat/completions",
+        post(move || {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let finding = finding.clone();
+            async move {
+                axum::Json(
+                    json!({"id": "c", "object": "chat.completion", "model": "bench",
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": finding}}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}),
+                )
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    Ok(format!("http://{addr}/v1"))
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    sre_agent::install_crypto_provider();
+    // The same storm with coalescing off first, as the baseline of the ack latency.
+    run("baseline_", 0).await?;
+    run("storm_", 5).await
+}
+
+/// Posts the storm with `alerts.storm_threshold = threshold`; prints figures named
+/// `{prefix}…`.
+async fn run(prefix: &str, threshold: u32) -> anyhow::Result<()> {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let llm_url = fake_llm(calls.clone()).await?;
+    let dir = tempfile::tempdir()?;
+    let file = dir.path().join("config.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[log]\nlevel = \"error\"\n[llm]\nbase_url = \"{llm_url}\"\n[alerts]\n\
+             storm_hold = \"1s\"\nstorm_threshold = {threshold}\nmax_investigations_per_day = 50\n\
+             daily_cost_limit_usd = 0\n"
+        ),
+    )?;
+    let mut config = Config::load(&ConfigSource { file: Some(file) })?;
+    config.server.listen = "127.0.0.1:0".into();
+    config.server.data_dir = dir.path().join("data");
+    let app = App::build(config).await?;
+    let base = format!("http://{}", app.local_addr());
+    let url = format!("{base}/webhook/alertmanager");
+    let token = CancellationToken::new();
+    let server = tokio::spawn(app.run_until_stopped(token.clone()));
+    let http = reqwest::Client::new();
+
+    let bodies: Vec<Vec<u8>> = (0..ALERTS / PER_REQUEST)
+        .map(|r| payload(r * PER_REQUEST))
+        .collect();
+    let start = Instant::now();
+    let mut latencies = Vec::new();
+    for wave in bodies.chunks(IN_FLIGHT) {
+        let posts = wave.iter().map(|body| {
+            let req = http.post(&url).body(body.clone());
+            async move {
+                let t = Instant::now();
+                let resp = req.send().await?;
+                anyhow::ensure!(resp.status().is_success(), "status {}", resp.status());
+                Ok::<_, anyhow::Error>(t.elapsed())
+            }
+        });
+        for r in futures::future::join_all(posts).await {
+            latencies.push(r?);
+        }
+    }
+    let secs = start.elapsed().as_secs_f64();
+    latencies.sort();
+
+    // Wait for the storm's investigation (and a follow-up, if any) to finish.
+    let deadline = Instant::now() + Duration::from_secs(if threshold == 0 { 5 } else { 60 });
+    let investigations = loop {
+        let body: Value = http
+            .get(format!("{base}/api/v1/investigations?limit=200"))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let items = body["items"].as_array().cloned().unwrap_or_default();
+        let storms: Value = http
+            .get(format!("{base}/api/v1/storms"))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let pending = storms["storms"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|s| s["investigation"]["status"] == "pending"));
+        let settled = !items.is_empty()
+            && !pending
+            && items
+                .iter()
+                .all(|i| !matches!(i["status"].as_str(), Some("queued" | "running")));
+        if settled || Instant::now() > deadline {
+            break items.len();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    println!(
+        "{prefix}ack_p50_ms: {:.2} ({} requests of {PER_REQUEST} alerts, {IN_FLIGHT} in flight)",
+        percentile(&latencies, 0.50).as_secs_f64() * 1e3,
+        latencies.len()
+    );
+    println!(
+        "{prefix}ack_p99_ms: {:.2} (target < 10)",
+        percentile(&latencies, 0.99).as_secs_f64() * 1e3
+    );
+    println!(
+        "{prefix}alerts_per_second: {:.0} ({ALERTS} alerts over {INSTANCES} instances)",
+        ALERTS as f64 / secs
+    );
+    println!("{prefix}investigations: {investigations} (storm target <= 3)");
+    println!(
+        "{prefix}llm_calls: {} (storm target <= 3 investigations x llm.max_steps)",
+        calls.load(Ordering::SeqCst)
+    );
+    token.cancel();
+    server.await??;
+    Ok(())
+}
