@@ -38,8 +38,8 @@ pub struct ServerConfig {
     /// Connections served at once; more wait to be accepted.
     pub max_connections: usize,
     /// The address people reach this daemon at (`https://sre-agent.example.com`); when set,
-    /// notifications link to the investigation and say how to give feedback, and Grafana
-    /// annotations link back to it.
+    /// notifications and Grafana annotations link to the investigation's console page
+    /// (`<public_url>/investigations/<id>`), and notifications say how to give feedback.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub public_url: Option<HttpUrl>,
 }

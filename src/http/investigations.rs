@@ -185,14 +185,23 @@ pub(super) async fn feedback(
 ) -> Result<Json<FeedbackStored>, ApiError> {
     let body: FeedbackRequest = serde_json::from_slice(&body)
         .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))?;
-    let feedback = Feedback::given(body.verdict.as_deref(), body.note.as_deref())
-        .map_err(ApiError::BadRequest)?;
-    let stored = FeedbackStored {
-        id: id.clone(),
-        feedback: feedback.clone(),
-    };
-    match state.dispatcher.feedback(&id, feedback).await? {
-        FeedbackOutcome::Stored(_) => Ok(Json(stored)),
+    let feedback =
+        give_feedback(&state, &id, body.verdict.as_deref(), body.note.as_deref()).await?;
+    Ok(Json(FeedbackStored { id, feedback }))
+}
+
+/// Checks a person's verdict on the finding of `id` and stores it (the API's and the
+/// console's feedback): 400 for a bad verdict or note, 404 for an unknown investigation,
+/// 409 while it runs.
+pub async fn give_feedback(
+    state: &AppState,
+    id: &str,
+    verdict: Option<&str>,
+    note: Option<&str>,
+) -> Result<Feedback, ApiError> {
+    let feedback = Feedback::given(verdict, note).map_err(ApiError::BadRequest)?;
+    match state.dispatcher.feedback(id, feedback.clone()).await? {
+        FeedbackOutcome::Stored(_) => Ok(feedback),
         FeedbackOutcome::NotFound => Err(ApiError::NotFound(format!("no investigation {id}"))),
         FeedbackOutcome::NotFinal(status) => Err(ApiError::Conflict(format!(
             "investigation {id} is {}; give feedback once it has ended",

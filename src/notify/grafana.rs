@@ -63,7 +63,8 @@ fn panel_id(url: &str) -> Option<i64> {
 }
 
 /// The annotation for `subject`, when its alert is linked to a dashboard; it links to the
-/// investigation on this sre-agent when `server.public_url` is set.
+/// investigation's console page (`<public_url>/investigations/<id>`) when
+/// `server.public_url` is set.
 pub fn render(subject: &Subject) -> Option<AnnotationRequest> {
     let alert = subject.alert?;
     let (dashboard_uid, panel_id) = target(alert)?;

@@ -13,7 +13,7 @@ pub struct Subject<'a> {
     pub inv: &'a Investigation,
     /// The group's latest alert, when the investigation came from one.
     pub alert: Option<&'a Alert>,
-    /// `server.public_url`: links to the investigation and its feedback endpoint.
+    /// `server.public_url`: links to the investigation's console page and its feedback.
     pub public_url: Option<&'a str>,
 }
 
@@ -48,29 +48,41 @@ impl Subject<'_> {
         )
     }
 
-    /// The investigation in the API (`<public_url>/api/v1/investigations/<id>`).
+    /// The investigation's page in the console (`<public_url>/investigations/<id>`).
     pub fn investigation_url(&self) -> Option<String> {
         self.public_url.map(|base| {
             format!(
-                "{}/api/v1/investigations/{}",
+                "{}/investigations/{}",
                 base.trim_end_matches('/'),
                 self.inv.id
             )
         })
     }
 
-    /// How to say whether the finding was right: the CLI command, and the API call when
-    /// the daemon's address is known.
+    /// The investigation's feedback endpoint in the API
+    /// (`<public_url>/api/v1/investigations/<id>/feedback`).
+    fn feedback_api_url(&self) -> Option<String> {
+        self.public_url.map(|base| {
+            format!(
+                "{}/api/v1/investigations/{}/feedback",
+                base.trim_end_matches('/'),
+                self.inv.id
+            )
+        })
+    }
+
+    /// How to say whether the finding was right: the CLI command, and the page's form and
+    /// the API call when the daemon's address is known.
     pub fn feedback_hint(&self) -> String {
         let cli = format!(
             "sre-agent investigations feedback {} right|wrong --note \"…\"",
             self.inv.id
         );
-        match self.investigation_url() {
-            Some(url) => format!(
-                "Was this right? `{cli}`, or POST {{\"verdict\": \"right\"|\"wrong\", \"note\": \"…\"}} to {url}/feedback"
+        match (self.investigation_url(), self.feedback_api_url()) {
+            (Some(page), Some(api)) => format!(
+                "Was this right? Say so on {page}#feedback, with `{cli}`, or POST {{\"verdict\": \"right\"|\"wrong\", \"note\": \"…\"}} to {api}"
             ),
-            None => format!("Was this right? `{cli}`"),
+            _ => format!("Was this right? `{cli}`"),
         }
     }
 

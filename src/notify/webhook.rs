@@ -243,10 +243,17 @@ mod tests {
             alert: Some(&a),
             public_url: Some("https://sre.example.com/"),
         };
-        let url = format!("https://sre.example.com/api/v1/investigations/{}", inv.id);
+        let url = format!("https://sre.example.com/investigations/{}", inv.id);
         let md = subject.markdown();
         assert!(md.contains(&format!("- [Investigation]({url})")), "{md}");
-        assert!(md.contains(&format!("to {url}/feedback")), "{md}");
+        assert!(md.contains(&format!("Say so on {url}#feedback")), "{md}");
+        assert!(
+            md.contains(&format!(
+                "to https://sre.example.com/api/v1/investigations/{}/feedback",
+                inv.id
+            )),
+            "{md}"
+        );
         assert!(md.contains(&format!(
             "sre-agent investigations feedback {} right|wrong",
             inv.id
@@ -258,7 +265,7 @@ mod tests {
         );
         subject.public_url = None;
         let md = subject.markdown();
-        assert!(!md.contains("/api/v1/investigations/") && md.contains("Was this right?"));
+        assert!(!md.contains("/investigations/") && md.contains("Was this right?"));
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub const ENDPOINTS: &[&str] = &[
     "/",
     "/investigations/{id}",
     "/investigations/{id}/followup",
+    "/investigations/{id}/feedback",
     "/ask",
     "/alerts",
     "/reports",

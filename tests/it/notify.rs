@@ -232,7 +232,8 @@ async fn a_finding_is_emailed_over_starttls_and_posted_to_each_webhook_format() 
          [[notify.webhooks]]\nurl = \"{0}/ntfy\"\nformat = \"ntfy\"\n",
         receiver.base
     );
-    // With server.public_url, notifications link to the investigation and its feedback.
+    // With server.public_url, notifications link to the investigation's console page and
+    // say how to give feedback.
     let toml = format!(
         "[server]\npublic_url = \"https://sre.example.org/\"\n{}",
         notify_toml(smtp_port, Some(certs.path()), &llm, &hooks)
@@ -260,7 +261,8 @@ async fn a_finding_is_emailed_over_starttls_and_posted_to_each_webhook_format() 
     let id = app.state.dispatcher.list(None, 1, None).unwrap().items[0]
         .id
         .clone();
-    let link = format!("https://sre.example.org/api/v1/investigations/{id}");
+    // The link goes to the console page; the hint names its form and the API endpoint.
+    let link = format!("https://sre.example.org/investigations/{id}");
     // Quoted-printable soft line breaks removed.
     let unwrapped = eml.replace("=\r\n", "").replace("=\n", "");
     assert!(
@@ -268,7 +270,13 @@ async fn a_finding_is_emailed_over_starttls_and_posted_to_each_webhook_format() 
             || unwrapped.contains(&format!("href=\"{link}\"")),
         "{eml}"
     );
-    assert!(unwrapped.contains(&format!("{link}/feedback")), "{eml}");
+    assert!(unwrapped.contains(&format!("{link}#feedback")), "{eml}");
+    assert!(
+        unwrapped.contains(&format!(
+            "https://sre.example.org/api/v1/investigations/{id}/feedback"
+        )),
+        "{eml}"
+    );
 
     eventually(Duration::from_secs(30), "three webhook posts", || async {
         (receiver.received().len() >= 3).then_some(())

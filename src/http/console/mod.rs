@@ -1,9 +1,9 @@
 //! The web console at `/`: server-rendered pages (maud) over the same components as the
 //! API, readable without JavaScript; one embedded script follows running investigations
 //! through `GET /api/v1/investigations/{id}/events`. Pages: investigations (filter, search,
-//! pages), one investigation as a timeline with its thread of follow-ups, alert groups,
-//! reports (as emailed, charts served by a route), the ask form, component health and the
-//! redacted configuration.
+//! pages), one investigation as a timeline with its thread of follow-ups, its recurrence and
+//! the feedback form, alert groups, reports (as emailed, charts served by a route), the ask
+//! form, component health and the redacted configuration.
 //!
 //! Security: with `server.api_token` set every page needs a login, which trades the token
 //! for a signed session cookie (a bearer token is accepted too); every form carries a CSRF
@@ -11,6 +11,7 @@
 
 mod alerts;
 mod assets;
+mod feedback;
 mod forms;
 mod list;
 mod login;
@@ -39,6 +40,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/", get(list::page))
         .route("/investigations/{id}", get(timeline::page))
         .route("/investigations/{id}/followup", post(forms::follow_up))
+        .route("/investigations/{id}/feedback", post(feedback::submit))
         .route("/ask", get(forms::ask_page).post(forms::ask))
         .route("/alerts", get(alerts::page))
         .route("/reports", get(reports::list))

@@ -1,6 +1,7 @@
 //! `GET /investigations/{id}`: one investigation as a timeline. Its facts (status, cost,
 //! tokens), its thread (parent and follow-ups), the alert behind it with links back to
-//! Grafana, the finding with each piece of evidence linked to the call behind it, every
+//! Grafana, the finding with each piece of evidence linked to the call behind it and its
+//! recurrence, the verdict a person gave and the feedback form (`feedback.rs`), every
 //! LLM and tool call in order, and the follow-up form. While it runs, the page carries the
 //! address of its event stream and the console script appends steps as they arrive.
 
@@ -10,6 +11,7 @@ use axum::http::StatusCode;
 use axum::response::Response;
 use maud::{Markup, html};
 
+use super::feedback;
 use super::forms::question_form;
 use super::page::{
     Chrome, Csrf, PageError, alert_status, layout, respond, safe_url, status_badge, time,
@@ -82,8 +84,10 @@ pub async fn page(
                     h3 { "Next steps" }
                     ol { @for s in &f.next_steps { li { (s) } } }
                 }
+                @if let Some(r) = &f.recurrence { (feedback::recurrence(r)) }
             }
         }
+        @if inv.status.is_final() || inv.feedback.is_some() { (feedback::section(&inv, &csrf)) }
         @if !inv.notes.is_empty() {
             h2 { "Notes" }
             ul { @for n in &inv.notes { li { (n) } } }

@@ -1,8 +1,8 @@
 //! The console in a real headless Chromium (Debian's chromium + chromium-driver, driven
 //! with fantoccini over WebDriver) against the real binary and a fake LLM that answers
-//! slowly: ask from the page, watch tool calls arrive before the end, open the finding, ask
-//! a follow-up, open a report; keyboard navigation and labelled fields; screenshots saved
-//! under target/console-screenshots/. Skipped without chromium/chromedriver unless
+//! slowly: ask from the page, watch tool calls arrive before the end, open the finding,
+//! give feedback, ask a follow-up, open a report; keyboard navigation and labelled fields;
+//! screenshots saved under target/console-screenshots/. Skipped without chromium/chromedriver unless
 //! SRE_TEST_REQUIRE_EXTERNAL=1.
 
 use std::path::PathBuf;
@@ -279,6 +279,30 @@ async fn in_chromium_a_user_asks_watches_tool_calls_arrive_reads_the_finding_fol
         reaches_field_then_submit(&order, "textarea#follow-up"),
         "Tab order: {order:?}"
     );
+    assert!(
+        reaches_field_then_submit(&order, "textarea#feedback-note"),
+        "Tab order: {order:?}"
+    );
+
+    // Feedback from the page: its label picks the verdict; the page shows it after.
+    c.find(Locator::Css("label[for=verdict-right]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.find(Locator::Css("form.feedback button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    c.wait()
+        .at_most(WAIT)
+        .for_element(Locator::Css("#feedback-given"))
+        .await
+        .expect("the verdict is shown");
+    assert_eq!(path_of(&c).await, first);
     c.find(Locator::Css("textarea#follow-up"))
         .await
         .unwrap()

@@ -4,6 +4,7 @@
 
 mod browser;
 mod cli;
+mod feedback;
 mod live;
 mod reports;
 

@@ -108,7 +108,8 @@ async fn a_finding_is_annotated_on_the_alerts_panel_once_after_grafana_comes_bac
         text.contains("bad deploy &lt;v2&gt;"),
         "escaped summary: {text}"
     );
-    let link = "<a href=\"https://sre-agent.example.org/api/v1/investigations/";
+    // It links to the investigation's console page, not to the API's JSON.
+    let link = "<a href=\"https://sre-agent.example.org/investigations/";
     assert!(text.contains(link), "{text}");
 
     let sent = r#"sre_agent_notifications_total{channel="grafana",status="sent"}"#;
