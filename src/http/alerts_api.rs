@@ -1,9 +1,13 @@
-//! `GET /api/v1/alerts?limit=N` (bearer `server.api_token`): recent alert groups with their
-//! status, last alert, counts and current investigation.
+//! `GET /api/v1/alerts?limit=N&cursor=C` (bearer `server.api_token`): alert groups by
+//! newest activity first, with their status, sample alerts, counts and current
+//! investigation; `next_cursor` fetches the next page (`null` on the last). Reads only the
+//! groups of the page (an index by last activity), however much is stored.
 
 use axum::extract::{Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::ApiError;
@@ -15,9 +19,13 @@ pub fn router() -> Router<AppState> {
     Router::new().route("/api/v1/alerts", get(list))
 }
 
+/// Largest page.
+const MAX_LIMIT: usize = 1000;
+
 #[derive(Deserialize)]
 struct ListQuery {
-    limit: Option<usize>,
+    limit: Option<String>,
+    cursor: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -34,16 +42,39 @@ struct InvestigationRef {
     status: String,
 }
 
+#[derive(Serialize)]
+struct Page {
+    groups: Vec<GroupView>,
+    next_cursor: Option<String>,
+}
+
 async fn list(
     State(state): State<AppState>,
     Query(q): Query<ListQuery>,
-) -> Result<Json<serde_json::Value>, ApiError> {
-    let limit = q.limit.unwrap_or(50).clamp(1, 1000);
+) -> Result<Json<Page>, ApiError> {
+    let limit = match q.limit.as_deref().filter(|l| !l.is_empty()) {
+        None => 50,
+        Some(l) => l
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_LIMIT).contains(n))
+            .ok_or_else(|| ApiError::BadRequest(format!("limit {l:?} must be 1..={MAX_LIMIT}")))?,
+    };
+    let cursor = match q.cursor.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(URL_SAFE_NO_PAD.decode(c).map_err(|_| {
+            ApiError::BadRequest(format!(
+                "cursor {c:?} is not one this API returned (pass next_cursor as it is)"
+            ))
+        })?),
+    };
     let investigator = state.intake.investigator();
-    let groups = state
+    let page = state
         .intake
         .store()
-        .recent_groups(limit)?
+        .recent_groups(limit, cursor.as_deref())?;
+    let groups = page
+        .groups
         .into_iter()
         .map(|group| {
             let investigation = match &group.investigation_id {
@@ -68,6 +99,9 @@ async fn list(
                 investigation,
             }
         })
-        .collect::<Vec<_>>();
-    Ok(Json(serde_json::json!({ "groups": groups })))
+        .collect();
+    Ok(Json(Page {
+        groups,
+        next_cursor: page.next.map(|k| URL_SAFE_NO_PAD.encode(k)),
+    }))
 }
