@@ -227,6 +227,7 @@ fn print_latency(name: &str, lat: &[Duration], target: &str) {
 
 #[tokio::main]
 async fn main() {
+    sre_agent::install_crypto_provider();
     let sizes: Vec<u64> = std::env::var("SCALE_SIZES")
         .unwrap_or_else(|_| "10000,100000".into())
         .split(',')
