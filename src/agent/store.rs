@@ -19,6 +19,13 @@ pub struct InvestigationStore {
     store: Store,
 }
 
+/// The smallest id of an investigation created at `t` or later: a uuid v7's text begins
+/// with its 48-bit millisecond timestamp in hex (`tttttttt-tttt-7…`).
+fn id_floor(t: DateTime<Utc>) -> String {
+    let ms = u64::try_from(t.timestamp_millis()).unwrap_or(0);
+    format!("{:08x}-{:04x}", (ms >> 16) & 0xffff_ffff, ms & 0xffff)
+}
+
 /// One page of a listing, newest first.
 #[derive(Debug, serde::Serialize, serde::Deserialize, utoipa::ToSchema)]
 pub struct Page {
@@ -131,14 +138,20 @@ impl InvestigationStore {
         Ok(Page { items, next_cursor })
     }
 
-    /// Investigations created in `[from, to)`, oldest first.
+    /// Investigations created in `[from, to)`, oldest first. Reads only that time range:
+    /// uuid v7 ids begin with their creation time.
     pub fn between(
         &self,
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> Result<Vec<Investigation>, StoreError> {
+        // The id is taken a moment before `created_at`: a second's margin each side.
+        let margin = chrono::Duration::seconds(1);
         let mut out = Vec::new();
-        for r in self.records.iter() {
+        for r in self
+            .records
+            .range(id_floor(from - margin), id_floor(to + margin))
+        {
             let (_, inv) = r?;
             if inv.created_at >= from && inv.created_at < to {
                 out.push(inv);
@@ -208,14 +221,15 @@ impl InvestigationStore {
         self.queue.len()
     }
 
-    /// Deletes final investigations created before `cutoff`; returns how many.
+    /// Deletes final investigations created before `cutoff`; returns how many. Reads only
+    /// those (ids are time-ordered).
     pub fn sweep(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
         let old: Vec<String> = self
             .records
-            .iter()
+            .range("", id_floor(cutoff + chrono::Duration::seconds(1)))
             .filter_map(Result::ok)
             .map(|(_, inv)| inv)
-            .take_while(|inv| inv.created_at < cutoff)
+            .filter(|inv| inv.created_at < cutoff)
             .filter(|inv| inv.status.is_final())
             .map(|inv| inv.id)
             .collect();
@@ -228,5 +242,58 @@ impl InvestigationStore {
     /// Makes everything written so far durable.
     pub async fn flush(&self) -> Result<(), StoreError> {
         self.store.flush().await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::{InvestigationRequest, Trigger};
+
+    #[test]
+    fn a_v7_id_sorts_between_the_floors_of_its_creation_time() {
+        for _ in 0..100 {
+            let before = Utc::now();
+            let id = uuid::Uuid::now_v7().to_string();
+            let after = Utc::now() + chrono::Duration::milliseconds(1);
+            assert!(id_floor(before) <= id, "{id} < {}", id_floor(before));
+            assert!(id < id_floor(after), "{id} >= {}", id_floor(after));
+        }
+    }
+
+    #[test]
+    fn between_finds_the_investigations_of_a_time_range_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = InvestigationStore::open(&Store::open(dir.path()).unwrap()).unwrap();
+        let request = || InvestigationRequest {
+            trigger: Trigger::Ask,
+            title: "t".into(),
+            prompt: "p".into(),
+            context: None,
+            group_key: None,
+        };
+        let mut old = Investigation::new(request(), "m");
+        old.created_at -= chrono::Duration::days(2);
+        old.id = format!("{}-7000-8000-000000000000", id_floor(old.created_at));
+        let new = Investigation::new(request(), "m");
+        store.put(&old).unwrap();
+        store.put(&new).unwrap();
+        let now = Utc::now();
+        let day = chrono::Duration::days(1);
+        let ids = |from, to| -> Vec<String> {
+            store
+                .between(from, to)
+                .unwrap()
+                .into_iter()
+                .map(|i| i.id)
+                .collect()
+        };
+        assert_eq!(ids(now - day, now + day), std::slice::from_ref(&new.id));
+        assert_eq!(ids(now - day * 3, now - day), std::slice::from_ref(&old.id));
+        assert_eq!(
+            ids(now - day * 3, now + day),
+            [old.id.clone(), new.id.clone()]
+        );
+        assert!(ids(now + day, now + day * 2).is_empty());
     }
 }

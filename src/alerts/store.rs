@@ -13,11 +13,18 @@ use serde::{Deserialize, Serialize};
 use crate::alerts::{Alert, AlertSource, AlertStatus};
 use crate::store::{Store, StoreError, Tree};
 
+mod rows;
+
+use rows::{
+    GroupRow, StoredFiring, group_of, member_fingerprint, member_key, row_of, seen_group, seen_key,
+    time_key,
+};
+
 /// Most recent alerts kept per group (by fingerprint) for context and the API.
 pub const GROUP_SAMPLE: usize = 20;
-/// Groups kept decoded in memory (the hot ones during a storm); past this the cache
-/// starts over.
-const GROUP_CACHE: usize = 512;
+/// Groups kept decoded in memory (the hot ones during a storm; each holds up to
+/// `GROUP_SAMPLE` alerts, a few kB each); past this the cache starts over.
+const GROUP_CACHE: usize = 128;
 /// Most firing fingerprints tracked per group (to know when all have resolved).
 pub const GROUP_FIRING_CAP: usize = 2_000;
 
@@ -50,6 +57,9 @@ impl Outcome {
 }
 
 /// One alert group: alerts sharing the `alerts.group_by` labels.
+///
+/// Stored as one small row (`GroupRow`) plus one record per sample alert, so an alert
+/// rewrites its own sample, not the group's twenty.
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AlertGroup {
     pub key: String,
@@ -68,16 +78,16 @@ pub struct AlertGroup {
     /// rewritten whole on every webhook.
     #[serde(default)]
     pub firing_count: usize,
-    /// The firing fingerprints as stored before they had their own tree; moved there when
-    /// the group is first read.
-    #[serde(default, rename = "firing", skip_serializing)]
-    legacy_firing: BTreeSet<String>,
     /// The current episode's investigation.
     pub investigation_id: Option<String>,
     /// Set when an investigation was decided but not yet submitted (survives a crash).
     pub pending_since: Option<DateTime<Utc>>,
     /// Investigations started for this group so far.
     pub investigations: u32,
+    /// Fingerprints whose sample `absorb` changed since the group was read (written with
+    /// the group).
+    #[serde(skip)]
+    touched: BTreeSet<String>,
 }
 
 impl AlertGroup {
@@ -99,10 +109,10 @@ impl AlertGroup {
             last_outcome: Outcome::Queued,
             alerts: BTreeMap::new(),
             firing_count: 0,
-            legacy_firing: BTreeSet::new(),
             investigation_id: None,
             pending_since: None,
             investigations: 0,
+            touched: BTreeSet::new(),
         }
     }
 
@@ -130,6 +140,7 @@ impl AlertGroup {
             AlertStatus::Firing
         };
         self.alerts.insert(alert.fingerprint.clone(), alert.clone());
+        self.touched.insert(alert.fingerprint.clone());
         while self.alerts.len() > GROUP_SAMPLE {
             let drop = self
                 .alerts
@@ -161,46 +172,6 @@ impl FiringSet for BTreeSet<String> {
     }
 }
 
-/// A group's firing set in the `alert_firing` tree (`{group}\0{fingerprint}` keys). The
-/// first storage error is kept and returned by `update_group`.
-struct StoredFiring<'a> {
-    tree: &'a Tree<()>,
-    group: &'a str,
-    error: Option<StoreError>,
-}
-
-impl StoredFiring<'_> {
-    fn apply(&mut self, fingerprint: &str, insert: bool) -> bool {
-        if self.error.is_some() {
-            return false;
-        }
-        let key = firing_key(self.group, fingerprint);
-        let changed = match self.tree.contains(&key) {
-            Ok(present) if present == insert => Ok(false),
-            Ok(_) if insert => self.tree.insert(&key, &()).map(|_| true),
-            Ok(_) => self.tree.remove(&key).map(|_| true),
-            Err(e) => Err(e),
-        };
-        changed.unwrap_or_else(|e| {
-            self.error = Some(e);
-            false
-        })
-    }
-}
-
-impl FiringSet for StoredFiring<'_> {
-    fn insert(&mut self, fingerprint: &str) -> bool {
-        self.apply(fingerprint, true)
-    }
-    fn remove(&mut self, fingerprint: &str) -> bool {
-        self.apply(fingerprint, false)
-    }
-}
-
-fn firing_key(group: &str, fingerprint: &str) -> String {
-    format!("{group}\0{fingerprint}")
-}
-
 /// What intake decisions read of a group (cheap to copy, unlike the group's samples).
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupState {
@@ -228,16 +199,18 @@ pub struct AlertRecord {
     pub alert: Alert,
 }
 
-/// The alert trees.
+/// The alert trees (layout in `rows.rs`).
 ///
 /// Group writes go through one lock and a write-through cache of decoded groups: each
 /// webhook reads and rewrites its groups, and decoding a group of 20 sample alerts on
-/// every read (plus sled's compare-and-swap) was most of the intake's CPU time. sled
-/// allows one process per data directory, so this is the only writer.
+/// every read was most of the intake's CPU time. sled allows one process per data
+/// directory, so this is the only writer.
 #[derive(Clone)]
 pub struct AlertStore {
     store: Store,
-    groups: Tree<AlertGroup>,
+    groups: Tree<GroupRow>,
+    samples: Tree<Alert>,
+    seen: Tree<()>,
     firing: Tree<()>,
     cache: Arc<Mutex<HashMap<String, AlertGroup>>>,
     log: Tree<AlertRecord>,
@@ -245,20 +218,33 @@ pub struct AlertStore {
 
 static SEQ: AtomicU64 = AtomicU64::new(0);
 
-/// The time prefix of an alert's log key: nanoseconds, zero-padded so keys sort by time.
-fn log_key(t: DateTime<Utc>) -> String {
-    format!("{:020}", t.timestamp_nanos_opt().unwrap_or(0).max(0))
+/// The marker of the schema-2 group layout (see `Store::marker`).
+const LAYOUT_MARKER: &str = "alerts_layout";
+
+/// One page of groups, newest activity first.
+#[derive(Debug)]
+pub struct GroupPage {
+    pub groups: Vec<AlertGroup>,
+    /// Pass to `recent_groups` for the next page; `None` on the last page.
+    pub next: Option<Vec<u8>>,
 }
 
 impl AlertStore {
     pub fn open(store: &Store) -> Result<Self, StoreError> {
-        Ok(Self {
+        let this = Self {
             store: store.clone(),
             groups: store.tree("alert_groups")?,
+            samples: store.tree("alert_samples")?,
+            seen: store.tree("alert_groups_seen")?,
             firing: store.tree("alert_firing")?,
             cache: Arc::default(),
             log: store.tree("alerts")?,
-        })
+        };
+        if store.marker(LAYOUT_MARKER)?.as_deref() != Some("2") {
+            this.migrate_groups()?;
+            store.set_marker(LAYOUT_MARKER, "2")?;
+        }
+        Ok(this)
     }
 
     pub fn group(&self, key: &str) -> Result<Option<AlertGroup>, StoreError> {
@@ -274,7 +260,8 @@ impl AlertStore {
     }
 
     /// Atomically replaces the group `key` with `f(old, its firing set)` (None removes
-    /// it, with its firing set); returns the new group's decision fields.
+    /// it, with its samples and firing set); returns the new group's decision fields.
+    /// Samples change only through `AlertGroup::absorb`.
     pub fn update_group(
         &self,
         key: &str,
@@ -288,36 +275,58 @@ impl AlertStore {
             error: None,
         };
         // Taken out, not copied: on an error below the next read reloads it from the tree.
-        let new = f(cache.remove(key), &mut firing);
+        let old = cache.remove(key);
+        let old_seen = old.as_ref().map(|g| seen_key(g.last_seen, key));
+        let old_samples: Vec<String> = old
+            .as_ref()
+            .map(|g| g.alerts.keys().cloned().collect())
+            .unwrap_or_default();
+        let new = f(old, &mut firing);
         if let Some(e) = firing.error {
             return Err(e);
         }
-        let Some(group) = new else {
+        let Some(mut group) = new else {
             self.groups.remove(key)?;
-            let keys: Vec<Vec<u8>> = self
-                .firing
-                .scan_prefix(firing_key(key, ""))
-                .map(|r| r.map(|(k, _)| k))
-                .collect::<Result<_, _>>()?;
-            for k in keys {
-                self.firing.remove(k)?;
+            if let Some(k) = old_seen {
+                self.seen.remove(k)?;
             }
+            let prefix = member_key(key, "");
+            let keys = self
+                .firing
+                .keys_prefix(&prefix)
+                .collect::<Result<Vec<_>, _>>()?;
+            self.firing.remove_all(keys)?;
+            let keys = self
+                .samples
+                .keys_prefix(&prefix)
+                .collect::<Result<Vec<_>, _>>()?;
+            self.samples.remove_all(keys)?;
             return Ok(None);
         };
-        self.groups.insert(key, &group)?;
+        // Samples first: a row on disk always has its samples (sled recovers a prefix of
+        // the writes).
+        let touched = std::mem::take(&mut group.touched);
+        for (fp, alert) in &group.alerts {
+            if touched.contains(fp) || !old_samples.contains(fp) {
+                self.samples.insert(member_key(key, fp), alert)?;
+            }
+        }
+        let dropped = old_samples
+            .iter()
+            .filter(|fp| !group.alerts.contains_key(*fp))
+            .map(|fp| member_key(key, fp));
+        self.samples.remove_all(dropped)?;
+        let new_seen = seen_key(group.last_seen, key);
+        if old_seen.as_ref() != Some(&new_seen) {
+            self.seen.insert(&new_seen, &())?;
+            if let Some(k) = old_seen {
+                self.seen.remove(k)?;
+            }
+        }
+        self.groups.insert(key, &row_of(&group))?;
         let state = GroupState::from(&group);
         cache.insert(key.to_string(), group);
         Ok(Some(state))
-    }
-
-    /// Moves a group's legacy firing set into the firing tree, and counts the tree's
-    /// entries (the count is rewritten with the group at its next update).
-    fn load_firing(&self, g: &mut AlertGroup) -> Result<(), StoreError> {
-        for fp in std::mem::take(&mut g.legacy_firing) {
-            self.firing.insert(firing_key(&g.key, &fp), &())?;
-        }
-        g.firing_count = self.firing.scan_prefix(firing_key(&g.key, "")).count();
-        Ok(())
     }
 
     fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, AlertGroup>> {
@@ -326,17 +335,19 @@ impl AlertStore {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The group from the cache, read from the tree (and cached) on a miss.
+    /// The group from the cache, read from the trees (and cached) on a miss. The firing
+    /// count is recounted from the firing tree on a miss (it is rewritten with the group
+    /// at its next update).
     fn cached<'c>(
         &self,
         cache: &'c mut HashMap<String, AlertGroup>,
         key: &str,
     ) -> Result<Option<&'c AlertGroup>, StoreError> {
         if !cache.contains_key(key) {
-            let Some(mut g) = self.groups.get(key)? else {
+            let Some(mut g) = self.read_group(key)? else {
                 return Ok(None);
             };
-            self.load_firing(&mut g)?;
+            g.firing_count = self.firing.keys_prefix(member_key(key, "")).count();
             if cache.len() >= GROUP_CACHE {
                 cache.clear();
             }
@@ -345,37 +356,73 @@ impl AlertStore {
         Ok(cache.get(key))
     }
 
+    /// The group `key` as stored: its row and its samples.
+    fn read_group(&self, key: &str) -> Result<Option<AlertGroup>, StoreError> {
+        let Some(row) = self.groups.get(key)? else {
+            return Ok(None);
+        };
+        self.assemble(row).map(Some)
+    }
+
+    fn assemble(&self, row: GroupRow) -> Result<AlertGroup, StoreError> {
+        let mut alerts = BTreeMap::new();
+        for r in self.samples.scan_prefix(member_key(&row.key, "")) {
+            let (k, alert) = r?;
+            alerts.insert(member_fingerprint(&k), alert);
+        }
+        let last_alert = alerts
+            .get(&row.last_fingerprint)
+            .or_else(|| alerts.values().max_by_key(|a| a.starts_at))
+            .cloned()
+            .ok_or_else(|| StoreError::Decode {
+                tree: "alert_samples",
+                key: row.key.clone(),
+                reason: "the group has no sample alert".into(),
+            })?;
+        Ok(group_of(row, alerts, last_alert))
+    }
+
     /// Appends one received alert to the time-ordered log.
     pub fn log_alert(&self, record: &AlertRecord) -> Result<(), StoreError> {
         let seq = SEQ.fetch_add(1, Ordering::Relaxed) % 1_000_000;
-        let key = format!("{}-{seq:06}", log_key(record.received_at));
+        let key = format!("{}-{seq:06}", time_key(record.received_at));
         self.log.insert(key, record)
     }
 
-    /// Every group, newest activity first, at most `limit`.
-    pub fn recent_groups(&self, limit: usize) -> Result<Vec<AlertGroup>, StoreError> {
-        let mut groups = self
-            .groups
-            .iter()
-            .map(|r| r.map(|(_, g)| g))
-            .collect::<Result<Vec<_>, _>>()?;
-        groups.sort_by_key(|g| std::cmp::Reverse(g.last_seen));
-        groups.truncate(limit);
-        Ok(groups)
+    /// Groups by newest activity first, at most `limit`, starting after the page that
+    /// ended at `cursor` (a `GroupPage::next`). Reads only the groups returned.
+    pub fn recent_groups(
+        &self,
+        limit: usize,
+        cursor: Option<&[u8]>,
+    ) -> Result<GroupPage, StoreError> {
+        let end = cursor.map_or_else(|| vec![0xff], <[u8]>::to_vec);
+        let mut groups = Vec::new();
+        let mut last = None;
+        let mut keys = self.seen.keys_range([], &end).rev();
+        for k in keys.by_ref() {
+            let k = k?;
+            if groups.len() == limit {
+                return Ok(GroupPage { groups, next: last });
+            }
+            if let Some(row) = self.groups.get(seen_group(&k))? {
+                groups.push(self.assemble(row)?);
+            }
+            last = Some(k);
+        }
+        Ok(GroupPage { groups, next: None })
     }
 
     /// Groups with an investigation decided but not submitted (for recovery at start).
     pub fn pending_groups(&self) -> Result<Vec<AlertGroup>, StoreError> {
-        self.groups
-            .iter()
-            .filter_map(|r| match r {
-                Ok((_, g)) if g.pending_since.is_some() && g.investigation_id.is_none() => {
-                    Some(Ok(g))
-                }
-                Ok(_) => None,
-                Err(e) => Some(Err(e)),
-            })
-            .collect()
+        let mut out = Vec::new();
+        for r in self.groups.iter() {
+            let (_, row) = r?;
+            if row.pending_since.is_some() && row.investigation_id.is_none() {
+                out.push(self.assemble(row)?);
+            }
+        }
+        Ok(out)
     }
 
     /// Alerts received in `[from, to)`, oldest first.
@@ -385,33 +432,38 @@ impl AlertStore {
         to: DateTime<Utc>,
     ) -> Result<Vec<AlertRecord>, StoreError> {
         self.log
-            .range(log_key(from), log_key(to))
+            .range(time_key(from), time_key(to))
             .map(|r| r.map(|(_, v)| v))
             .collect()
     }
 
     /// Removes alerts received before `cutoff`, and groups last seen before it that have
-    /// no investigation waiting to be submitted. Returns (alerts, groups) removed.
+    /// no investigation waiting to be submitted. Returns (alerts, groups) removed. Reads
+    /// only what it removes (time-ordered keys).
     pub fn sweep(&self, cutoff: DateTime<Utc>) -> Result<(usize, usize), StoreError> {
-        let old: Vec<Vec<u8>> = self
-            .log
-            .range(log_key(DateTime::<Utc>::MIN_UTC), log_key(cutoff))
-            .map(|r| r.map(|(k, _)| k))
-            .collect::<Result<_, _>>()?;
-        for k in &old {
-            self.log.remove(k)?;
+        const BATCH: usize = 10_000;
+        let mut alerts = 0;
+        loop {
+            let old = self
+                .log
+                .keys_range(time_key(DateTime::<Utc>::MIN_UTC), time_key(cutoff))
+                .take(BATCH)
+                .collect::<Result<Vec<_>, _>>()?;
+            alerts += old.len();
+            let done = old.len() < BATCH;
+            self.log.remove_all(old)?;
+            if done {
+                break;
+            }
         }
-        let stale: Vec<String> = self
-            .groups
-            .iter()
-            .filter_map(Result::ok)
-            .map(|(_, g)| g)
-            .filter(|g| g.is_stale(cutoff))
-            .map(|g| g.key)
-            .collect();
+        let quiet: Vec<String> = self
+            .seen
+            .keys_range(time_key(DateTime::<Utc>::MIN_UTC), time_key(cutoff))
+            .map(|k| k.map(|k| seen_group(&k)))
+            .collect::<Result<_, _>>()?;
         let mut removed = 0;
-        for key in &stale {
-            // Checked again under the lock: an alert may have arrived meanwhile.
+        for key in &quiet {
+            // Checked under the lock: an alert may have arrived meanwhile.
             if self
                 .update_group(key, |g, _| g.filter(|g| !g.is_stale(cutoff)))?
                 .is_none()
@@ -419,10 +471,10 @@ impl AlertStore {
                 removed += 1;
             }
         }
-        Ok((old.len(), removed))
+        Ok((alerts, removed))
     }
 
-    /// Number of received alerts stored.
+    /// Number of received alerts stored (counts the log: not for hot paths).
     pub fn alert_count(&self) -> usize {
         self.log.len()
     }
@@ -434,61 +486,4 @@ impl AlertStore {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn alert(fingerprint: &str, status: AlertStatus) -> Alert {
-        let json = serde_json::json!({
-            "source": "alertmanager", "fingerprint": fingerprint, "status": status,
-            "name": "X", "labels": {"alertname": "X"}, "annotations": {}
-        });
-        serde_json::from_value(json).unwrap()
-    }
-
-    #[test]
-    fn a_group_stored_with_its_firing_set_inline_is_migrated_and_still_resolves() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let now = Utc::now();
-        let mut legacy = serde_json::to_value(AlertGroup::new(
-            "g".into(),
-            "t".into(),
-            &alert("a", AlertStatus::Firing),
-            now,
-        ))
-        .unwrap();
-        legacy["firing"] = serde_json::json!(["a", "b"]);
-        legacy["status"] = serde_json::json!("firing");
-        legacy.as_object_mut().unwrap().remove("firing_count");
-        let raw: Tree<serde_json::Value> = store.tree("alert_groups").unwrap();
-        raw.insert("g", &legacy).unwrap();
-
-        let alerts = AlertStore::open(&store).unwrap();
-        assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, 2);
-        let resolve = |fp: &str| {
-            alerts
-                .update_group("g", |g, firing| {
-                    let mut g = g.unwrap();
-                    g.absorb(&alert(fp, AlertStatus::Resolved), now, firing);
-                    Some(g)
-                })
-                .unwrap()
-                .unwrap()
-                .status
-        };
-        assert_eq!(resolve("a"), AlertStatus::Firing);
-        assert_eq!(
-            resolve("a"),
-            AlertStatus::Firing,
-            "resolving twice counts once"
-        );
-        assert_eq!(resolve("b"), AlertStatus::Resolved);
-        let stored = raw.get("g").unwrap().unwrap();
-        assert!(stored.get("firing").is_none(), "{stored}");
-        assert_eq!(stored["firing_count"], 0);
-
-        alerts.update_group("g", |_, _| None).unwrap();
-        assert!(alerts.group("g").unwrap().is_none());
-        assert_eq!(alerts.firing.scan_prefix("g\0").count(), 0);
-    }
-}
+mod tests;

@@ -1,10 +1,14 @@
-//! `GET /api/v1/alerts?limit=N` (bearer `server.api_token`): recent alert groups with their
-//! status, last alert, counts, current investigation and the storm they belong to;
+//! `GET /api/v1/alerts?limit=N&cursor=C` (bearer `server.api_token`): alert groups by
+//! newest activity first, with their status, sample alerts, counts, current investigation
+//! and the storm they belong to; `next_cursor` fetches the next page (`null` on the last).
+//! Reads only the groups of the page (an index by last activity), however much is stored.
 //! `GET /api/v1/storms?limit=N`: recent alert storms with their groups (bounded).
 
 use axum::extract::{Query, State};
 use axum::routing::get;
 use axum::{Json, Router};
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
 
 use super::ApiError;
@@ -23,15 +27,49 @@ pub fn router() -> Router<AppState> {
         .route("/api/v1/storms", get(storms))
 }
 
+/// Largest page.
+const MAX_LIMIT: usize = 1000;
+
 #[derive(Deserialize)]
 pub(super) struct ListQuery {
-    limit: Option<usize>,
+    limit: Option<String>,
+    cursor: Option<String>,
+}
+
+impl ListQuery {
+    /// `limit` (1..=1000, default 50), or a 400 naming it.
+    fn limit(&self) -> Result<usize, ApiError> {
+        match self.limit.as_deref().filter(|l| !l.is_empty()) {
+            None => Ok(50),
+            Some(l) => l
+                .parse::<usize>()
+                .ok()
+                .filter(|n| (1..=MAX_LIMIT).contains(n))
+                .ok_or_else(|| {
+                    ApiError::BadRequest(format!("limit {l:?} must be 1..={MAX_LIMIT}"))
+                }),
+        }
+    }
+
+    /// The decoded `cursor`, or a 400.
+    fn cursor(&self) -> Result<Option<Vec<u8>>, ApiError> {
+        match self.cursor.as_deref().filter(|c| !c.is_empty()) {
+            None => Ok(None),
+            Some(c) => URL_SAFE_NO_PAD.decode(c).map(Some).map_err(|_| {
+                ApiError::BadRequest(format!(
+                    "cursor {c:?} is not one this API returned (pass next_cursor as it is)"
+                ))
+            }),
+        }
+    }
 }
 
 /// The answer of `GET /api/v1/alerts`.
 #[derive(Serialize, utoipa::ToSchema)]
 pub(super) struct GroupList {
     groups: Vec<GroupView>,
+    /// Pass as `cursor` for the next page; `null` on the last.
+    next_cursor: Option<String>,
 }
 
 #[derive(Serialize, utoipa::ToSchema)]
@@ -84,9 +122,12 @@ fn investigation_ref(
 
 /// Recent alert groups with their status, last alert, counts and investigation.
 #[utoipa::path(get, path = "/api/v1/alerts", tag = "alerts", security(("api_token" = [])),
-    params(("limit" = Option<usize>, Query, description = "At most this many groups (1..=1000, default 50)")),
+    params(
+        ("limit" = Option<usize>, Query, description = "At most this many groups (1..=1000, default 50)"),
+        ("cursor" = Option<String>, Query, description = "The `next_cursor` of the previous page")
+    ),
     responses(
-        (status = 200, description = "Alert groups, most recent first", body = GroupList),
+        (status = 200, description = "Alert groups, newest activity first", body = GroupList),
         (status = 400, description = "Bad input", body = crate::api::ErrorBody),
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
@@ -96,17 +137,20 @@ pub(super) async fn list(
     State(state): State<AppState>,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<GroupList>, ApiError> {
-    let limit = q.limit.unwrap_or(50).clamp(1, 1000);
+    let limit = q.limit()?;
+    let cursor = q.cursor()?;
     let investigator = state.intake.investigator();
     let inv_ref =
         |id: &Option<String>, pending: bool| investigation_ref(investigator.as_ref(), id, pending);
     let storms = state.intake.storms();
     let storm_by = &state.config.alerts.storm_by;
     let mut storm_cache: std::collections::HashMap<String, Option<Storm>> = Default::default();
-    let groups = state
+    let page = state
         .intake
         .store()
-        .recent_groups(limit)?
+        .recent_groups(limit, cursor.as_deref())?;
+    let groups = page
+        .groups
         .into_iter()
         .map(|group| {
             let investigation = inv_ref(&group.investigation_id, group.pending_since.is_some());
@@ -137,7 +181,10 @@ pub(super) async fn list(
             })
         })
         .collect::<Result<Vec<_>, crate::store::StoreError>>()?;
-    Ok(Json(GroupList { groups }))
+    Ok(Json(GroupList {
+        groups,
+        next_cursor: page.next.map(|k| URL_SAFE_NO_PAD.encode(k)),
+    }))
 }
 
 #[derive(Serialize)]
@@ -170,7 +217,7 @@ pub(super) async fn storms(
     State(state): State<AppState>,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let limit = q.limit.unwrap_or(50).clamp(1, 1000);
+    let limit = q.limit()?;
     let investigator = state.intake.investigator();
     let store = state.intake.storms();
     let storms = store

@@ -1,9 +1,12 @@
 //! Durable state in sled: typed trees with serde values, a schema version, and clear
 //! errors for a data directory that is unwritable or locked by another sre-agent.
+//! sled compresses what it writes (zstd); a store written before that (schema 1) is copied
+//! into the compressed format on first start (`migrate.rs`).
 //! sled types do not leave this module. The parts keep their own typed stores on top of it
 //! (`alerts::store`, `agent::store`, `report::store`, the notifier's outbox).
 
 mod flush;
+mod migrate;
 mod tree;
 
 use std::path::{Path, PathBuf};
@@ -13,8 +16,47 @@ use flush::GroupFlusher;
 
 pub use tree::Tree;
 
+#[cfg(test)]
+pub(crate) use migrate::write_schema_1;
+
 /// The on-disk schema this build writes. Bumped when a stored type changes incompatibly.
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: sled compression on; alert groups stored without their samples (see
+/// `alerts::store`), with a last-seen index.
+pub const SCHEMA_VERSION: u32 = 2;
+
+/// sled's page cache. Pages past it are read back from disk (through the OS cache).
+const SLED_CACHE_BYTES: u64 = 4 * 1024 * 1024;
+/// zstd level of sled's compression: 3 keeps intake CPU low and still shrinks alert
+/// records (repeated label names and annotations) several times.
+const COMPRESSION_LEVEL: i32 = 3;
+
+/// The sled configuration of `path`; `compressed` is false only to read a schema-1 store.
+fn sled_config(path: &Path, compressed: bool) -> sled::Config {
+    let config = sled::Config::new()
+        .path(path)
+        .cache_capacity(SLED_CACHE_BYTES)
+        // Periodic flushes come from the group flusher (see flush.rs).
+        .flush_every_ms(None);
+    if compressed {
+        config
+            .use_compression(true)
+            .compression_factor(COMPRESSION_LEVEL)
+    } else {
+        config
+    }
+}
+
+fn open_error(dir: &Path, e: &sled::Error) -> StoreError {
+    match e {
+        sled::Error::Io(_) if lock_held(&dir.join("sled").join("db")) => {
+            StoreError::Locked(dir.to_path_buf())
+        }
+        _ => StoreError::Open {
+            path: dir.to_path_buf(),
+            reason: e.to_string(),
+        },
+    }
+}
 
 /// A storage failure, with the data directory it concerns.
 #[derive(Debug, thiserror::Error)]
@@ -76,18 +118,13 @@ impl Store {
         std::fs::write(&probe, b"ok").map_err(|e| open_err(format!("not writable: {e}")))?;
         let _ = std::fs::remove_file(&probe);
 
-        let db = sled::Config::new()
-            .path(dir.join("sled"))
-            .cache_capacity(8 * 1024 * 1024)
-            // Periodic flushes come from the group flusher (see flush.rs).
-            .flush_every_ms(None)
+        migrate::finish_interrupted(dir).map_err(|e| open_err(e.to_string()))?;
+        if migrate::is_uncompressed(&dir.join("sled")) {
+            migrate::to_compressed(dir)?;
+        }
+        let db = sled_config(&dir.join("sled"), true)
             .open()
-            .map_err(|e| match &e {
-                sled::Error::Io(_) if lock_held(&dir.join("sled").join("db")) => {
-                    StoreError::Locked(dir.to_path_buf())
-                }
-                _ => open_err(e.to_string()),
-            })?;
+            .map_err(|e| open_error(dir, &e))?;
         let store = Self {
             flusher: Arc::new(GroupFlusher::start(db.clone())?),
             db,
@@ -110,6 +147,10 @@ impl Store {
                         path: self.path.clone(),
                         found,
                     });
+                }
+                if found < SCHEMA_VERSION {
+                    meta.insert("schema_version", SCHEMA_VERSION.to_string().as_bytes())?;
+                    meta.flush()?;
                 }
             }
             None => {
@@ -136,6 +177,21 @@ impl Store {
     /// share one flush (group commit, see `flush.rs`).
     pub async fn flush(&self) -> Result<(), StoreError> {
         self.flusher.flush().await
+    }
+
+    /// A named marker in the store's own `meta` tree (say, that a part's records were
+    /// migrated to a new layout).
+    pub fn marker(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let meta = self.db.open_tree("meta")?;
+        Ok(meta
+            .get(name)?
+            .map(|v| String::from_utf8_lossy(&v).into_owned()))
+    }
+
+    /// Sets a marker (see `marker`); durable at the next flush.
+    pub fn set_marker(&self, name: &str, value: &str) -> Result<(), StoreError> {
+        self.db.open_tree("meta")?.insert(name, value.as_bytes())?;
+        Ok(())
     }
 
     /// The data directory.

@@ -143,6 +143,40 @@ impl<V: Serialize + DeserializeOwned> Tree<V> {
             })
     }
 
+    /// The keys in `[start, end)`, in key order, without decoding values.
+    pub fn keys_range(
+        &self,
+        start: impl AsRef<[u8]>,
+        end: impl AsRef<[u8]>,
+    ) -> impl DoubleEndedIterator<Item = Result<Vec<u8>, StoreError>> + '_ {
+        self.inner
+            .range(start.as_ref().to_vec()..end.as_ref().to_vec())
+            .map(|r| Ok(r?.0.to_vec()))
+    }
+
+    /// The keys starting with `prefix`, in key order, without decoding values.
+    pub fn keys_prefix(
+        &self,
+        prefix: impl AsRef<[u8]>,
+    ) -> impl Iterator<Item = Result<Vec<u8>, StoreError>> + '_ {
+        self.inner
+            .scan_prefix(prefix.as_ref())
+            .map(|r| Ok(r?.0.to_vec()))
+    }
+
+    /// Removes `keys` in one atomic batch.
+    pub fn remove_all<K: AsRef<[u8]>>(
+        &self,
+        keys: impl IntoIterator<Item = K>,
+    ) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        for k in keys {
+            batch.remove(k.as_ref());
+        }
+        Ok(self.inner.apply_batch(batch)?)
+    }
+
+    /// Number of entries. Counts them all (sled keeps no count): not for hot paths.
     pub fn len(&self) -> usize {
         self.inner.len()
     }

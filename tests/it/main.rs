@@ -4,6 +4,7 @@
 mod support;
 
 mod agent;
+mod alerts_api;
 mod appliances;
 mod console;
 mod dashboard;

@@ -49,8 +49,9 @@ async fn a_prometheus_alert_routed_by_alertmanager_ends_in_a_stored_investigatio
         .state
         .intake
         .store()
-        .recent_groups(10)
+        .recent_groups(10, None)
         .unwrap()
+        .groups
         .remove(0);
     assert_eq!(group.last_alert.labels["instance"], "lab1");
     assert!(group.last_alert.generator_url.is_some());

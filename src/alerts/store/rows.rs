@@ -1,0 +1,197 @@
+//! How an alert group is laid out on disk (schema 2): a small row per group
+//! (`alert_groups`), one record per sample alert (`alert_samples`, `{group}\0{fingerprint}`
+//! keys), the firing fingerprints (`alert_firing`, same keys) and an index of groups by
+//! last activity (`alert_groups_seen`, `{last_seen nanos}\0{group}` keys) for newest-first
+//! listings and the retention sweep. Schema 1 kept the samples and the firing set inside
+//! the row; such rows still decode (`samples`, `legacy_firing`) and are split on migration.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::alerts::{Alert, AlertSource, AlertStatus};
+
+use super::{AlertGroup, AlertStore, FiringSet, Outcome};
+use crate::store::{StoreError, Tree};
+
+/// One group's row: everything but its sample alerts.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(super) struct GroupRow {
+    pub key: String,
+    pub title: String,
+    pub status: AlertStatus,
+    pub source: AlertSource,
+    pub first_seen: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+    pub received: u64,
+    pub last_outcome: Outcome,
+    #[serde(default)]
+    pub firing_count: usize,
+    pub investigation_id: Option<String>,
+    pub pending_since: Option<DateTime<Utc>>,
+    pub investigations: u32,
+    /// The fingerprint of the group's last alert (its sample is `last_alert`).
+    #[serde(default)]
+    pub last_fingerprint: String,
+    /// Schema 1: the samples inside the row.
+    #[serde(default, rename = "alerts", skip_serializing)]
+    pub samples: BTreeMap<String, Alert>,
+    /// Schema 1: the last alert inside the row.
+    #[serde(default, rename = "last_alert", skip_serializing)]
+    pub legacy_last_alert: Option<Alert>,
+    /// Schema 0: the firing fingerprints inside the row.
+    #[serde(default, rename = "firing", skip_serializing)]
+    pub legacy_firing: BTreeSet<String>,
+}
+
+impl GroupRow {
+    /// True when the row still holds what schema 2 keeps in other trees.
+    pub fn is_legacy(&self) -> bool {
+        !self.samples.is_empty()
+            || self.legacy_last_alert.is_some()
+            || !self.legacy_firing.is_empty()
+    }
+}
+
+/// The key of a group member (a sample or a firing fingerprint).
+pub(super) fn member_key(group: &str, fingerprint: &str) -> String {
+    format!("{group}\0{fingerprint}")
+}
+
+/// The fingerprint part of a member key.
+pub(super) fn member_fingerprint(key: &[u8]) -> String {
+    let at = key.iter().position(|b| *b == 0).map_or(0, |i| i + 1);
+    String::from_utf8_lossy(&key[at..]).into_owned()
+}
+
+/// The time part of an index or log key: nanoseconds, zero-padded so keys sort by time.
+pub(super) fn time_key(t: DateTime<Utc>) -> String {
+    format!("{:020}", t.timestamp_nanos_opt().unwrap_or(0).max(0))
+}
+
+/// The last-activity index key of a group.
+pub(super) fn seen_key(last_seen: DateTime<Utc>, group: &str) -> String {
+    format!("{}\0{group}", time_key(last_seen))
+}
+
+/// The group named by an index key.
+pub(super) fn seen_group(key: &[u8]) -> String {
+    member_fingerprint(key)
+}
+
+/// The row of `g` (everything but its samples).
+pub(super) fn row_of(g: &AlertGroup) -> GroupRow {
+    GroupRow {
+        key: g.key.clone(),
+        title: g.title.clone(),
+        status: g.status,
+        source: g.source,
+        first_seen: g.first_seen,
+        last_seen: g.last_seen,
+        received: g.received,
+        last_outcome: g.last_outcome,
+        firing_count: g.firing_count,
+        investigation_id: g.investigation_id.clone(),
+        pending_since: g.pending_since,
+        investigations: g.investigations,
+        last_fingerprint: g.last_alert.fingerprint.clone(),
+        samples: BTreeMap::new(),
+        legacy_last_alert: None,
+        legacy_firing: BTreeSet::new(),
+    }
+}
+
+/// The group of `row` with its samples.
+pub(super) fn group_of(
+    row: GroupRow,
+    alerts: BTreeMap<String, Alert>,
+    last_alert: Alert,
+) -> AlertGroup {
+    AlertGroup {
+        key: row.key,
+        title: row.title,
+        status: row.status,
+        source: row.source,
+        first_seen: row.first_seen,
+        last_seen: row.last_seen,
+        received: row.received,
+        last_alert,
+        last_outcome: row.last_outcome,
+        alerts,
+        firing_count: row.firing_count,
+        investigation_id: row.investigation_id,
+        pending_since: row.pending_since,
+        investigations: row.investigations,
+        touched: BTreeSet::new(),
+    }
+}
+
+/// A group's firing set in the `alert_firing` tree (`{group}\0{fingerprint}` keys). The
+/// first storage error is kept and returned by `update_group`.
+pub(super) struct StoredFiring<'a> {
+    pub tree: &'a Tree<()>,
+    pub group: &'a str,
+    pub error: Option<StoreError>,
+}
+
+impl StoredFiring<'_> {
+    fn apply(&mut self, fingerprint: &str, insert: bool) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        let key = member_key(self.group, fingerprint);
+        let changed = match self.tree.contains(&key) {
+            Ok(present) if present == insert => Ok(false),
+            Ok(_) if insert => self.tree.insert(&key, &()).map(|_| true),
+            Ok(_) => self.tree.remove(&key).map(|_| true),
+            Err(e) => Err(e),
+        };
+        changed.unwrap_or_else(|e| {
+            self.error = Some(e);
+            false
+        })
+    }
+}
+
+impl FiringSet for StoredFiring<'_> {
+    fn insert(&mut self, fingerprint: &str) -> bool {
+        self.apply(fingerprint, true)
+    }
+    fn remove(&mut self, fingerprint: &str) -> bool {
+        self.apply(fingerprint, false)
+    }
+}
+
+impl AlertStore {
+    /// Splits schema-1 rows (samples and firing set inline) into the schema-2 trees and
+    /// indexes every group by last activity. Safe to run again after a stop midway.
+    pub(super) fn migrate_groups(&self) -> Result<(), StoreError> {
+        let mut moved = 0;
+        for r in self.groups.iter() {
+            let (_, mut row) = r?;
+            self.seen.insert(seen_key(row.last_seen, &row.key), &())?;
+            if !row.is_legacy() {
+                continue;
+            }
+            for fp in std::mem::take(&mut row.legacy_firing) {
+                self.firing.insert(member_key(&row.key, &fp), &())?;
+            }
+            row.firing_count = self.firing.keys_prefix(member_key(&row.key, "")).count();
+            let mut samples = std::mem::take(&mut row.samples);
+            if let Some(last) = row.legacy_last_alert.take() {
+                row.last_fingerprint = last.fingerprint.clone();
+                samples.entry(last.fingerprint.clone()).or_insert(last);
+            }
+            for (fp, alert) in &samples {
+                self.samples.insert(member_key(&row.key, fp), alert)?;
+            }
+            self.groups.insert(&row.key, &row)?;
+            moved += 1;
+        }
+        if moved > 0 {
+            tracing::info!(groups = moved, "alert groups moved to the schema 2 layout");
+        }
+        Ok(())
+    }
+}

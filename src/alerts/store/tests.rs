@@ -1,0 +1,241 @@
+use super::*;
+
+fn alert(fingerprint: &str, status: AlertStatus) -> Alert {
+    let json = serde_json::json!({
+        "source": "alertmanager", "fingerprint": fingerprint, "status": status,
+        "name": "X", "labels": {"alertname": "X"}, "annotations": {"summary": "s"}
+    });
+    serde_json::from_value(json).unwrap()
+}
+
+/// Folds `alerts` into the group `key` at `at`.
+fn absorb(store: &AlertStore, key: &str, at: DateTime<Utc>, alerts: &[Alert]) {
+    store
+        .update_group(key, |g, firing| {
+            let mut g =
+                g.unwrap_or_else(|| AlertGroup::new(key.into(), "t".into(), &alerts[0], at));
+            for a in alerts {
+                g.absorb(a, at, firing);
+            }
+            Some(g)
+        })
+        .unwrap();
+}
+
+#[test]
+fn a_group_stored_with_its_firing_set_inline_is_migrated_and_still_resolves() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let now = Utc::now();
+    let mut legacy = serde_json::to_value(AlertGroup::new(
+        "g".into(),
+        "t".into(),
+        &alert("a", AlertStatus::Firing),
+        now,
+    ))
+    .unwrap();
+    legacy["firing"] = serde_json::json!(["a", "b"]);
+    legacy["status"] = serde_json::json!("firing");
+    legacy.as_object_mut().unwrap().remove("firing_count");
+    let raw: Tree<serde_json::Value> = store.tree("alert_groups").unwrap();
+    raw.insert("g", &legacy).unwrap();
+
+    let alerts = AlertStore::open(&store).unwrap();
+    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, 2);
+    let resolve = |fp: &str| {
+        alerts
+            .update_group("g", |g, firing| {
+                let mut g = g.unwrap();
+                g.absorb(&alert(fp, AlertStatus::Resolved), now, firing);
+                Some(g)
+            })
+            .unwrap()
+            .unwrap()
+            .status
+    };
+    assert_eq!(resolve("a"), AlertStatus::Firing);
+    assert_eq!(
+        resolve("a"),
+        AlertStatus::Firing,
+        "resolving twice counts once"
+    );
+    assert_eq!(resolve("b"), AlertStatus::Resolved);
+    let stored = raw.get("g").unwrap().unwrap();
+    assert!(stored.get("firing").is_none(), "{stored}");
+    assert_eq!(stored["firing_count"], 0);
+
+    alerts.update_group("g", |_, _| None).unwrap();
+    assert!(alerts.group("g").unwrap().is_none());
+    assert_eq!(alerts.firing.scan_prefix("g\\0").count(), 0);
+    assert_eq!(alerts.samples.scan_prefix("g\\0").count(), 0);
+    assert!(alerts.seen.is_empty());
+}
+
+#[test]
+fn a_schema_1_store_with_samples_inside_the_groups_is_migrated_on_first_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Utc::now();
+    let mut records = Vec::new();
+    for (n, key) in ["old", "new"].iter().enumerate() {
+        let mut g = AlertGroup::new(
+            key.to_string(),
+            "t".into(),
+            &alert("a", AlertStatus::Firing),
+            now,
+        );
+        let at = now - chrono::Duration::minutes(10 - n as i64);
+        for fp in ["a", "b", "c"] {
+            g.absorb(&alert(fp, AlertStatus::Firing), at, &mut BTreeSet::new());
+        }
+        // Schema 1 rows: the samples, the last alert and the firing set inline.
+        let mut row = serde_json::to_value(&g).unwrap();
+        row["firing"] = serde_json::json!(["a", "b", "c"]);
+        records.push(("alert_groups", key.to_string(), row));
+    }
+    let log = AlertRecord {
+        received_at: now,
+        group_key: "new".into(),
+        outcome: Outcome::Queued,
+        alert: alert("c", AlertStatus::Firing),
+    };
+    let log = serde_json::to_value(&log).unwrap();
+    records.push(("alerts", format!("{}-000000", time_key(now)), log));
+    crate::store::write_schema_1(dir.path(), &records);
+
+    let store = Store::open(dir.path()).unwrap();
+    let alerts = AlertStore::open(&store).unwrap();
+    let page = alerts.recent_groups(10, None).unwrap();
+    let keys: Vec<&str> = page.groups.iter().map(|g| g.key.as_str()).collect();
+    assert_eq!(keys, ["new", "old"], "newest activity first");
+    let g = &page.groups[0];
+    assert_eq!(g.alerts.len(), 3);
+    assert_eq!(g.last_alert.fingerprint, "c");
+    assert_eq!(g.firing_count, 3);
+    let row: serde_json::Value = store
+        .tree::<serde_json::Value>("alert_groups")
+        .unwrap()
+        .get("new")
+        .unwrap()
+        .unwrap();
+    assert!(
+        row.get("alerts").is_none() && row.get("last_alert").is_none(),
+        "{row}"
+    );
+    assert_eq!(
+        alerts
+            .alerts_between(now, now + chrono::Duration::seconds(1))
+            .unwrap()
+            .len(),
+        1
+    );
+    assert_eq!(alerts.group("old").unwrap().unwrap().firing_count, 3);
+    drop((alerts, store));
+
+    // A second start finds it migrated and leaves it as it is.
+    let store = Store::open(dir.path()).unwrap();
+    let alerts = AlertStore::open(&store).unwrap();
+    assert_eq!(alerts.recent_groups(10, None).unwrap().groups.len(), 2);
+    assert_eq!(alerts.seen.len(), 2);
+}
+
+#[test]
+fn only_the_latest_samples_are_stored_and_a_cold_read_sees_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let alerts = AlertStore::open(&store).unwrap();
+    let now = Utc::now();
+    for i in 0..GROUP_SAMPLE + 5 {
+        absorb(
+            &alerts,
+            "g",
+            now,
+            &[alert(&format!("fp{i:02}"), AlertStatus::Resolved)],
+        );
+    }
+    assert_eq!(alerts.samples.len(), GROUP_SAMPLE);
+    let cold = AlertStore::open(&store).unwrap();
+    let g = cold.group("g").unwrap().unwrap();
+    assert_eq!(g.alerts.len(), GROUP_SAMPLE);
+    assert_eq!(
+        g.last_alert.fingerprint,
+        format!("fp{:02}", GROUP_SAMPLE + 4)
+    );
+    assert_eq!(g.received, (GROUP_SAMPLE + 5) as u64);
+}
+
+#[test]
+fn groups_are_listed_newest_first_one_page_at_a_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let alerts = AlertStore::open(&store).unwrap();
+    let now = Utc::now();
+    for i in 0..5 {
+        let at = now - chrono::Duration::minutes(10 - i);
+        absorb(
+            &alerts,
+            &format!("g{i}"),
+            at,
+            &[alert("a", AlertStatus::Firing)],
+        );
+    }
+    // g1 becomes the newest.
+    absorb(&alerts, "g1", now, &[alert("b", AlertStatus::Firing)]);
+    let mut seen = Vec::new();
+    let mut cursor = None;
+    loop {
+        let page = alerts.recent_groups(2, cursor.as_deref()).unwrap();
+        assert!(page.groups.len() <= 2);
+        seen.extend(page.groups.into_iter().map(|g| g.key));
+        match page.next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(seen, ["g1", "g4", "g3", "g2", "g0"]);
+    assert_eq!(alerts.seen.len(), 5, "one index entry per group");
+}
+
+#[test]
+fn the_sweep_removes_old_alerts_and_quiet_groups_with_their_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let alerts = AlertStore::open(&store).unwrap();
+    let now = Utc::now();
+    let old = now - chrono::Duration::days(40);
+    absorb(&alerts, "quiet", old, &[alert("a", AlertStatus::Firing)]);
+    absorb(&alerts, "pending", old, &[alert("a", AlertStatus::Firing)]);
+    alerts
+        .update_group("pending", |g, _| {
+            g.map(|mut g| {
+                g.pending_since = Some(old);
+                g
+            })
+        })
+        .unwrap();
+    absorb(&alerts, "busy", now, &[alert("a", AlertStatus::Firing)]);
+    for (at, key) in [(old, "quiet"), (old, "quiet"), (now, "busy")] {
+        alerts
+            .log_alert(&AlertRecord {
+                received_at: at,
+                group_key: key.into(),
+                outcome: Outcome::Deduped,
+                alert: alert("a", AlertStatus::Firing),
+            })
+            .unwrap();
+    }
+    let swept = alerts.sweep(now - chrono::Duration::days(30)).unwrap();
+    assert_eq!(swept, (2, 1));
+    assert_eq!(alerts.alert_count(), 1);
+    assert!(alerts.group("quiet").unwrap().is_none());
+    assert!(
+        alerts.group("pending").unwrap().is_some(),
+        "waiting to be submitted"
+    );
+    assert_eq!(alerts.samples.scan_prefix("quiet\\0").count(), 0);
+    assert_eq!(alerts.firing.scan_prefix("quiet\\0").count(), 0);
+    assert_eq!(alerts.seen.len(), 2);
+    assert_eq!(
+        alerts.sweep(now - chrono::Duration::days(30)).unwrap(),
+        (0, 0)
+    );
+}

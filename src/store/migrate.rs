@@ -1,0 +1,181 @@
+//! From schema 1 (sled without compression) to the compressed format: sled cannot switch
+//! a database's compression in place, so every tree is copied into a new database beside
+//! it (`sled.migrating`), which then replaces the old one:
+//!
+//! 1. copy `sled` into `sled.migrating` and flush it;
+//! 2. rename `sled` to `sled.v1`, then `sled.migrating` to `sled`;
+//! 3. remove `sled.v1`.
+//!
+//! A start interrupted anywhere finishes or restarts the step it was in
+//! (`finish_interrupted`), so nothing is lost and nothing is copied twice. Records keep
+//! their bytes; a part whose record layout changed migrates its own trees when it opens
+//! (see `Store::marker`).
+
+use std::path::Path;
+
+use super::{StoreError, open_error, sled_config};
+
+const MIGRATING: &str = "sled.migrating";
+const OLD: &str = "sled.v1";
+/// Records copied per batch.
+const BATCH: usize = 1_000;
+
+/// True when `sled_dir` holds a database written without compression (schema 1).
+pub(super) fn is_uncompressed(sled_dir: &Path) -> bool {
+    // sled's `conf`: `key: value` lines, then a 4-byte checksum.
+    std::fs::read(sled_dir.join("conf")).is_ok_and(|conf| {
+        String::from_utf8_lossy(&conf)
+            .lines()
+            .any(|l| l.trim() == "use_compression: false")
+    })
+}
+
+/// Completes or undoes a migration that a stop interrupted.
+pub(super) fn finish_interrupted(dir: &Path) -> std::io::Result<()> {
+    let (current, migrating, old) = (dir.join("sled"), dir.join(MIGRATING), dir.join(OLD));
+    if old.exists() {
+        if !current.exists() {
+            // Stopped between the two renames: the copy was complete.
+            std::fs::rename(&migrating, &current)?;
+        }
+        std::fs::remove_dir_all(&old)?;
+    } else if migrating.exists() {
+        // Stopped while copying: start the copy again.
+        std::fs::remove_dir_all(&migrating)?;
+    }
+    Ok(())
+}
+
+/// Copies the uncompressed database in `dir/sled` into a compressed one that replaces it.
+pub(super) fn to_compressed(dir: &Path) -> Result<(), StoreError> {
+    let (current, migrating, old) = (dir.join("sled"), dir.join(MIGRATING), dir.join(OLD));
+    let io = |what: &str, e: std::io::Error| StoreError::Open {
+        path: dir.to_path_buf(),
+        reason: format!("migrating to schema {}: {what}: {e}", super::SCHEMA_VERSION),
+    };
+    {
+        let from = sled_config(&current, false)
+            .open()
+            .map_err(|e| open_error(dir, &e))?;
+        let to = sled_config(&migrating, true)
+            .open()
+            .map_err(|e| open_error(dir, &e))?;
+        let mut copied = 0usize;
+        for name in from.tree_names() {
+            let (src, dst) = (from.open_tree(&name)?, to.open_tree(&name)?);
+            let mut batch = sled::Batch::default();
+            let mut n = 0;
+            for entry in src.iter() {
+                let (k, v) = entry?;
+                batch.insert(k, v);
+                n += 1;
+                if n == BATCH {
+                    dst.apply_batch(std::mem::take(&mut batch))?;
+                    copied += n;
+                    n = 0;
+                }
+            }
+            dst.apply_batch(batch)?;
+            copied += n;
+        }
+        to.flush()?;
+        tracing::info!(
+            records = copied,
+            path = %dir.display(),
+            "copied the store into the compressed format (schema {})",
+            super::SCHEMA_VERSION
+        );
+    }
+    std::fs::rename(&current, &old).map_err(|e| io("renaming the old store", e))?;
+    std::fs::rename(&migrating, &current).map_err(|e| io("renaming the new store", e))?;
+    std::fs::remove_dir_all(&old).map_err(|e| io("removing the old store", e))?;
+    Ok(())
+}
+
+/// Writes a store the way schema 1 did (uncompressed sled, `schema_version` 1) holding
+/// `records` (tree, key, JSON value), for migration tests.
+#[cfg(test)]
+pub(crate) fn write_schema_1(dir: &Path, records: &[(&str, String, serde_json::Value)]) {
+    let db = sled::Config::new()
+        .path(dir.join("sled"))
+        .flush_every_ms(None)
+        .open()
+        .unwrap();
+    db.open_tree("meta")
+        .unwrap()
+        .insert("schema_version", "1")
+        .unwrap();
+    for (tree, key, value) in records {
+        db.open_tree(tree)
+            .unwrap()
+            .insert(key.as_bytes(), serde_json::to_vec(value).unwrap())
+            .unwrap();
+    }
+    db.flush().unwrap();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::{SCHEMA_VERSION, Store};
+
+    fn write_v1(dir: &Path, records: usize) {
+        let records: Vec<_> = (0..records)
+            .map(|i| {
+                let value = serde_json::json!({"n": i, "text": "some words ".repeat(10)});
+                ("things", format!("{i:06}"), value)
+            })
+            .collect();
+        write_schema_1(dir, &records);
+    }
+
+    #[test]
+    fn a_schema_1_store_is_copied_into_the_compressed_format_and_keeps_every_record() {
+        let dir = tempfile::tempdir().unwrap();
+        write_v1(dir.path(), 2_500);
+        assert!(is_uncompressed(&dir.path().join("sled")));
+
+        let store = Store::open(dir.path()).unwrap();
+        assert!(!is_uncompressed(&dir.path().join("sled")));
+        assert!(!dir.path().join(MIGRATING).exists() && !dir.path().join(OLD).exists());
+        assert_eq!(
+            store.marker("schema_version").unwrap(),
+            Some(SCHEMA_VERSION.to_string())
+        );
+        let things = store.tree::<serde_json::Value>("things").unwrap();
+        assert_eq!(things.len(), 2_500);
+        assert_eq!(things.get("001234").unwrap().unwrap()["n"], 1234);
+        drop((things, store));
+
+        // A second start opens it as it is.
+        let store = Store::open(dir.path()).unwrap();
+        let things = store.tree::<serde_json::Value>("things").unwrap();
+        assert_eq!(things.get("002499").unwrap().unwrap()["n"], 2499);
+    }
+
+    #[test]
+    fn a_migration_stopped_midway_finishes_on_the_next_start() {
+        // Stopped while copying: the partial copy is thrown away and the copy redone.
+        let dir = tempfile::tempdir().unwrap();
+        write_v1(dir.path(), 10);
+        std::fs::create_dir_all(dir.path().join(MIGRATING)).unwrap();
+        std::fs::write(dir.path().join(MIGRATING).join("junk"), b"partial").unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.tree::<serde_json::Value>("things").unwrap().len(), 10);
+        drop(store);
+
+        // Stopped between the renames: the finished copy is put in place.
+        let dir = tempfile::tempdir().unwrap();
+        write_v1(dir.path(), 10);
+        let v1 = dir.path().join("sled");
+        std::fs::rename(&v1, dir.path().join("copy-of-v1")).unwrap();
+        let scratch = tempfile::tempdir().unwrap();
+        std::fs::rename(dir.path().join("copy-of-v1"), scratch.path().join("sled")).unwrap();
+        to_compressed(scratch.path()).unwrap();
+        std::fs::rename(scratch.path().join("sled"), dir.path().join(MIGRATING)).unwrap();
+        std::fs::create_dir_all(dir.path().join(OLD)).unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.tree::<serde_json::Value>("things").unwrap().len(), 10);
+        assert!(!dir.path().join(OLD).exists());
+    }
+}
