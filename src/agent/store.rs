@@ -22,7 +22,11 @@ pub struct InvestigationStore {
 /// The smallest id of an investigation created at `t` or later: a uuid v7's text begins
 /// with its 48-bit millisecond timestamp in hex (`tttttttt-tttt-7…`).
 fn id_floor(t: DateTime<Utc>) -> String {
-    let ms = u64::try_from(t.timestamp_millis()).unwrap_or(0);
+    // uuid v7 holds 48 bits of milliseconds: later times (`DateTime::MAX_UTC` as "no end")
+    // clamp to the largest, earlier ones to 0.
+    let ms = u64::try_from(t.timestamp_millis())
+        .unwrap_or(0)
+        .min(0xffff_ffff_ffff);
     format!("{:08x}-{:04x}", (ms >> 16) & 0xffff_ffff, ms & 0xffff)
 }
 
@@ -148,10 +152,11 @@ impl InvestigationStore {
         // The id is taken a moment before `created_at`: a second's margin each side.
         let margin = chrono::Duration::seconds(1);
         let mut out = Vec::new();
-        for r in self
-            .records
-            .range(id_floor(from - margin), id_floor(to + margin))
-        {
+        let (low, high) = (
+            from.checked_sub_signed(margin).unwrap_or(from),
+            to.checked_add_signed(margin).unwrap_or(to),
+        );
+        for r in self.records.range(id_floor(low), id_floor(high)) {
             let (_, inv) = r?;
             if inv.created_at >= from && inv.created_at < to {
                 out.push(inv);

@@ -306,6 +306,13 @@ async fn the_retention_sweep_removes_old_final_investigations_and_their_events()
     let s = InvestigationStore::open(&store).unwrap();
     let mut old = sre_agent::agent::Investigation::new(request("old"), "m");
     old.created_at = chrono::Utc::now() - chrono::Duration::days(40);
+    // Ids are uuid v7, beginning with their creation time (the sweep reads by id range).
+    let ts = uuid::Timestamp::from_unix(
+        uuid::NoContext,
+        old.created_at.timestamp() as u64,
+        old.created_at.timestamp_subsec_nanos(),
+    );
+    old.id = uuid::Uuid::new_v7(ts).to_string();
     old.status = InvestigationStatus::Finished;
     s.put(&old).unwrap();
     let event = sre_agent::agent::Event::new(
