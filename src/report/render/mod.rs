@@ -72,7 +72,7 @@ mod tests {
     };
     use crate::report::period::{PeriodSpec, ReportWindow};
 
-    fn report(summary: &str, data: ReportData) -> Report {
+    pub(super) fn report(summary: &str, data: ReportData) -> Report {
         let now = chrono::DateTime::from_timestamp(1_795_000_000, 0).unwrap();
         Report {
             id: "r".into(),
@@ -252,37 +252,9 @@ mod tests {
 
 #[cfg(test)]
 mod narrative_tests {
-    use std::time::Duration;
-
+    use super::tests::report;
     use super::*;
-    use crate::report::model::{
-        HygieneData, HygieneFinding, HygieneIssue, ReportData, ReportStatus, ReportTrigger, Summary,
-    };
-    use crate::report::period::{PeriodSpec, ReportWindow};
-
-    fn report(summary: &str, data: ReportData) -> Report {
-        let now = chrono::DateTime::from_timestamp(1_795_000_000, 0).unwrap();
-        Report {
-            id: "r".into(),
-            trigger: ReportTrigger::Cli,
-            window: ReportWindow::resolve(
-                PeriodSpec::Last,
-                now,
-                Duration::from_secs(7 * 86_400),
-                chrono_tz::UTC,
-            ),
-            timezone: "UTC".into(),
-            created_at: now,
-            status: ReportStatus::Generated,
-            delivery_error: None,
-            summary: Summary {
-                text: summary.into(),
-                model: Some("m".into()),
-                fallback_reason: None,
-            },
-            data,
-        }
-    }
+    use crate::report::model::{HygieneData, HygieneFinding, HygieneIssue, ReportData};
 
     const ANSWER: &str = "# Weekly summary\n\nA **busy** week: `DiskFillingUp` fired 9 times.\n\n\
                           ## Worth acting on\n\n- Free space on *pve1*\n- <script>alert(1)</script>";
