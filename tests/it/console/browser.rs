@@ -209,12 +209,7 @@ async fn in_chromium_a_user_asks_watches_tool_calls_arrive_reads_the_finding_fol
 
     // Ask from the page.
     c.goto(&format!("{base}/")).await.unwrap();
-    c.find(Locator::LinkText("Ask"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::LinkText("Ask")).await;
     assert_eq!(path_of(&c).await, "/ask");
     assert_eq!(unlabelled_fields(&c).await, Vec::<Value>::new());
     let order = tab_order(&c).await;
@@ -224,12 +219,7 @@ async fn in_chromium_a_user_asks_watches_tool_calls_arrive_reads_the_finding_fol
     );
     let field = c.find(Locator::Css("textarea#question")).await.unwrap();
     field.send_keys("why is pve2 slow?").await.unwrap();
-    c.find(Locator::Css("form.question button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("form.question button[type=submit]")).await;
 
     // Tool calls arrive while it runs: the live box is still there (the script reloads the
     // page when the stream ends) and the stream added the step.
@@ -260,12 +250,7 @@ async fn in_chromium_a_user_asks_watches_tool_calls_arrive_reads_the_finding_fol
         finding.contains("pve2 is slow: its clock drifts"),
         "{finding}"
     );
-    c.find(Locator::Css("#finding a[href='#call-call_a']"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("#finding a[href='#call-call_a']")).await;
     assert_eq!(
         c.current_url().await.unwrap().fragment(),
         Some("call-call_a")
@@ -285,18 +270,8 @@ async fn in_chromium_a_user_asks_watches_tool_calls_arrive_reads_the_finding_fol
     );
 
     // Feedback from the page: its label picks the verdict; the page shows it after.
-    c.find(Locator::Css("label[for=verdict-right]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    c.find(Locator::Css("form.feedback button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("label[for=verdict-right]")).await;
+    click(&c, Locator::Css("form.feedback button[type=submit]")).await;
     c.wait()
         .at_most(WAIT)
         .for_element(Locator::Css("#feedback-given"))
@@ -309,12 +284,7 @@ async fn in_chromium_a_user_asks_watches_tool_calls_arrive_reads_the_finding_fol
         .send_keys("since when does its clock drift?")
         .await
         .unwrap();
-    c.find(Locator::Css("form.question button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::Css("form.question button[type=submit]")).await;
     eventually(WAIT, "the follow-up's page", || async {
         let p = path_of(&c).await;
         (p != first && p.starts_with("/investigations/")).then_some(())
@@ -358,18 +328,8 @@ async fn in_chromium_a_user_asks_watches_tool_calls_arrive_reads_the_finding_fol
         .await
         .unwrap();
     assert!(resp.status().is_success(), "{}", resp.text().await.unwrap());
-    c.find(Locator::LinkText("Reports"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    c.find(Locator::Css("main table a"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&c, Locator::LinkText("Reports")).await;
+    click(&c, Locator::Css("main table a")).await;
     assert!(path_of(&c).await.starts_with("/reports/"));
     let frame = c.find(Locator::Css("iframe.report")).await.unwrap();
     save_screenshot(&c, "4-report").await;
@@ -390,4 +350,9 @@ async fn in_chromium_a_user_asks_watches_tool_calls_arrive_reads_the_finding_fol
         "{}",
         daemon.log_text()
     );
+}
+
+/// Finds the element and clicks it (the test fails if either step fails).
+async fn click(c: &Client, locator: Locator<'_>) {
+    c.find(locator).await.unwrap().click().await.unwrap();
 }
