@@ -5,6 +5,10 @@
 use super::format::{Unit, format_number, human_span, utc};
 use super::trend::finite;
 
+/// Changes in one range from which a step series is called flapping (up and down again and
+/// again, not one outage and its recovery).
+pub const FLAPPING_CHANGES: usize = 6;
+
 /// Whether a series moves in steps rather than along a slope: at most 3 distinct values
 /// (`up`, a 0/1 probe, a status code), or integers that change in at most a tenth of the
 /// points. Such a series gets [`step_line`], not a rate.
@@ -33,7 +37,8 @@ fn clock(t: f64, reference: f64) -> String {
 /// The computed line for a series moving in steps: its last change, and how long the value
 /// has held since (to the last point): `  1 → 0 at 2026-11-24 01:16 UTC, 0 for the last
 /// 47 min`; for `up` / `probe_success` (metric `name`) at 0 or 1 `down since 01:16 UTC
-/// (47 min)`. `None` when the value never changes.
+/// (47 min)`; `flapping: 40 changes in range, about one every 3 min` past
+/// [`FLAPPING_CHANGES`]. `None` when the value never changes.
 pub fn step_line(values: &[(f64, f64)], unit: Unit, name: Option<&str>) -> Option<String> {
     let pts = finite(values);
     let changes: Vec<usize> = (1..pts.len())
@@ -63,8 +68,16 @@ pub fn step_line(values: &[(f64, f64)], unit: Unit, name: Option<&str>) -> Optio
             f(cur)
         )
     };
-    if changes.len() > 1 {
-        line.push_str(&format!("; {} changes in range", changes.len()));
+    match changes.len() {
+        n if n >= FLAPPING_CHANGES => {
+            let first = pts[changes[0]].0;
+            let every = human_span((at - first) / (n - 1) as f64);
+            line.push_str(&format!(
+                "; flapping: {n} changes in range, about one every {every}"
+            ));
+        }
+        n if n > 1 => line.push_str(&format!("; {n} changes in range")),
+        _ => {}
     }
     Some(line)
 }
@@ -131,5 +144,25 @@ mod tests {
             "  no samples since 04:12 UTC (48 min before the end of the range)"
         );
         assert_eq!(stopped(&up, END, 60.0), None);
+    }
+
+    #[test]
+    fn a_series_changing_again_and_again_is_called_flapping() {
+        // up: 0 and 1 in turns every 3 minutes for 2 hours (30-second points).
+        let up: Vec<(f64, f64)> = (0..=240)
+            .map(|i| (END - (240 - i) as f64 * 30.0, ((i / 6) % 2) as f64))
+            .collect();
+        let line = step_line(&up, Unit::Plain, Some("up")).unwrap();
+        assert!(
+            line.ends_with("; flapping: 40 changes in range, about one every 3 min"),
+            "{line}"
+        );
+        let twice: Vec<(f64, f64)> = up
+            .iter()
+            .enumerate()
+            .map(|(i, (t, _))| (*t, if (100..120).contains(&i) { 0.0 } else { 1.0 }))
+            .collect();
+        let line = step_line(&twice, Unit::Plain, Some("up")).unwrap();
+        assert!(line.ends_with("; 2 changes in range"), "{line}");
     }
 }
