@@ -180,6 +180,7 @@ impl Intake {
             let mut touched: Vec<Touched> = Vec::new();
             let mut index: HashMap<String, usize> = HashMap::new();
             let mut storms = storm::StormViews::new();
+            let mut log = Vec::with_capacity(batch.alerts.len());
             for alert in batch.alerts {
                 let key = grouping::group_key(
                     &self.inner.config.group_by,
@@ -200,8 +201,9 @@ impl Intake {
                 if outcome == Outcome::Queued {
                     summary.queued += 1;
                 }
-                self.absorb(&mut touched[i], alert, outcome, now)?;
+                self.absorb(&mut touched[i], &mut log, alert, outcome, now);
             }
+            self.inner.store.log_alerts(now, &log)?;
             let mut statuses = HashMap::new();
             for t in touched {
                 summary.groups.push(t.key.clone());
@@ -265,21 +267,23 @@ impl Intake {
         outcome
     }
 
-    /// Logs the alert and folds it into the in-memory view of its group.
+    /// Adds the alert to the batch's `log` and folds it into the in-memory view of its
+    /// group.
     fn absorb(
         &self,
         t: &mut Touched,
+        log: &mut Vec<AlertRecord>,
         alert: Alert,
         outcome: Outcome,
         now: DateTime<Utc>,
-    ) -> Result<(), StoreError> {
+    ) {
         let inner = &self.inner;
-        inner.store.log_alert(&AlertRecord {
+        log.push(AlertRecord {
             received_at: now,
             group_key: t.key.clone(),
             outcome,
             alert: alert.clone(),
-        })?;
+        });
         inner
             .metrics
             .alerts_received
@@ -297,7 +301,6 @@ impl Intake {
             inner.investigator.hold();
         }
         t.alerts.push((alert, outcome));
-        Ok(())
     }
 
     /// Writes one touched group atomically (re-applying this batch's alerts onto the

@@ -4,14 +4,13 @@
 //! that caused it and made durable by the same flush.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::alerts::{Alert, AlertSource, AlertStatus};
-use crate::store::{Store, StoreError, Tree};
+use crate::store::{Journal, Store, StoreError, Tree};
 
 mod rows;
 
@@ -213,10 +212,9 @@ pub struct AlertStore {
     seen: Tree<()>,
     firing: Tree<()>,
     cache: Arc<Mutex<HashMap<String, AlertGroup>>>,
-    log: Tree<AlertRecord>,
+    /// Every received alert, outside sled (schema 2 kept it in the `alerts` tree).
+    log: Journal<AlertRecord>,
 }
-
-static SEQ: AtomicU64 = AtomicU64::new(0);
 
 /// The marker of the schema-2 group layout (see `Store::marker`).
 const LAYOUT_MARKER: &str = "alerts_layout";
@@ -238,7 +236,7 @@ impl AlertStore {
             seen: store.tree("alert_groups_seen")?,
             firing: store.tree("alert_firing")?,
             cache: Arc::default(),
-            log: store.tree("alerts")?,
+            log: store.journal_from_tree("alerts", "alerts", |r: &AlertRecord| r.received_at)?,
         };
         if store.marker(LAYOUT_MARKER)?.as_deref() != Some("2") {
             this.migrate_groups()?;
@@ -382,11 +380,14 @@ impl AlertStore {
         Ok(group_of(row, alerts, last_alert))
     }
 
-    /// Appends one received alert to the time-ordered log.
+    /// Appends one received alert to the log (durable at the next `flush`).
     pub fn log_alert(&self, record: &AlertRecord) -> Result<(), StoreError> {
-        let seq = SEQ.fetch_add(1, Ordering::Relaxed) % 1_000_000;
-        let key = format!("{}-{seq:06}", time_key(record.received_at));
-        self.log.insert(key, record)
+        self.log.append(record.received_at, [record])
+    }
+
+    /// Appends the alerts of one webhook, received at `at`, in one write.
+    pub fn log_alerts(&self, at: DateTime<Utc>, records: &[AlertRecord]) -> Result<(), StoreError> {
+        self.log.append(at, records)
     }
 
     /// Groups by newest activity first, at most `limit`, starting after the page that
@@ -431,31 +432,28 @@ impl AlertStore {
         from: DateTime<Utc>,
         to: DateTime<Utc>,
     ) -> Result<Vec<AlertRecord>, StoreError> {
-        self.log
-            .range(time_key(from), time_key(to))
-            .map(|r| r.map(|(_, v)| v))
-            .collect()
+        let mut out = Vec::new();
+        self.for_each_alert(from, to, |r| out.push(r))?;
+        Ok(out)
     }
 
-    /// Removes alerts received before `cutoff`, and groups last seen before it that have
-    /// no investigation waiting to be submitted. Returns (alerts, groups) removed. Reads
-    /// only what it removes (time-ordered keys).
+    /// Calls `f` with each alert received in `[from, to)`, oldest first, holding one at a
+    /// time (a month of a noisy homelab is hundreds of thousands).
+    pub fn for_each_alert(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+        mut f: impl FnMut(AlertRecord),
+    ) -> Result<(), StoreError> {
+        self.log.scan(from, to, |_, r| f(r)).map(|_| ())
+    }
+
+    /// Removes alerts received before `cutoff` (whole hours of the log: an hour goes once
+    /// it has all passed the cutoff), and groups last seen before it that have no
+    /// investigation waiting to be submitted. Returns (alerts, groups) removed. Reads only
+    /// what it removes (time-ordered keys).
     pub fn sweep(&self, cutoff: DateTime<Utc>) -> Result<(usize, usize), StoreError> {
-        const BATCH: usize = 10_000;
-        let mut alerts = 0;
-        loop {
-            let old = self
-                .log
-                .keys_range(time_key(DateTime::<Utc>::MIN_UTC), time_key(cutoff))
-                .take(BATCH)
-                .collect::<Result<Vec<_>, _>>()?;
-            alerts += old.len();
-            let done = old.len() < BATCH;
-            self.log.remove_all(old)?;
-            if done {
-                break;
-            }
-        }
+        let alerts = self.log.sweep(cutoff)?;
         let quiet: Vec<String> = self
             .seen
             .keys_range(time_key(DateTime::<Utc>::MIN_UTC), time_key(cutoff))
@@ -474,9 +472,19 @@ impl AlertStore {
         Ok((alerts, removed))
     }
 
-    /// Number of received alerts stored (counts the log: not for hot paths).
+    /// Number of received alerts stored (reads the log's open segments: not for hot
+    /// paths; 0 when the log cannot be read).
     pub fn alert_count(&self) -> usize {
-        self.log.len()
+        self.log.count().unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "cannot count the stored alerts");
+            0
+        })
+    }
+
+    /// Compresses the log's closed hours now (they are compressed in the background as
+    /// each hour ends; benches call this before measuring disk).
+    pub fn compact_log(&self) -> Result<(), StoreError> {
+        self.log.compress_closed()
     }
 
     /// Makes everything written so far durable.

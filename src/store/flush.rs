@@ -18,6 +18,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::StoreError;
+use super::journal::Syncable;
+
+/// The journals synced after sled by every flush (see `journal.rs`).
+pub(super) type Journals = Arc<Mutex<Vec<Arc<dyn Syncable>>>>;
 
 /// How often the flusher writes on its own when no caller asks.
 const PERIODIC_FLUSH: Duration = Duration::from_millis(500);
@@ -41,7 +45,7 @@ struct Shared {
 }
 
 impl GroupFlusher {
-    pub(super) fn start(db: sled::Db) -> Result<Self, StoreError> {
+    pub(super) fn start(db: sled::Db, journals: Journals) -> Result<Self, StoreError> {
         let shared = Arc::new(Shared {
             started: AtomicU64::new(0),
             wake: Mutex::new((false, false)),
@@ -52,7 +56,7 @@ impl GroupFlusher {
             .name("sled-flush".into())
             .spawn({
                 let shared = shared.clone();
-                move || run(db, &shared, &tx)
+                move || run(db, &journals, &shared, &tx)
             })
             .map_err(|e| StoreError::Io(format!("cannot start the flush thread: {e}")))?;
         Ok(Self {
@@ -79,7 +83,7 @@ impl GroupFlusher {
     }
 }
 
-fn run(db: sled::Db, shared: &Shared, done: &watch::Sender<Done>) {
+fn run(db: sled::Db, journals: &Journals, shared: &Shared, done: &watch::Sender<Done>) {
     loop {
         {
             // Also flushes every PERIODIC_FLUSH on its own, for writes nobody waits on
@@ -97,7 +101,14 @@ fn run(db: sled::Db, shared: &Shared, done: &watch::Sender<Done>) {
         // Number the flush before it starts: a caller that saw the previous number wrote
         // before this point, so this flush covers it.
         let n = shared.started.fetch_add(1, Ordering::SeqCst) + 1;
-        let result = db.flush().map(|_| ()).map_err(|e| e.to_string());
+        let result = db
+            .flush()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+            .and_then(|()| {
+                let journals = journals.lock().map(|j| j.clone()).unwrap_or_default();
+                journals.iter().try_for_each(|j| j.sync())
+            });
         let _previous = done.send_replace((n, result));
     }
 }

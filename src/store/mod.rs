@@ -6,6 +6,7 @@
 //! (`alerts::store`, `agent::store`, `report::store`, the notifier's outbox).
 
 mod flush;
+mod journal;
 mod migrate;
 mod tree;
 
@@ -14,6 +15,7 @@ use std::sync::Arc;
 
 use flush::GroupFlusher;
 
+pub use journal::Journal;
 pub use tree::Tree;
 
 #[cfg(test)]
@@ -22,7 +24,8 @@ pub(crate) use migrate::write_schema_1;
 /// The on-disk schema this build writes. Bumped when a stored type changes incompatibly.
 /// 2: sled compression on; alert groups stored without their samples (see
 /// `alerts::store`), with a last-seen index.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: the log of received alerts in a journal outside sled (`journal.rs`).
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// sled's page cache. Pages past it are read back from disk (through the OS cache).
 const SLED_CACHE_BYTES: u64 = 4 * 1024 * 1024;
@@ -103,6 +106,8 @@ fn lock_held(db_file: &Path) -> bool {
 pub struct Store {
     db: sled::Db,
     flusher: Arc<GroupFlusher>,
+    /// The journals opened so far (one per name), synced by every flush.
+    journals: flush::Journals,
     path: PathBuf,
 }
 
@@ -125,8 +130,10 @@ impl Store {
         let db = sled_config(&dir.join("sled"), true)
             .open()
             .map_err(|e| open_error(dir, &e))?;
+        let journals = flush::Journals::default();
         let store = Self {
-            flusher: Arc::new(GroupFlusher::start(db.clone())?),
+            flusher: Arc::new(GroupFlusher::start(db.clone(), journals.clone())?),
+            journals,
             db,
             path: dir.to_path_buf(),
         };
@@ -171,6 +178,72 @@ impl Store {
             self.db.open_tree(name)?,
             self.flusher.clone(),
         ))
+    }
+
+    /// The journal `name` (`journal.rs`): records appended to files outside sled, made
+    /// durable by the same flushes. One per name per store.
+    pub fn journal<V: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        name: &'static str,
+    ) -> Result<Journal<V>, StoreError> {
+        let mut journals = self.journals.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(j) = journals.iter().find(|j| j.name() == name) {
+            return Ok(Journal::from_shared(j.clone()));
+        }
+        let journal = Journal::open(&self.path, name)?;
+        journals.push(journal.syncable());
+        Ok(journal)
+    }
+
+    /// The journal `name`, first moving into it the records of the sled tree `tree` (an
+    /// earlier schema kept them there), once: `at` gives a record's time. A stop midway
+    /// leaves the tree whole and the journal absent, so the next start does it again.
+    pub fn journal_from_tree<V: serde::Serialize + serde::de::DeserializeOwned>(
+        &self,
+        tree: &'static str,
+        name: &'static str,
+        at: impl Fn(&V) -> chrono::DateTime<chrono::Utc>,
+    ) -> Result<Journal<V>, StoreError> {
+        let marker = format!("journal_{name}");
+        if self.marker(&marker)?.is_none() {
+            let dir = journal::dir_of(&self.path, name);
+            let old = self.db.open_tree(tree)?;
+            if !dir.exists() && !old.is_empty() {
+                let io = |e: std::io::Error| {
+                    StoreError::Io(format!(
+                        "moving {tree} into the journal in {}: {e}",
+                        dir.display()
+                    ))
+                };
+                let records = old.iter().map(|r| {
+                    let (k, v) = r.map_err(std::io::Error::other)?;
+                    // A record that does not decode keeps its bytes (reads skip it; the
+                    // retention sweep removes it with its hour).
+                    let ms = serde_json::from_slice::<V>(&v)
+                        .map(|v| at(&v).timestamp_millis())
+                        .unwrap_or_else(|_| {
+                            tracing::warn!(tree, key = %String::from_utf8_lossy(&k), "a record that does not decode is moved as it is");
+                            chrono::Utc::now().timestamp_millis()
+                        });
+                    Ok((ms, v.to_vec()))
+                });
+                let moved = journal::import(&dir, records).map_err(io)?;
+                tracing::info!(
+                    records = moved,
+                    tree,
+                    journal = name,
+                    "records moved from sled into the journal"
+                );
+            }
+            self.set_marker(&marker, "1")?;
+            self.db.flush()?;
+        }
+        let old = self.db.open_tree(tree)?;
+        if !old.is_empty() {
+            old.clear()?;
+            self.db.flush()?;
+        }
+        self.journal(name)
     }
 
     /// Writes everything buffered to disk; returns once it is durable. Concurrent callers

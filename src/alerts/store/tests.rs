@@ -239,3 +239,39 @@ fn the_sweep_removes_old_alerts_and_quiet_groups_with_their_samples() {
         (0, 0)
     );
 }
+
+#[test]
+fn a_schema_2_alert_log_in_sled_moves_into_the_journal_once_even_after_a_stop_midway() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Utc::now();
+    let record = |i: i64| AlertRecord {
+        received_at: now - chrono::Duration::hours(i),
+        group_key: format!("g{i}"),
+        outcome: Outcome::Queued,
+        alert: alert(&format!("fp{i}"), AlertStatus::Firing),
+    };
+    {
+        let store = Store::open(dir.path()).unwrap();
+        let old = store.tree::<AlertRecord>("alerts").unwrap();
+        for i in 0..5 {
+            let r = record(i);
+            old.insert(format!("{}-{i:06}", time_key(r.received_at)), &r)
+                .unwrap();
+        }
+    }
+    // A start stopped while writing the journal left its half-built directory.
+    let half = dir.path().join("journal").join("alerts.migrating");
+    std::fs::create_dir_all(&half).unwrap();
+    std::fs::write(half.join("20261124T05-import-0.jsonl"), "garbage\n").unwrap();
+    for _ in 0..2 {
+        let store = Store::open(dir.path()).unwrap();
+        let alerts = AlertStore::open(&store).unwrap();
+        let got = alerts
+            .alerts_between(now - chrono::Duration::days(1), now + chrono::Duration::hours(1))
+            .unwrap();
+        let keys: Vec<&str> = got.iter().map(|r| r.group_key.as_str()).collect();
+        assert_eq!(keys, ["g4", "g3", "g2", "g1", "g0"]);
+        assert_eq!(store.tree::<AlertRecord>("alerts").unwrap().len(), 0);
+        assert!(!half.exists());
+    }
+}

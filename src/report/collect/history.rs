@@ -66,13 +66,18 @@ pub fn from_alerts_series(series: &[Series], step: Duration, end: f64) -> Vec<Ti
         .collect()
 }
 
-/// Timelines from received alerts: an episode per fingerprint and `startsAt`, ended by a
-/// resolved notification (repeated firing notifications of one episode count once).
-pub fn from_received(records: &[AlertRecord], end: f64) -> Vec<Timeline> {
-    let mut by_fp: BTreeMap<&str, (Timeline, BTreeMap<i64, Option<f64>>)> = BTreeMap::new();
-    for r in records {
+/// Timelines from received alerts, fed one at a time (`add`): an episode per fingerprint
+/// and `startsAt`, ended by a resolved notification (repeated firing notifications of one
+/// episode count once).
+#[derive(Default)]
+pub struct Received {
+    by_fp: BTreeMap<String, (Timeline, BTreeMap<i64, Option<f64>>)>,
+}
+
+impl Received {
+    pub fn add(&mut self, r: &AlertRecord) {
         let a = &r.alert;
-        let (_, eps) = by_fp.entry(&a.fingerprint).or_insert_with(|| {
+        let (_, eps) = self.by_fp.entry(a.fingerprint.clone()).or_insert_with(|| {
             let labels: BTreeMap<String, String> = a.labels.clone().into_iter().collect();
             let t = Timeline {
                 alertname: a.name.clone(),
@@ -93,20 +98,24 @@ pub fn from_received(records: &[AlertRecord], end: f64) -> Vec<Timeline> {
             }
         }
     }
-    by_fp
-        .into_values()
-        .map(|(mut t, eps)| {
-            t.episodes = eps
-                .into_iter()
-                .map(|(start, ended)| Episode {
-                    start: start as f64,
-                    end: ended.unwrap_or(end).min(end),
-                    open: ended.is_none(),
-                })
-                .collect();
-            t
-        })
-        .collect()
+
+    /// The timelines, with episodes still open cut at `end` (unix seconds).
+    pub fn finish(self, end: f64) -> Vec<Timeline> {
+        self.by_fp
+            .into_values()
+            .map(|(mut t, eps)| {
+                t.episodes = eps
+                    .into_iter()
+                    .map(|(start, ended)| Episode {
+                        start: start as f64,
+                        end: ended.unwrap_or(end).min(end),
+                        open: ended.is_none(),
+                    })
+                    .collect();
+                t
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -164,7 +173,9 @@ mod tests {
             record("a", Firing, 5000, None, 5000),
             record("b", Firing, 100, Some(999_999), 100), // endsAt in the future while firing
         ];
-        let t = from_received(&records, end);
+        let mut received = Received::default();
+        records.iter().for_each(|r| received.add(r));
+        let t = received.finish(end);
         assert_eq!(t.len(), 2);
         assert_eq!(t[0].series, "a");
         let start = at(0).timestamp() as f64;

@@ -3,14 +3,14 @@
 //!
 //! The firing history is the alerts collector's Prometheus `ALERTS` series (shared, not
 //! queried twice) plus, for alerts Prometheus does not know (Grafana-managed ones), the
-//! alerts sre-agent received over webhooks (`AlertStore::alerts_between`). The rules'
+//! alerts sre-agent received over webhooks (`AlertStore::for_each_alert`). The rules'
 //! `for:`, labels and expressions come from Prometheus' rules API.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::CollectContext;
-use super::history::{Episode, Timeline, from_alerts_series, from_received};
+use super::history::{Episode, Received, Timeline, from_alerts_series};
 use crate::integrations::prometheus::{RuleGroup, Series};
 use crate::report::model::{HygieneData, HygieneFinding, HygieneIssue, Section};
 
@@ -61,10 +61,12 @@ pub async fn collect(ctx: &CollectContext, prom: Option<PromHistory>) -> Section
     };
     if let Some(log) = ctx.alert_log.clone() {
         let (from, to) = (ctx.window.start, ctx.window.end);
-        // A week of received alerts (a storm logs thousands) is sled work: off the runtime.
+        // A week of received alerts (a storm logs thousands) is file reading: off the
+        // runtime, one record at a time.
         let read = tokio::task::spawn_blocking(move || {
-            log.alerts_between(from, to)
-                .map(|records| from_received(&records, end))
+            let mut received = Received::default();
+            log.for_each_alert(from, to, |r| received.add(&r))
+                .map(|()| received.finish(end))
         })
         .await;
         match read {
