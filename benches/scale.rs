@@ -280,7 +280,7 @@ async fn main() {
         println!("  RSS idle: {:.1} MiB (target < 32)", daemon.rss());
         let bytes = disk_bytes(&data);
         println!(
-            "  disk: {:.1} MB, {:.0} bytes per stored alert (target < 1000)",
+            "  disk while running (this hour of the log uncompressed): {:.1} MB, {:.0} bytes per stored alert",
             bytes as f64 / 1e6,
             bytes as f64 / stored as f64
         );
@@ -309,6 +309,17 @@ async fn main() {
         let store = Store::open(&data).unwrap();
         let alerts = AlertStore::open(&store).unwrap();
         let invs = InvestigationStore::open(&store).unwrap();
+        // At steady state only the current hour of the log is uncompressed; the daemon
+        // compresses each hour as it ends, so compress this run's now and measure again.
+        let t = Instant::now();
+        alerts.compact_log().unwrap();
+        let bytes = disk_bytes(&data);
+        println!(
+            "  disk with the log compressed (steady state): {:.1} MB, {:.0} bytes per stored alert (target < 1000; compressed in {:.0} ms)",
+            bytes as f64 / 1e6,
+            bytes as f64 / stored as f64,
+            ms(t.elapsed())
+        );
         let t = Instant::now();
         let swept = alerts.sweep(began - chrono::Duration::days(30)).unwrap();
         println!(

@@ -3,7 +3,7 @@
 //! (`pending_since`) lives in the group record, so it is written atomically with the alert
 //! that caused it and made durable by the same flush.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
@@ -12,7 +12,10 @@ use serde::{Deserialize, Serialize};
 use crate::alerts::{Alert, AlertSource, AlertStatus};
 use crate::store::{Journal, Store, StoreError, Tree};
 
+mod outcome;
 mod rows;
+
+pub use outcome::Outcome;
 
 use rows::{
     GroupRow, StoredFiring, group_of, member_fingerprint, member_key, row_of, seen_group, seen_key,
@@ -21,39 +24,16 @@ use rows::{
 
 /// Most recent alerts kept per group (by fingerprint) for context and the API.
 pub const GROUP_SAMPLE: usize = 20;
-/// Groups kept decoded in memory (the hot ones during a storm; each holds up to
-/// `GROUP_SAMPLE` alerts, a few kB each); past this the cache starts over.
-const GROUP_CACHE: usize = 128;
+/// Groups kept decoded in memory (each holds up to `GROUP_SAMPLE` alerts, a few kB each,
+/// so about 8 MiB at most); past this one group leaves for each that comes in. A miss
+/// costs a read of the group's row and samples, so the bound is above the groups a noisy
+/// homelab keeps busy at once (ten flapping alerts over a few dozen hosts).
+const GROUP_CACHE: usize = 256;
+/// Groups whose firing count was checked against the firing tree this run (see
+/// `AlertStore::cached`); past this the set starts over (and counts are checked again).
+const COUNTED_CAP: usize = 100_000;
 /// Most firing fingerprints tracked per group (to know when all have resolved).
 pub const GROUP_FIRING_CAP: usize = 2_000;
-
-/// What happened to one received alert; the `outcome` label of `alerts_received_total`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Queued,
-    Deduped,
-    Cooldown,
-    Budget,
-    Ignored,
-    Resolved,
-    /// Attached to a storm of its alert (`alerts::storm`) instead of its own investigation.
-    Storm,
-}
-
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Deduped => "deduped",
-            Self::Cooldown => "cooldown",
-            Self::Budget => "budget",
-            Self::Ignored => "ignored",
-            Self::Resolved => "resolved",
-            Self::Storm => "storm",
-        }
-    }
-}
 
 /// One alert group: alerts sharing the `alerts.group_by` labels.
 ///
@@ -171,6 +151,13 @@ impl FiringSet for BTreeSet<String> {
     }
 }
 
+/// Decoded groups (`GROUP_CACHE`) and the groups whose firing count this run has checked.
+#[derive(Default)]
+struct GroupCache {
+    groups: HashMap<String, AlertGroup>,
+    counted: HashSet<String>,
+}
+
 /// What intake decisions read of a group (cheap to copy, unlike the group's samples).
 #[derive(Clone, Debug, PartialEq)]
 pub struct GroupState {
@@ -211,7 +198,7 @@ pub struct AlertStore {
     samples: Tree<Alert>,
     seen: Tree<()>,
     firing: Tree<()>,
-    cache: Arc<Mutex<HashMap<String, AlertGroup>>>,
+    cache: Arc<Mutex<GroupCache>>,
     /// Every received alert, outside sled (schema 2 kept it in the `alerts` tree).
     log: Journal<AlertRecord>,
 }
@@ -273,7 +260,7 @@ impl AlertStore {
             error: None,
         };
         // Taken out, not copied: on an error below the next read reloads it from the tree.
-        let old = cache.remove(key);
+        let old = cache.groups.remove(key);
         let old_seen = old.as_ref().map(|g| seen_key(g.last_seen, key));
         let old_samples: Vec<String> = old
             .as_ref()
@@ -323,35 +310,44 @@ impl AlertStore {
         }
         self.groups.insert(key, &row_of(&group))?;
         let state = GroupState::from(&group);
-        cache.insert(key.to_string(), group);
+        cache.groups.insert(key.to_string(), group);
         Ok(Some(state))
     }
 
-    fn lock_cache(&self) -> std::sync::MutexGuard<'_, HashMap<String, AlertGroup>> {
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, GroupCache> {
         self.cache
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The group from the cache, read from the trees (and cached) on a miss. The firing
-    /// count is recounted from the firing tree on a miss (it is rewritten with the group
-    /// at its next update).
+    /// The group from the cache, read from the trees (and cached) on a miss. The first time
+    /// a run reads a group, its firing count is recounted from the firing tree (a crash can
+    /// keep firing-set writes whose row update was lost; the count is rewritten with the
+    /// group at its next update).
     fn cached<'c>(
         &self,
-        cache: &'c mut HashMap<String, AlertGroup>,
+        cache: &'c mut GroupCache,
         key: &str,
     ) -> Result<Option<&'c AlertGroup>, StoreError> {
-        if !cache.contains_key(key) {
+        if !cache.groups.contains_key(key) {
             let Some(mut g) = self.read_group(key)? else {
                 return Ok(None);
             };
-            g.firing_count = self.firing.keys_prefix(member_key(key, "")).count();
-            if cache.len() >= GROUP_CACHE {
-                cache.clear();
+            if !cache.counted.contains(key) {
+                g.firing_count = self.firing.keys_prefix(member_key(key, "")).count();
+                if cache.counted.len() >= COUNTED_CAP {
+                    cache.counted.clear();
+                }
+                cache.counted.insert(key.to_string());
             }
-            cache.insert(key.to_string(), g);
+            if cache.groups.len() >= GROUP_CACHE {
+                // Any one: a scan of the map per miss would cost more than a wrong choice.
+                let victim = cache.groups.keys().next().cloned();
+                victim.map(|v| cache.groups.remove(&v));
+            }
+            cache.groups.insert(key.to_string(), g);
         }
-        Ok(cache.get(key))
+        Ok(cache.groups.get(key))
     }
 
     /// The group `key` as stored: its row and its samples.

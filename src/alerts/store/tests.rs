@@ -267,7 +267,10 @@ fn a_schema_2_alert_log_in_sled_moves_into_the_journal_once_even_after_a_stop_mi
         let store = Store::open(dir.path()).unwrap();
         let alerts = AlertStore::open(&store).unwrap();
         let got = alerts
-            .alerts_between(now - chrono::Duration::days(1), now + chrono::Duration::hours(1))
+            .alerts_between(
+                now - chrono::Duration::days(1),
+                now + chrono::Duration::hours(1),
+            )
             .unwrap();
         let keys: Vec<&str> = got.iter().map(|r| r.group_key.as_str()).collect();
         assert_eq!(keys, ["g4", "g3", "g2", "g1", "g0"]);
