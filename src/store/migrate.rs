@@ -1,6 +1,6 @@
-//! From schema 2 (sled with compression) to the plain format: sled cannot switch a
-//! database's compression in place, so every tree is copied into a new database beside it
-//! (`sled.migrating`), which then replaces the old one:
+//! From schema 1 (sled without compression) to the compressed format: sled cannot switch
+//! a database's compression in place, so every tree is copied into a new database beside
+//! it (`sled.migrating`), which then replaces the old one:
 //!
 //! 1. copy `sled` into `sled.migrating` and flush it;
 //! 2. rename `sled` to `sled.v1`, then `sled.migrating` to `sled`;
@@ -9,29 +9,24 @@
 //! A start interrupted anywhere finishes or restarts the step it was in
 //! (`finish_interrupted`), so nothing is lost and nothing is copied twice. Records keep
 //! their bytes; a part whose record layout changed migrates its own trees when it opens
-//! (see `Store::marker` and `Store::journal_from_tree`). Schema 1 was plain too: it opens
-//! as it is.
+//! (see `Store::marker`).
 
 use std::path::Path;
 
-#[cfg(test)]
-use super::sled_config;
-use super::{StoreError, open_sled};
+use super::{StoreError, open_error, sled_config};
 
 const MIGRATING: &str = "sled.migrating";
-/// The replaced database while the migration finishes (named in schema 2's time; kept so a
-/// migration that version left unfinished still completes).
 const OLD: &str = "sled.v1";
 /// Records copied per batch.
 const BATCH: usize = 1_000;
 
-/// True when `sled_dir` holds a database written with compression (schema 2).
-pub(super) fn is_compressed(sled_dir: &Path) -> bool {
+/// True when `sled_dir` holds a database written without compression (schema 1).
+pub(super) fn is_uncompressed(sled_dir: &Path) -> bool {
     // sled's `conf`: `key: value` lines, then a 4-byte checksum.
     std::fs::read(sled_dir.join("conf")).is_ok_and(|conf| {
         String::from_utf8_lossy(&conf)
             .lines()
-            .any(|l| l.trim() == "use_compression: true")
+            .any(|l| l.trim() == "use_compression: false")
     })
 }
 
@@ -51,16 +46,20 @@ pub(super) fn finish_interrupted(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Copies the compressed database in `dir/sled` into a plain one that replaces it.
-pub(super) fn to_plain(dir: &Path) -> Result<(), StoreError> {
+/// Copies the uncompressed database in `dir/sled` into a compressed one that replaces it.
+pub(super) fn to_compressed(dir: &Path) -> Result<(), StoreError> {
     let (current, migrating, old) = (dir.join("sled"), dir.join(MIGRATING), dir.join(OLD));
     let io = |what: &str, e: std::io::Error| StoreError::Open {
         path: dir.to_path_buf(),
         reason: format!("migrating to schema {}: {what}: {e}", super::SCHEMA_VERSION),
     };
     {
-        let from = open_sled(dir, &current, true)?;
-        let to = open_sled(dir, &migrating, false)?;
+        let from = sled_config(&current, false)
+            .open()
+            .map_err(|e| open_error(dir, &e))?;
+        let to = sled_config(&migrating, true)
+            .open()
+            .map_err(|e| open_error(dir, &e))?;
         let mut copied = 0usize;
         for name in from.tree_names() {
             let (src, dst) = (from.open_tree(&name)?, to.open_tree(&name)?);
@@ -83,7 +82,7 @@ pub(super) fn to_plain(dir: &Path) -> Result<(), StoreError> {
         tracing::info!(
             records = copied,
             path = %dir.display(),
-            "copied the store out of the compressed format (schema {})",
+            "copied the store into the compressed format (schema {})",
             super::SCHEMA_VERSION
         );
     }
@@ -93,14 +92,18 @@ pub(super) fn to_plain(dir: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Writes a store the way schema `version` did (uncompressed sled for 1, compressed for
-/// 2) holding `records` (tree, key, JSON value), for migration tests.
+/// Writes a store the way schema 1 did (uncompressed sled, `schema_version` 1) holding
+/// `records` (tree, key, JSON value), for migration tests.
 #[cfg(test)]
-fn write_schema(dir: &Path, version: u32, records: &[(&str, String, serde_json::Value)]) {
-    let db = sled_config(&dir.join("sled"), version == 2).open().unwrap();
+pub(crate) fn write_schema_1(dir: &Path, records: &[(&str, String, serde_json::Value)]) {
+    let db = sled::Config::new()
+        .path(dir.join("sled"))
+        .flush_every_ms(None)
+        .open()
+        .unwrap();
     db.open_tree("meta")
         .unwrap()
-        .insert("schema_version", version.to_string().as_bytes())
+        .insert("schema_version", "1")
         .unwrap();
     for (tree, key, value) in records {
         db.open_tree(tree)
@@ -111,41 +114,29 @@ fn write_schema(dir: &Path, version: u32, records: &[(&str, String, serde_json::
     db.flush().unwrap();
 }
 
-/// A schema-1 store (uncompressed sled) holding `records` (tree, key, JSON value).
-#[cfg(test)]
-pub(crate) fn write_schema_1(dir: &Path, records: &[(&str, String, serde_json::Value)]) {
-    write_schema(dir, 1, records);
-}
-
-/// A schema-2 store (compressed sled) holding `records` (tree, key, JSON value).
-#[cfg(test)]
-fn write_schema_2(dir: &Path, records: &[(&str, String, serde_json::Value)]) {
-    write_schema(dir, 2, records);
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::store::{SCHEMA_VERSION, Store};
 
-    fn write_v2(dir: &Path, records: usize) {
+    fn write_v1(dir: &Path, records: usize) {
         let records: Vec<_> = (0..records)
             .map(|i| {
                 let value = serde_json::json!({"n": i, "text": "some words ".repeat(10)});
                 ("things", format!("{i:06}"), value)
             })
             .collect();
-        write_schema_2(dir, &records);
+        write_schema_1(dir, &records);
     }
 
     #[test]
-    fn a_schema_2_store_is_copied_into_the_plain_format_and_keeps_every_record() {
+    fn a_schema_1_store_is_copied_into_the_compressed_format_and_keeps_every_record() {
         let dir = tempfile::tempdir().unwrap();
-        write_v2(dir.path(), 2_500);
-        assert!(is_compressed(&dir.path().join("sled")));
+        write_v1(dir.path(), 2_500);
+        assert!(is_uncompressed(&dir.path().join("sled")));
 
         let store = Store::open(dir.path()).unwrap();
-        assert!(!is_compressed(&dir.path().join("sled")));
+        assert!(!is_uncompressed(&dir.path().join("sled")));
         assert!(!dir.path().join(MIGRATING).exists() && !dir.path().join(OLD).exists());
         assert_eq!(
             store.marker("schema_version").unwrap(),
@@ -166,7 +157,7 @@ mod tests {
     fn a_migration_stopped_midway_finishes_on_the_next_start() {
         // Stopped while copying: the partial copy is thrown away and the copy redone.
         let dir = tempfile::tempdir().unwrap();
-        write_v2(dir.path(), 10);
+        write_v1(dir.path(), 10);
         std::fs::create_dir_all(dir.path().join(MIGRATING)).unwrap();
         std::fs::write(dir.path().join(MIGRATING).join("junk"), b"partial").unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -175,12 +166,12 @@ mod tests {
 
         // Stopped between the renames: the finished copy is put in place.
         let dir = tempfile::tempdir().unwrap();
-        write_v2(dir.path(), 10);
-        let v2 = dir.path().join("sled");
-        std::fs::rename(&v2, dir.path().join("copy-of-v2")).unwrap();
+        write_v1(dir.path(), 10);
+        let v1 = dir.path().join("sled");
+        std::fs::rename(&v1, dir.path().join("copy-of-v1")).unwrap();
         let scratch = tempfile::tempdir().unwrap();
-        std::fs::rename(dir.path().join("copy-of-v2"), scratch.path().join("sled")).unwrap();
-        to_plain(scratch.path()).unwrap();
+        std::fs::rename(dir.path().join("copy-of-v1"), scratch.path().join("sled")).unwrap();
+        to_compressed(scratch.path()).unwrap();
         std::fs::rename(scratch.path().join("sled"), dir.path().join(MIGRATING)).unwrap();
         std::fs::create_dir_all(dir.path().join(OLD)).unwrap();
         let store = Store::open(dir.path()).unwrap();
