@@ -192,11 +192,7 @@ impl<V: Serialize + DeserializeOwned> Journal<V> {
         mut f: impl FnMut(DateTime<Utc>, V),
     ) -> Result<usize, StoreError> {
         let (from_ms, to_ms) = (from.timestamp_millis(), to.timestamp_millis());
-        let _shared = self
-            .inner
-            .segments
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
+        let _shared = self.inner.shared();
         let mut skipped = 0;
         for seg in self.inner.listed()? {
             if seg.hour < from_ms.div_euclid(3_600_000)
@@ -242,11 +238,7 @@ impl<V: Serialize + DeserializeOwned> Journal<V> {
     pub fn sweep(&self, cutoff: DateTime<Utc>) -> Result<usize, StoreError> {
         let last_hour = cutoff.timestamp_millis().div_euclid(3_600_000) - 1;
         let open_hour = self.inner.lock_open().as_ref().map(|o| (o.hour, o.n));
-        let _exclusive = self
-            .inner
-            .segments
-            .write()
-            .unwrap_or_else(|p| p.into_inner());
+        let _exclusive = self.inner.exclusive();
         let mut removed = 0;
         for seg in self.inner.listed()? {
             let is_open = seg.session == self.inner.session && open_hour == Some((seg.hour, seg.n));
@@ -254,11 +246,7 @@ impl<V: Serialize + DeserializeOwned> Journal<V> {
                 continue;
             }
             let path = self.inner.dir.join(seg.file_name());
-            removed += match seg.count {
-                Some(c) => c,
-                None => count_lines(&path, false)
-                    .map_err(|e| io_error(self.inner.name, &path, "cannot read", &e))?,
-            };
+            removed += self.inner.records_in(&seg)?;
             std::fs::remove_file(&path)
                 .map_err(|e| io_error(self.inner.name, &path, "cannot remove", &e))?;
         }
@@ -267,19 +255,10 @@ impl<V: Serialize + DeserializeOwned> Journal<V> {
 
     /// Records stored (reads the segments not yet compressed: not for hot paths).
     pub fn count(&self) -> Result<usize, StoreError> {
-        let _shared = self
-            .inner
-            .segments
-            .read()
-            .unwrap_or_else(|p| p.into_inner());
+        let _shared = self.inner.shared();
         let mut n = 0;
         for seg in self.inner.listed()? {
-            let path = self.inner.dir.join(seg.file_name());
-            n += match seg.count {
-                Some(c) => c,
-                None => count_lines(&path, false)
-                    .map_err(|e| io_error(self.inner.name, &path, "cannot read", &e))?,
-            };
+            n += self.inner.records_in(&seg)?;
         }
         Ok(n)
     }
@@ -300,6 +279,25 @@ impl<V: Serialize + DeserializeOwned> Journal<V> {
 impl Inner {
     fn lock_open(&self) -> std::sync::MutexGuard<'_, Option<Open>> {
         self.open.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn shared(&self) -> std::sync::RwLockReadGuard<'_, ()> {
+        self.segments.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn exclusive(&self) -> std::sync::RwLockWriteGuard<'_, ()> {
+        self.segments.write().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The records in `seg`: from its name once compressed, else counted.
+    fn records_in(&self, seg: &Name) -> Result<usize, StoreError> {
+        match seg.count {
+            Some(c) => Ok(c),
+            None => {
+                let path = self.dir.join(seg.file_name());
+                count_lines(&path, false).map_err(|e| io_error(self.name, &path, "cannot read", &e))
+            }
+        }
     }
 
     fn listed(&self) -> Result<Vec<Name>, StoreError> {
