@@ -18,10 +18,10 @@ use std::time::Duration;
 use tokio::sync::watch;
 
 use super::StoreError;
-use super::journal::Syncable;
+use super::journal::Inner as JournalInner;
 
 /// The journals synced after sled by every flush (see `journal.rs`).
-pub(super) type Journals = Arc<Mutex<Vec<Arc<dyn Syncable>>>>;
+pub(super) type Journals = Arc<Mutex<Vec<Arc<JournalInner>>>>;
 
 /// How often the flusher writes on its own when no caller asks.
 const PERIODIC_FLUSH: Duration = Duration::from_millis(500);

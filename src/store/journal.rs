@@ -38,13 +38,6 @@ pub(super) use import::import;
 
 use segment::{Name, compress, list};
 
-/// What the group flusher syncs after sled: a journal of any record type.
-pub(super) trait Syncable: Send + Sync {
-    fn name(&self) -> &'static str;
-    fn sync(&self) -> Result<(), String>;
-    fn as_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync>;
-}
-
 /// A journal of `V` records. Cheap to clone.
 pub struct Journal<V> {
     inner: Arc<Inner>,
@@ -122,17 +115,15 @@ impl<V: Serialize + DeserializeOwned> Journal<V> {
         })
     }
 
-    pub(super) fn syncable(&self) -> Arc<dyn Syncable> {
+    /// What the store keeps of the journal (to sync it, and to hand it out again).
+    pub(super) fn shared(&self) -> Arc<Inner> {
         self.inner.clone()
     }
 
-    /// The journal a `syncable` of the same store came from.
-    pub(super) fn from_shared(shared: Arc<dyn Syncable>) -> Self {
+    /// The journal of `shared` (any record type: the files hold JSON lines).
+    pub(super) fn from_shared(shared: Arc<Inner>) -> Self {
         Self {
-            inner: shared
-                .as_any()
-                .downcast::<Inner>()
-                .expect("every journal's syncable is its Inner"),
+            inner: shared,
             _value: PhantomData,
         }
     }
@@ -361,16 +352,14 @@ fn close(inner: &Arc<Inner>, old: Open) -> Result<(), StoreError> {
     Ok(())
 }
 
-impl Syncable for Inner {
-    fn name(&self) -> &'static str {
+/// What the group flusher calls after sled's flush.
+impl Inner {
+    pub(super) fn name(&self) -> &'static str {
         self.name
     }
 
-    fn as_any(self: Arc<Self>) -> Arc<dyn std::any::Any + Send + Sync> {
-        self
-    }
-
-    fn sync(&self) -> Result<(), String> {
+    /// Makes what was appended so far durable.
+    pub(super) fn sync(&self) -> Result<(), String> {
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }

@@ -214,7 +214,7 @@ impl Store {
             return Ok(Journal::from_shared(j.clone()));
         }
         let journal = Journal::open(&self.path, name)?;
-        journals.push(journal.syncable());
+        journals.push(journal.shared());
         Ok(journal)
     }
 
