@@ -30,6 +30,8 @@ const PROBLEM_WORDS: &[&str] = &[
 ];
 /// Longest problem line kept.
 const MAX_LINE_CHARS: usize = 300;
+/// Longest query quoted in a figure.
+const MAX_QUERY_CHARS: usize = 80;
 
 /// The key figures of `finding`, from `records`: alert-first evidence and what it cites.
 pub fn for_finding(finding: &Finding, records: &[CallRecord]) -> Vec<Evidence> {
@@ -38,18 +40,27 @@ pub fn for_finding(finding: &Finding, records: &[CallRecord]) -> Vec<Evidence> {
         .iter()
         .flat_map(|e| e.tool_call_ids.iter().cloned())
         .collect();
-    figures(records, &cited)
+    let mentions = [&finding.summary, &finding.probable_cause]
+        .into_iter()
+        .chain(finding.evidence.iter().map(|e| &e.claim))
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join("\n");
+    figures(records, &cited, &mentions)
 }
 
 /// The figures in `records` (alert-first evidence and the calls the finding cites), in
-/// call order, without repeats.
-pub fn figures(records: &[CallRecord], cited: &[String]) -> Vec<Evidence> {
+/// call order, without repeats. Of a result's dated values (`when_lines`), those about a
+/// series `mentions` names (the finding's text) when it names any.
+pub fn figures(records: &[CallRecord], cited: &[String], mentions: &str) -> Vec<Evidence> {
     let mut out: Vec<Evidence> = Vec::new();
     let relevant = records.iter().filter(|r| {
         r.ok && r.repeat_of.is_none() && (r.id.starts_with("evidence_") || cited.contains(&r.id))
     });
     for r in relevant {
         let mut claims = figure_lines(&r.output);
+        let query = r.arguments.get("query").and_then(|q| q.as_str());
+        claims.extend(when_lines(&r.output, query.unwrap_or(""), mentions));
         if r.id.starts_with("evidence_") {
             claims.extend(problem_lines(&r.output));
         }
@@ -127,6 +138,54 @@ fn figure_lines(output: &str) -> Vec<String> {
     lines
 }
 
+/// The values a Prometheus result dated or measured in time (`tools::format::value_note`:
+/// `431999 (5.0 days)`, `last=1795938231 (2026-11-29 07:43 UTC, in 5.0 days)`), each as
+/// "instance: query = value (note)" (", last value (note)" for a range). Only those about a
+/// series `mentions` names, when it names any.
+fn when_lines(output: &str, query: &str, mentions: &str) -> Vec<String> {
+    let query = crate::text::truncate(query, MAX_QUERY_CHARS);
+    let lines: Vec<(String, String)> = output
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .filter_map(|line| {
+            let about = identity(line);
+            let range = line.split_once(" last=");
+            let (value, note) = match range {
+                Some((_, rest)) => rest.split(" trend=").next()?.split_once(" (")?,
+                None => {
+                    let (head, note) = line.rsplit_once(" (")?;
+                    (head.rsplit_once(' ')?.1, note)
+                }
+            };
+            let note = note.strip_suffix(')')?;
+            let timed = [" days", " h", " min", " s"]
+                .iter()
+                .any(|u| note.ends_with(u) || note.contains(&format!("{u} ago")));
+            let subject = if query.is_empty() {
+                about.clone()
+            } else {
+                format!("{about}: {query}")
+            };
+            let claim = if range.is_some() {
+                format!("{subject}, last {value} ({note})")
+            } else {
+                format!("{subject} = {value} ({note})")
+            };
+            (timed && value.parse::<f64>().is_ok() && !about.is_empty()).then_some((about, claim))
+        })
+        .collect();
+    let named: Vec<String> = lines
+        .iter()
+        .filter(|(about, _)| mentions.contains(about.as_str()))
+        .map(|(_, l)| l.clone())
+        .collect();
+    if named.is_empty() {
+        lines.into_iter().map(|(_, l)| l).collect()
+    } else {
+        named
+    }
+}
+
 /// Lines of an overview tool's output that state a problem (`PROBLEM_WORDS`).
 fn problem_lines(output: &str) -> Vec<String> {
     output
@@ -182,7 +241,7 @@ mod tests {
 
     #[test]
     fn a_trend_line_becomes_a_short_figure_naming_its_series_and_call() {
-        let figs = figures(&[record("evidence_2", RANGE)], &[]);
+        let figs = figures(&[record("evidence_2", RANGE)], &[], "");
         assert_eq!(figs.len(), 1);
         assert_eq!(
             figs[0].claim,
@@ -195,8 +254,8 @@ mod tests {
     fn overview_lines_keep_their_own_label_and_uncited_model_calls_give_none() {
         let overview = "pve1:9100 over the last 6h\nfilesystem /var/lib/vz: used 94.1 % (60 GiB free of 1 TiB; 1 bytes free); first 81 GiB → last 60 GiB over 10h20m (-21 GiB); falling 48.8 GiB/day (2.03 GiB/h, linear fit); full in ~1.2 days (2026-11-25 05:32 UTC, from the last point)";
         let records = [record("call_1", overview), record("call_2", RANGE)];
-        assert!(figures(&records, &[]).is_empty());
-        let figs = figures(&records, &["call_1".into()]);
+        assert!(figures(&records, &[], "").is_empty());
+        let figs = figures(&records, &["call_1".into()], "");
         assert_eq!(
             figs[0].claim,
             "filesystem /var/lib/vz: used 94.1 %; falling 48.8 GiB/day; full in ~1.2 days (2026-11-25 05:32 UTC)"
@@ -206,7 +265,7 @@ mod tests {
     #[test]
     fn a_step_change_says_since_when_for_its_series() {
         let out = "{instance=\"pve2:9100\",job=\"node\"} min=0 max=1 last=0 trend=falling (181 points)\n  1 → 0 at 2026-11-24 00:25 UTC, down since 00:25 UTC (48 min)";
-        let figs = figures(&[record("evidence_1", out)], &[]);
+        let figs = figures(&[record("evidence_1", out)], &[], "");
         assert_eq!(
             figs[0].claim,
             "pve2:9100: 1 → 0 at 2026-11-24 00:25 UTC, down since 00:25 UTC (48 min)"
@@ -216,17 +275,47 @@ mod tests {
     #[test]
     fn problem_lines_of_evidence_are_kept_and_those_of_the_models_calls_are_not() {
         let out = "tank: DEGRADED, 2 vdevs\n  sdb: FAULTED (too many errors)\n  sdc: ONLINE";
-        let figs = figures(&[record("evidence_1", out)], &[]);
+        let figs = figures(&[record("evidence_1", out)], &[], "");
         let claims: Vec<&str> = figs.iter().map(|f| f.claim.as_str()).collect();
         assert_eq!(
             claims,
             vec!["tank: DEGRADED, 2 vdevs", "sdb: FAULTED (too many errors)"]
         );
-        assert!(figures(&[record("call_1", out)], &["call_1".into()]).is_empty());
+        assert!(figures(&[record("call_1", out)], &["call_1".into()], "").is_empty());
     }
 
     #[test]
     fn output_without_computed_trends_gives_no_figures() {
-        assert!(figures(&[record("evidence_1", "up{instance=\"a\"} 1")], &[]).is_empty());
+        assert!(figures(&[record("evidence_1", "up{instance=\"a\"} 1")], &[], "").is_empty());
+    }
+
+    #[test]
+    fn dated_values_become_figures_about_the_series_the_finding_names() {
+        let instant = "2 series; common labels {job=\"blackbox\"}\n{instance=\"https://photos.home.lan\"} 6911999 (80.0 days)\n{instance=\"https://nas.home.lan\"} 431999 (5.0 days)";
+        let mut r = record("evidence_1", instant);
+        r.arguments = json!({"query": "probe_ssl_earliest_cert_expiry - time()"});
+        let claims = |mentions: &str| -> Vec<String> {
+            figures(std::slice::from_ref(&r), &[], mentions)
+                .into_iter()
+                .map(|f| f.claim)
+                .collect()
+        };
+        assert_eq!(
+            claims("the certificate of https://nas.home.lan expires soon"),
+            ["https://nas.home.lan: probe_ssl_earliest_cert_expiry - time() = 431999 (5.0 days)"]
+        );
+        assert_eq!(
+            claims("no firing alerts").len(),
+            2,
+            "names none: all of them"
+        );
+        let range = "1 series\nprobe_ssl_earliest_cert_expiry{instance=\"https://nas.home.lan\",job=\"blackbox\"} min=1795938231 avg=1795938231 max=1795938231 last=1795938231 (2026-11-29 07:43 UTC, in 5.0 days) trend=flat (61 points)";
+        let figs = figures(&[record("evidence_2", range)], &[], "");
+        assert_eq!(
+            figs[0].claim,
+            "https://nas.home.lan, last 1795938231 (2026-11-29 07:43 UTC, in 5.0 days)"
+        );
+        let plain = "1 series\nup{instance=\"a\"} min=1 avg=1 max=1 last=1 trend=flat (5 points)";
+        assert!(figures(&[record("evidence_3", plain)], &[], "").is_empty());
     }
 }

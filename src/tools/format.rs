@@ -96,8 +96,9 @@ impl Unit {
     /// Guesses the unit from metric names in a query (`_seconds`, `_bytes`); counters
     /// (`_total`, `_count`) and rates of them stay plain.
     pub fn guess(query: &str) -> Self {
-        let q = query.to_ascii_lowercase();
+        let q = without_strings(&query.to_ascii_lowercase());
         let q: String = q.chars().filter(|c| !c.is_whitespace()).collect();
+        let q = left_of_comparison(&q);
         let computed = q.contains('/') || q.contains('*') || q.contains("rate(");
         if q.contains("_total") || q.contains("_count") || q.contains("count(") {
             Self::Plain
@@ -113,6 +114,48 @@ impl Unit {
             Self::Plain
         }
     }
+}
+
+/// `query` without its quoted strings (label values): a URL in `instance="https://…"` is
+/// not a division, nor a metric name.
+fn without_strings(query: &str) -> String {
+    let mut out = String::with_capacity(query.len());
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for c in query.chars() {
+        match quote {
+            Some(_) if escaped => escaped = false,
+            Some(_) if c == '\\' => escaped = true,
+            Some(q) if c == q => {
+                quote = None;
+                out.push(c);
+            }
+            Some(_) => {}
+            None => {
+                if matches!(c, '"' | '\'' | '`') {
+                    quote = Some(c);
+                }
+                out.push(c);
+            }
+        }
+    }
+    out
+}
+
+/// The left side of a top-level comparison (`x - time() < 14 * 86400`, an alert rule's
+/// expression): its values are what such a query returns.
+fn left_of_comparison(q: &str) -> &str {
+    let mut depth = 0i32;
+    for (i, c) in q.char_indices() {
+        match c {
+            '(' | '{' | '[' => depth += 1,
+            ')' | '}' | ']' => depth -= 1,
+            '<' | '>' if depth == 0 => return &q[..i],
+            '=' | '!' if depth == 0 && q[i + 1..].starts_with('=') => return &q[..i],
+            _ => {}
+        }
+    }
+    q
 }
 
 /// `v` with 3 significant digits, trailing zeros removed.
@@ -233,6 +276,8 @@ mod tests {
             "node_boot_time_seconds{instance=\"a\"}",
             "backup_last_success_timestamp_seconds",
             "timestamp(up)",
+            // A URL in a label value is neither a division nor a metric name.
+            "probe_ssl_earliest_cert_expiry{instance=\"https://nas.home.lan\",job=\"x_total\"}",
         ] {
             assert_eq!(Unit::guess(q), Unit::Timestamp, "{q}");
         }
@@ -240,6 +285,8 @@ mod tests {
             "probe_ssl_earliest_cert_expiry - time()",
             "time() - node_boot_time_seconds",
             "time() - x_last_success_timestamp_seconds",
+            // An alert rule's expression: the values are its left side's.
+            "probe_ssl_earliest_cert_expiry - time() < 14 * 86400",
         ] {
             assert_eq!(Unit::guess(q), Unit::Duration, "{q}");
         }
