@@ -50,30 +50,45 @@ pub fn for_finding(finding: &Finding, records: &[CallRecord]) -> Vec<Evidence> {
 }
 
 /// The figures in `records` (alert-first evidence and the calls the finding cites), in
-/// call order, without repeats. Of a result's dated values (`when_lines`), those about a
-/// series `mentions` names (the finding's text) when it names any.
+/// call order, without repeats. Of the dated values (`when_lines`), only those about a
+/// series `mentions` (the finding's text) names, when it names any: a finding about the
+/// wrong series then shows that series' own figures, which contradict it.
 pub fn figures(records: &[CallRecord], cited: &[String], mentions: &str) -> Vec<Evidence> {
-    let mut out: Vec<Evidence> = Vec::new();
+    // (what a dated value is about, or None for other figures; claim; call id)
+    let mut found: Vec<(Option<String>, String, &str)> = Vec::new();
     let relevant = records.iter().filter(|r| {
         r.ok && r.repeat_of.is_none() && (r.id.starts_with("evidence_") || cited.contains(&r.id))
     });
     for r in relevant {
-        let mut claims = figure_lines(&r.output);
+        let id = r.id.as_str();
+        found.extend(figure_lines(&r.output).into_iter().map(|c| (None, c, id)));
         let query = r.arguments.get("query").and_then(|q| q.as_str());
-        claims.extend(when_lines(&r.output, query.unwrap_or(""), mentions));
+        found.extend(
+            when_lines(&r.output, query.unwrap_or(""))
+                .into_iter()
+                .map(|(about, c)| (Some(about), c, id)),
+        );
         if r.id.starts_with("evidence_") {
-            claims.extend(problem_lines(&r.output));
+            found.extend(problem_lines(&r.output).into_iter().map(|c| (None, c, id)));
         }
-        for claim in claims {
-            if out.len() == MAX_FIGURES {
-                return out;
-            }
-            if !out.iter().any(|f| f.claim == claim) {
-                out.push(Evidence {
-                    claim,
-                    tool_call_ids: vec![r.id.clone()],
-                });
-            }
+    }
+    let named = |about: &Option<String>| {
+        about
+            .as_ref()
+            .is_some_and(|a| mentions.contains(a) || mentions.contains(host(a)))
+    };
+    let any_named = found.iter().any(|(about, _, _)| named(about));
+    let mut out: Vec<Evidence> = Vec::new();
+    for (about, claim, id) in found {
+        if out.len() == MAX_FIGURES {
+            break;
+        }
+        let kept = about.is_none() || !any_named || named(&about);
+        if kept && !out.iter().any(|f| f.claim == claim) {
+            out.push(Evidence {
+                claim,
+                tool_call_ids: vec![id.to_string()],
+            });
         }
     }
     out
@@ -140,11 +155,10 @@ fn figure_lines(output: &str) -> Vec<String> {
 
 /// The values a Prometheus result dated or measured in time (`tools::format::value_note`:
 /// `431999 (5.0 days)`, `last=1795938231 (2026-11-29 07:43 UTC, in 5.0 days)`), each as
-/// "instance: query = value (note)" (", last value (note)" for a range). Only those about a
-/// series `mentions` names, when it names any.
-fn when_lines(output: &str, query: &str, mentions: &str) -> Vec<String> {
+/// (instance, "instance: query = value (note)"; ", last value (note)" for a range).
+fn when_lines(output: &str, query: &str) -> Vec<(String, String)> {
     let query = crate::text::truncate(query, MAX_QUERY_CHARS);
-    let lines: Vec<(String, String)> = output
+    output
         .lines()
         .filter(|l| !l.starts_with(' '))
         .filter_map(|line| {
@@ -173,17 +187,7 @@ fn when_lines(output: &str, query: &str, mentions: &str) -> Vec<String> {
             };
             (timed && value.parse::<f64>().is_ok() && !about.is_empty()).then_some((about, claim))
         })
-        .collect();
-    let named: Vec<String> = lines
-        .iter()
-        .filter(|(about, _)| mentions.contains(about.as_str()))
-        .map(|(_, l)| l.clone())
-        .collect();
-    if named.is_empty() {
-        lines.into_iter().map(|(_, l)| l).collect()
-    } else {
-        named
-    }
+        .collect()
 }
 
 /// Lines of an overview tool's output that state a problem (`PROBLEM_WORDS`).
@@ -203,6 +207,13 @@ fn step_line(line: &str) -> Option<&str> {
     let step = t.contains(" → ")
         && (t.contains("down since") || t.contains("up since") || t.contains(" for the last "));
     (step || t.starts_with("no samples since")).then_some(t)
+}
+
+/// The host of an instance as people write it: `nas.home.lan` of `https://nas.home.lan`,
+/// `pve1` of `pve1:9100`.
+fn host(instance: &str) -> &str {
+    let rest = instance.split_once("://").map_or(instance, |(_, r)| r);
+    rest.split([':', '/', ' ']).next().unwrap_or(rest)
 }
 
 /// `pve1:9100 /var/lib/vz` from a series line `name{…instance="pve1:9100",…mountpoint=
