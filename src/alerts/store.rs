@@ -203,7 +203,8 @@ pub struct AlertStore {
     log: Journal<AlertRecord>,
 }
 
-/// The marker of the schema-2 group layout (see `Store::marker`).
+/// The marker of the group layout (see `Store::marker`): "2" split groups into rows and
+/// samples, "3" keys the last-activity index by whole seconds (`rows::seen_key`).
 const LAYOUT_MARKER: &str = "alerts_layout";
 
 /// One page of groups, newest activity first.
@@ -225,9 +226,15 @@ impl AlertStore {
             cache: Arc::default(),
             log: store.journal_from_tree("alerts", "alerts", |r: &AlertRecord| r.received_at)?,
         };
-        if store.marker(LAYOUT_MARKER)?.as_deref() != Some("2") {
+        if store.marker(LAYOUT_MARKER)?.as_deref() != Some("3") {
+            // The index is rebuilt from the rows (one key per group).
+            let keys = this
+                .seen
+                .keys_range([], [0xff])
+                .collect::<Result<Vec<_>, _>>()?;
+            this.seen.remove_all(keys)?;
             this.migrate_groups()?;
-            store.set_marker(LAYOUT_MARKER, "2")?;
+            store.set_marker(LAYOUT_MARKER, "3")?;
         }
         Ok(this)
     }

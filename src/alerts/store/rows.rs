@@ -70,9 +70,11 @@ pub(super) fn time_key(t: DateTime<Utc>) -> String {
     format!("{:020}", t.timestamp_nanos_opt().unwrap_or(0).max(0))
 }
 
-/// The last-activity index key of a group.
+/// The last-activity index key of a group, by whole seconds: a group busy with many
+/// alerts a second rewrites its index entry once a second, not once per alert.
 pub(super) fn seen_key(last_seen: DateTime<Utc>, group: &str) -> String {
-    format!("{}\0{group}", time_key(last_seen))
+    let second = DateTime::from_timestamp(last_seen.timestamp(), 0).unwrap_or(last_seen);
+    format!("{}\0{group}", time_key(second))
 }
 
 /// The group named by an index key.

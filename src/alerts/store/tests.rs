@@ -278,3 +278,26 @@ fn a_schema_2_alert_log_in_sled_moves_into_the_journal_once_even_after_a_stop_mi
         assert!(!half.exists());
     }
 }
+
+#[test]
+fn an_index_of_milliseconds_is_rebuilt_by_seconds_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Utc::now();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        let alerts = AlertStore::open(&store).unwrap();
+        absorb(&alerts, "g0", now, &[alert("a", AlertStatus::Firing)]);
+        absorb(&alerts, "g1", now, &[alert("b", AlertStatus::Firing)]);
+        // What layout 2 wrote: keys to the nanosecond.
+        alerts
+            .seen
+            .insert(format!("{}\0g0", time_key(now)), &())
+            .unwrap();
+        store.set_marker(LAYOUT_MARKER, "2").unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let alerts = AlertStore::open(&store).unwrap();
+    assert_eq!(alerts.seen.len(), 2, "one entry per group");
+    let page = alerts.recent_groups(10, None).unwrap();
+    assert_eq!(page.groups.len(), 2);
+}
