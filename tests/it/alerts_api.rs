@@ -25,6 +25,9 @@ async fn alert_groups_are_listed_newest_first_one_page_at_a_time() {
         }
     };
     post(am_storm(5, 5, "firing")).await;
+    // Activity is ordered to the second (groups of one second by key): the later alert
+    // comes in a later second.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
     let mut again = am_storm(3, 5, "firing");
     again["alerts"] = Value::Array(vec![again["alerts"][2].clone()]);
     post(again).await;
