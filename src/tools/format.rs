@@ -116,21 +116,24 @@ impl Unit {
     }
 }
 
-/// `query` without its quoted strings (label values): a URL in `instance="https://…"` is
-/// not a division, nor a metric name.
-fn without_strings(query: &str) -> String {
+/// `query` with the contents of its string literals removed: a `/` in a mountpoint or a
+/// URL in `instance="https://…"` is no division, nor a metric name.
+pub fn without_strings(query: &str) -> String {
     let mut out = String::with_capacity(query.len());
     let mut quote: Option<char> = None;
     let mut escaped = false;
     for c in query.chars() {
         match quote {
-            Some(_) if escaped => escaped = false,
-            Some(_) if c == '\\' => escaped = true,
-            Some(q) if c == q => {
-                quote = None;
-                out.push(c);
+            Some(q) => {
+                if escaped {
+                    escaped = false;
+                } else if c == '\\' && q != '`' {
+                    escaped = true;
+                } else if c == q {
+                    quote = None;
+                    out.push(c);
+                }
             }
-            Some(_) => {}
             None => {
                 if matches!(c, '"' | '\'' | '`') {
                     quote = Some(c);

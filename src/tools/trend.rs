@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use super::format::{Unit, format_number, humanize};
+use super::format::{Unit, format_number, humanize, without_strings};
 use crate::integrations::prometheus::Labels;
 
 /// What a query's values measure, when they approach a limit.
@@ -46,35 +46,6 @@ pub fn size_metric(free: &str) -> Option<String> {
         }
     }
     None
-}
-
-/// `query` with the contents of its string literals removed (a `/` in a mountpoint is no
-/// division).
-fn without_strings(query: &str) -> String {
-    let mut out = String::with_capacity(query.len());
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for c in query.chars() {
-        match quote {
-            Some(q) => {
-                if escaped {
-                    escaped = false;
-                } else if c == '\\' && q != '`' {
-                    escaped = true;
-                } else if c == q {
-                    quote = None;
-                    out.push(c);
-                }
-            }
-            None => {
-                if matches!(c, '"' | '\'' | '`') {
-                    quote = Some(c);
-                }
-                out.push(c);
-            }
-        }
-    }
-    out
 }
 
 impl Measure {
