@@ -123,6 +123,7 @@ enum InvestigationsCommand {
 }
 
 fn main() -> ExitCode {
+    sre_agent::app::heap::limit_arenas();
     let cli = Cli::parse();
     let source = ConfigSource::discover(cli.config.clone());
     let config = match Config::load(&source).and_then(|c| tools::catalog::validate(&c).map(|()| c))

@@ -307,7 +307,8 @@ impl AlertStore {
             .iter()
             .filter(|fp| !group.alerts.contains_key(*fp))
             .map(|fp| member_key(key, fp));
-        self.samples.remove_all(dropped)?;
+        // A sample left by a crash here is dropped again at the group's next update.
+        self.samples.remove_each(dropped)?;
         let new_seen = seen_key(group.last_seen, key);
         if old_seen.as_ref() != Some(&new_seen) {
             self.seen.insert(&new_seen, &())?;

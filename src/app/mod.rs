@@ -5,6 +5,7 @@
 //! [`Components::stop`] drains it. `http::App` puts the HTTP listener in front.
 
 pub mod api_token;
+pub mod heap;
 mod retention;
 mod state;
 

@@ -9,6 +9,7 @@ use crate::telemetry;
 /// Builds the application (every setting checked before the port is bound) and serves.
 pub async fn run(config: Config) -> anyhow::Result<()> {
     telemetry::logging::init(&config.log);
+    crate::app::heap::trim_in_background();
     let app = App::build(config).await?;
     let token = CancellationToken::new();
     tokio::spawn(stop_on_signal(token.clone()));

@@ -1,0 +1,47 @@
+//! The daemon's heap on glibc: what it gives back to the system.
+//!
+//! Measured with the scale bench (single-alert webhooks from 16 clients, 130,000 stored
+//! alerts): glibc's default of up to eight arenas per core let each runtime thread keep
+//! its own partly free heap, and the daemon held 84 MiB resident while ingesting, most of
+//! it freed memory (heaptrack saw about 24 MiB live). Two arenas took it to 60 MiB at the
+//! same intake rate; trimming the freed pages every few seconds takes the rest back.
+//! Other allocators were measured and not taken: mimalloc idled at 60 MiB and jemalloc at
+//! 39 MiB where glibc idles at 20.
+
+use std::time::Duration;
+
+/// How often freed heap pages are given back while the daemon runs.
+const TRIM_EVERY: Duration = Duration::from_secs(5);
+
+/// Limits glibc to two arenas. Call first in `main`, before any thread starts (an arena
+/// is created when a thread first allocates under contention).
+pub fn limit_arenas() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only sets an allocator parameter; called before other threads run.
+    unsafe {
+        libc::mallopt(libc::M_ARENA_MAX, 2);
+    }
+}
+
+/// Gives freed heap pages back to the system every `TRIM_EVERY`, on its own thread, for
+/// as long as the process runs (a no-op off glibc, whose allocators return memory
+/// themselves).
+pub fn trim_in_background() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        let spawned = std::thread::Builder::new()
+            .name("heap-trim".into())
+            .spawn(|| {
+                loop {
+                    std::thread::sleep(TRIM_EVERY);
+                    // SAFETY: malloc_trim takes the arena locks itself; no pointers change.
+                    unsafe {
+                        libc::malloc_trim(0);
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start the heap trimmer; freed memory stays resident");
+        }
+    }
+}
