@@ -12,14 +12,15 @@ use serde::{Deserialize, Serialize};
 use crate::alerts::{Alert, AlertSource, AlertStatus};
 use crate::store::{Journal, Store, StoreError, Tree};
 
+mod firing;
 mod outcome;
 mod rows;
 
 pub use outcome::Outcome;
 
+use firing::FiringSets;
 use rows::{
-    GroupRow, StoredFiring, group_of, member_fingerprint, member_key, row_of, seen_group, seen_key,
-    time_key,
+    GroupRow, group_of, member_fingerprint, member_key, row_of, seen_group, seen_key, time_key,
 };
 
 /// Most recent alerts kept per group (by fingerprint) for context and the API.
@@ -197,15 +198,18 @@ pub struct AlertStore {
     groups: Tree<GroupRow>,
     samples: Tree<Alert>,
     seen: Tree<()>,
-    firing: Tree<()>,
+    firing: FiringSets,
     cache: Arc<Mutex<GroupCache>>,
     /// Every received alert, outside sled (schema 2 kept it in the `alerts` tree).
     log: Journal<AlertRecord>,
 }
 
 /// The marker of the group layout (see `Store::marker`): "2" split groups into rows and
-/// samples, "3" keys the last-activity index by whole seconds (`rows::seen_key`).
+/// samples, "3" keys the last-activity index by whole seconds (`rows::seen_key`), "4"
+/// keeps firing sets in buckets (`firing.rs`).
 const LAYOUT_MARKER: &str = "alerts_layout";
+/// Layout 3's firing tree (one key per fingerprint), moved into buckets by layout 4.
+const OLD_FIRING: &str = "alert_firing";
 
 /// One page of groups, newest activity first.
 #[derive(Debug)]
@@ -222,11 +226,12 @@ impl AlertStore {
             groups: store.tree("alert_groups")?,
             samples: store.tree("alert_samples")?,
             seen: store.tree("alert_groups_seen")?,
-            firing: store.tree("alert_firing")?,
+            firing: FiringSets::new(store.tree("alert_firing_sets")?),
             cache: Arc::default(),
             log: store.journal_from_tree("alerts", "alerts", |r: &AlertRecord| r.received_at)?,
         };
-        if store.marker(LAYOUT_MARKER)?.as_deref() != Some("3") {
+        let layout = store.marker(LAYOUT_MARKER)?;
+        if !matches!(layout.as_deref(), Some("3" | "4")) {
             // The index is rebuilt from the rows (one key per group).
             let keys = this
                 .seen
@@ -234,7 +239,15 @@ impl AlertStore {
                 .collect::<Result<Vec<_>, _>>()?;
             this.seen.remove_all(keys)?;
             this.migrate_groups()?;
-            store.set_marker(LAYOUT_MARKER, "3")?;
+        }
+        if layout.as_deref() != Some("4") {
+            let old: Tree<()> = store.tree(OLD_FIRING)?;
+            let moved = this.firing.import(&old)?;
+            if moved > 0 {
+                tracing::info!(fingerprints = moved, "firing sets moved into buckets");
+            }
+            store.set_marker(LAYOUT_MARKER, "4")?;
+            store.drop_tree(OLD_FIRING)?;
         }
         Ok(this)
     }
@@ -261,11 +274,7 @@ impl AlertStore {
     ) -> Result<Option<GroupState>, StoreError> {
         let mut cache = self.lock_cache();
         self.cached(&mut cache, key)?;
-        let mut firing = StoredFiring {
-            tree: &self.firing,
-            group: key,
-            error: None,
-        };
+        let mut firing = self.firing.of(key);
         // Taken out, not copied: on an error below the next read reloads it from the tree.
         let old = cache.groups.remove(key);
         let old_seen = old.as_ref().map(|g| seen_key(g.last_seen, key));
@@ -282,12 +291,8 @@ impl AlertStore {
             if let Some(k) = old_seen {
                 self.seen.remove(k)?;
             }
+            self.firing.remove_group(key)?;
             let prefix = member_key(key, "");
-            let keys = self
-                .firing
-                .keys_prefix(&prefix)
-                .collect::<Result<Vec<_>, _>>()?;
-            self.firing.remove_all(keys)?;
             let keys = self
                 .samples
                 .keys_prefix(&prefix)
@@ -342,7 +347,7 @@ impl AlertStore {
                 return Ok(None);
             };
             if !cache.counted.contains(key) {
-                g.firing_count = self.firing.keys_prefix(member_key(key, "")).count();
+                g.firing_count = self.firing.count(key)?;
                 if cache.counted.len() >= COUNTED_CAP {
                     cache.counted.clear();
                 }

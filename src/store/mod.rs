@@ -290,6 +290,12 @@ impl Store {
         Ok(())
     }
 
+    /// Removes the tree `name` and everything in it (a layout that moved elsewhere).
+    pub fn drop_tree(&self, name: &str) -> Result<(), StoreError> {
+        self.db.drop_tree(name)?;
+        Ok(())
+    }
+
     /// The data directory.
     pub fn path(&self) -> &Path {
         &self.path

@@ -1,6 +1,6 @@
 //! How an alert group is laid out on disk (schema 2): a small row per group
 //! (`alert_groups`), one record per sample alert (`alert_samples`, `{group}\0{fingerprint}`
-//! keys), the firing fingerprints (`alert_firing`, same keys) and an index of groups by
+//! keys), the firing fingerprints (`alert_firing_sets`, see `firing.rs`) and an index of groups by
 //! last activity (`alert_groups_seen`, `{last_seen nanos}\0{group}` keys) for newest-first
 //! listings and the retention sweep. Schema 1 kept the samples and the firing set inside
 //! the row; such rows still decode (`samples`, `legacy_firing`) and are split on migration.
@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::alerts::{Alert, AlertSource, AlertStatus};
 
-use super::{AlertGroup, AlertStore, FiringSet, Outcome};
-use crate::store::{StoreError, Tree};
+use super::{AlertGroup, AlertStore, Outcome};
+use crate::store::StoreError;
 
 /// One group's row: everything but its sample alerts.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -129,42 +129,6 @@ pub(super) fn group_of(
     }
 }
 
-/// A group's firing set in the `alert_firing` tree (`{group}\0{fingerprint}` keys). The
-/// first storage error is kept and returned by `update_group`.
-pub(super) struct StoredFiring<'a> {
-    pub tree: &'a Tree<()>,
-    pub group: &'a str,
-    pub error: Option<StoreError>,
-}
-
-impl StoredFiring<'_> {
-    fn apply(&mut self, fingerprint: &str, insert: bool) -> bool {
-        if self.error.is_some() {
-            return false;
-        }
-        let key = member_key(self.group, fingerprint);
-        let changed = match self.tree.contains(&key) {
-            Ok(present) if present == insert => Ok(false),
-            Ok(_) if insert => self.tree.insert(&key, &()).map(|_| true),
-            Ok(_) => self.tree.remove(&key).map(|_| true),
-            Err(e) => Err(e),
-        };
-        changed.unwrap_or_else(|e| {
-            self.error = Some(e);
-            false
-        })
-    }
-}
-
-impl FiringSet for StoredFiring<'_> {
-    fn insert(&mut self, fingerprint: &str) -> bool {
-        self.apply(fingerprint, true)
-    }
-    fn remove(&mut self, fingerprint: &str) -> bool {
-        self.apply(fingerprint, false)
-    }
-}
-
 impl AlertStore {
     /// Splits schema-1 rows (samples and firing set inline) into the schema-2 trees and
     /// indexes every group by last activity. Safe to run again after a stop midway.
@@ -176,10 +140,10 @@ impl AlertStore {
             if !row.is_legacy() {
                 continue;
             }
-            for fp in std::mem::take(&mut row.legacy_firing) {
-                self.firing.insert(member_key(&row.key, &fp), &())?;
-            }
-            row.firing_count = self.firing.keys_prefix(member_key(&row.key, "")).count();
+            let firing = std::mem::take(&mut row.legacy_firing);
+            self.firing
+                .add_all(&row.key, firing.iter().map(String::as_str))?;
+            row.firing_count = self.firing.count(&row.key)?;
             let mut samples = std::mem::take(&mut row.samples);
             if let Some(last) = row.legacy_last_alert.take() {
                 row.last_fingerprint = last.fingerprint.clone();

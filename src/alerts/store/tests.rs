@@ -66,8 +66,8 @@ fn a_group_stored_with_its_firing_set_inline_is_migrated_and_still_resolves() {
 
     alerts.update_group("g", |_, _| None).unwrap();
     assert!(alerts.group("g").unwrap().is_none());
-    assert_eq!(alerts.firing.scan_prefix("g\\0").count(), 0);
-    assert_eq!(alerts.samples.scan_prefix("g\\0").count(), 0);
+    assert_eq!(alerts.firing.count("g").unwrap(), 0);
+    assert_eq!(alerts.samples.scan_prefix("g\0").count(), 0);
     assert!(alerts.seen.is_empty());
 }
 
@@ -231,8 +231,8 @@ fn the_sweep_removes_old_alerts_and_quiet_groups_with_their_samples() {
         alerts.group("pending").unwrap().is_some(),
         "waiting to be submitted"
     );
-    assert_eq!(alerts.samples.scan_prefix("quiet\\0").count(), 0);
-    assert_eq!(alerts.firing.scan_prefix("quiet\\0").count(), 0);
+    assert_eq!(alerts.samples.scan_prefix("quiet\0").count(), 0);
+    assert_eq!(alerts.firing.count("quiet").unwrap(), 0);
     assert_eq!(alerts.seen.len(), 2);
     assert_eq!(
         alerts.sweep(now - chrono::Duration::days(30)).unwrap(),
@@ -300,4 +300,40 @@ fn an_index_of_milliseconds_is_rebuilt_by_seconds_once() {
     assert_eq!(alerts.seen.len(), 2, "one entry per group");
     let page = alerts.recent_groups(10, None).unwrap();
     assert_eq!(page.groups.len(), 2);
+}
+
+#[test]
+fn layout_3_firing_keys_move_into_buckets_once_and_the_old_tree_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Utc::now();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        let alerts = AlertStore::open(&store).unwrap();
+        let firing: Vec<Alert> = ["a", "b", "c"]
+            .iter()
+            .map(|fp| alert(fp, AlertStatus::Firing))
+            .collect();
+        absorb(&alerts, "g", now, &firing);
+        // Back to layout 3: one key per fingerprint in the old tree, no buckets.
+        let old: Tree<()> = store.tree(OLD_FIRING).unwrap();
+        for fp in ["a", "b", "c"] {
+            old.insert(rows::member_key("g", fp), &()).unwrap();
+        }
+        store.drop_tree("alert_firing_sets").unwrap();
+        store.set_marker(LAYOUT_MARKER, "3").unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let alerts = AlertStore::open(&store).unwrap();
+    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, 3);
+    assert_eq!(store.tree::<()>(OLD_FIRING).unwrap().len(), 0);
+    assert_eq!(store.marker(LAYOUT_MARKER).unwrap().as_deref(), Some("4"));
+    absorb(&alerts, "g", now, &[alert("a", AlertStatus::Resolved)]);
+    absorb(&alerts, "g", now, &[alert("b", AlertStatus::Resolved)]);
+    let g = alerts.group("g").unwrap().unwrap();
+    assert_eq!((g.firing_count, g.status), (1, AlertStatus::Firing));
+    absorb(&alerts, "g", now, &[alert("c", AlertStatus::Resolved)]);
+    assert_eq!(
+        alerts.group("g").unwrap().unwrap().status,
+        AlertStatus::Resolved
+    );
 }

@@ -1,0 +1,210 @@
+//! The fingerprints of each group's firing alerts, in buckets: `{group}\0{bucket}` keys
+//! (`BUCKETS` per group, by a hash of the fingerprint), each holding its sorted
+//! fingerprints.
+//!
+//! Layout 3 kept one key per fingerprint. With distinct alerts a group's set grows to its
+//! cap (`GROUP_FIRING_CAP`), and sled keeps resident every node it writes: at 1,000,000
+//! stored alerts (200 groups at the cap, 400,000 keys) that tree was 370 MB of sled's
+//! files and most of the daemon's memory while ingesting. Buckets keep the same
+//! fingerprints in a few thousand keys.
+
+use std::collections::BTreeMap;
+
+use super::FiringSet;
+use super::rows::member_key;
+use crate::store::{StoreError, Tree};
+
+/// Buckets per group: a group at the cap holds about 30 fingerprints per bucket (a
+/// rewrite of some 600 bytes per firing alert); a small group one per bucket.
+const BUCKETS: u64 = 64;
+
+/// The firing sets of all groups.
+#[derive(Clone)]
+pub(super) struct FiringSets {
+    tree: Tree<Vec<String>>,
+}
+
+impl FiringSets {
+    pub fn new(tree: Tree<Vec<String>>) -> Self {
+        Self { tree }
+    }
+
+    /// How many fingerprints of `group` are firing.
+    pub fn count(&self, group: &str) -> Result<usize, StoreError> {
+        let mut n = 0;
+        for r in self.tree.scan_prefix(member_key(group, "")) {
+            n += r?.1.len();
+        }
+        Ok(n)
+    }
+
+    /// Removes the set of `group`.
+    pub fn remove_group(&self, group: &str) -> Result<(), StoreError> {
+        let keys = self
+            .tree
+            .keys_prefix(member_key(group, ""))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.tree.remove_all(keys)
+    }
+
+    /// The set of `group` as a `FiringSet` (the first storage error is kept in `error`).
+    pub fn of<'a>(&'a self, group: &'a str) -> StoredFiring<'a> {
+        StoredFiring {
+            sets: self,
+            group,
+            error: None,
+        }
+    }
+
+    /// Adds `fingerprints` to the set of `group` (a migration; safe to repeat).
+    pub fn add_all<'f>(
+        &self,
+        group: &str,
+        fingerprints: impl IntoIterator<Item = &'f str>,
+    ) -> Result<(), StoreError> {
+        let mut buckets: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        for fp in fingerprints {
+            buckets.entry(bucket_key(group, fp)).or_default().push(fp);
+        }
+        for (key, fps) in buckets {
+            let mut set = self.tree.get(&key)?.unwrap_or_default();
+            for fp in fps {
+                if let Err(at) = set.binary_search_by(|f| f.as_str().cmp(fp)) {
+                    set.insert(at, fp.to_string());
+                }
+            }
+            self.tree.insert(&key, &set)?;
+        }
+        Ok(())
+    }
+
+    /// Moves layout 3's one-key-per-fingerprint tree (`{group}\0{fingerprint}` keys) into
+    /// buckets, a group at a time; returns how many fingerprints. Safe to run again after
+    /// a stop midway (the old tree is dropped by the caller once this returns).
+    pub fn import(&self, old: &Tree<()>) -> Result<usize, StoreError> {
+        let mut moved = 0;
+        let mut group = String::new();
+        let mut fps: Vec<String> = Vec::new();
+        for k in old.keys_range([], [0xff]) {
+            let k = k?;
+            let at = k.iter().position(|b| *b == 0).unwrap_or(k.len());
+            let g = String::from_utf8_lossy(&k[..at]);
+            if g != group {
+                self.add_all(&group, fps.iter().map(String::as_str))?;
+                moved += fps.len();
+                fps.clear();
+                group = g.into_owned();
+            }
+            fps.push(String::from_utf8_lossy(k.get(at + 1..).unwrap_or_default()).into_owned());
+        }
+        self.add_all(&group, fps.iter().map(String::as_str))?;
+        Ok(moved + fps.len())
+    }
+}
+
+/// The bucket of `fingerprint` in `group`: FNV-1a, so it is the same in every build.
+fn bucket_key(group: &str, fingerprint: &str) -> String {
+    let hash = fingerprint.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    });
+    member_key(group, &format!("{:02x}", hash % BUCKETS))
+}
+
+/// One group's firing set in the buckets. The first storage error is kept and returned
+/// by `update_group`.
+pub(super) struct StoredFiring<'a> {
+    sets: &'a FiringSets,
+    group: &'a str,
+    pub error: Option<StoreError>,
+}
+
+impl StoredFiring<'_> {
+    fn apply(&mut self, fingerprint: &str, insert: bool) -> bool {
+        if self.error.is_some() {
+            return false;
+        }
+        let key = bucket_key(self.group, fingerprint);
+        let tree = &self.sets.tree;
+        let changed = tree.get(&key).and_then(|set| {
+            let mut set = set.unwrap_or_default();
+            match (
+                set.binary_search_by(|f| f.as_str().cmp(fingerprint)),
+                insert,
+            ) {
+                (Ok(_), true) | (Err(_), false) => return Ok(false),
+                (Err(at), true) => set.insert(at, fingerprint.to_string()),
+                (Ok(at), false) => {
+                    set.remove(at);
+                }
+            }
+            if set.is_empty() {
+                tree.remove(&key)?;
+            } else {
+                tree.insert(&key, &set)?;
+            }
+            Ok(true)
+        });
+        changed.unwrap_or_else(|e| {
+            self.error = Some(e);
+            false
+        })
+    }
+}
+
+impl FiringSet for StoredFiring<'_> {
+    fn insert(&mut self, fingerprint: &str) -> bool {
+        self.apply(fingerprint, true)
+    }
+    fn remove(&mut self, fingerprint: &str) -> bool {
+        self.apply(fingerprint, false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::Store;
+
+    #[test]
+    fn a_set_counts_inserts_and_removals_across_buckets_and_groups_stay_apart() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let sets = FiringSets::new(store.tree("firing_test").unwrap());
+        let mut a = sets.of("a");
+        for i in 0..500 {
+            assert!(a.insert(&format!("{i:016x}")));
+        }
+        assert!(!a.insert(&format!("{:016x}", 7)), "already there");
+        assert!(a.remove(&format!("{:016x}", 7)));
+        assert!(!a.remove(&format!("{:016x}", 7)), "already gone");
+        assert!(a.error.is_none());
+        sets.of("ab").insert("x");
+        assert_eq!(sets.count("a").unwrap(), 499);
+        assert_eq!(sets.count("ab").unwrap(), 1);
+        sets.remove_group("a").unwrap();
+        assert_eq!(sets.count("a").unwrap(), 0);
+        assert_eq!(sets.count("ab").unwrap(), 1);
+    }
+
+    #[test]
+    fn the_one_key_per_fingerprint_layout_imports_group_by_group_and_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let old: Tree<()> = store.tree("old_firing").unwrap();
+        for g in ["g1", "g2"] {
+            for i in 0..100 {
+                old.insert(member_key(g, &format!("fp{i}")), &()).unwrap();
+            }
+        }
+        let sets = FiringSets::new(store.tree("firing_test").unwrap());
+        assert_eq!(sets.import(&old).unwrap(), 200);
+        assert_eq!(
+            sets.import(&old).unwrap(),
+            200,
+            "a second run changes nothing"
+        );
+        assert_eq!(sets.count("g1").unwrap(), 100);
+        assert_eq!(sets.count("g2").unwrap(), 100);
+        assert!(!sets.of("g1").insert("fp42"));
+    }
+}
