@@ -255,27 +255,35 @@ async fn main() {
     for size in sizes {
         let webhook = format!("{}/webhook/alertmanager", daemon.url);
         let stop = Arc::new(AtomicBool::new(false));
-        let peak = watch_rss(daemon.child.id(), stop.clone());
+        let fill_peak = watch_rss(daemon.child.id(), stop.clone());
         let t = Instant::now();
         let fill_to = size.saturating_sub(stored);
         fill(&http, &webhook, next, next + fill_to).await;
         let fill_rate = fill_to as f64 / t.elapsed().as_secs_f64();
         next += fill_to;
         stored += fill_to;
+        stop.store(true, Ordering::Relaxed);
+        let fill_peak = fill_peak.await.unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let peak = watch_rss(daemon.child.id(), stop.clone());
         let lat = sustained(&http, &webhook, 1_000_000_000 + next, secs).await;
         stored += lat.len() as u64;
         next += 1;
         stop.store(true, Ordering::Relaxed);
         let peak = peak.await.unwrap();
         println!("{stored} alerts stored:");
-        println!("  fill in batches of {FILL_BATCH}: {fill_rate:.0} alerts/s");
+        println!(
+            "  fill in batches of {FILL_BATCH}, {FILL_CONCURRENCY} in flight: {fill_rate:.0} alerts/s, RSS peak {fill_peak:.1} MiB"
+        );
         println!(
             "  intake: {:.0} alerts/s, p50 {:.2} ms, p99 {:.2} ms ({CLIENTS} clients, 1 alert/request; target >= 5000/s, p99 < 10 ms)",
             lat.len() as f64 / secs as f64,
             ms(percentile(&lat, 0.5)),
             ms(percentile(&lat, 0.99))
         );
-        println!("  RSS while ingesting: peak {peak:.1} MiB (target < 64)");
+        println!(
+            "  RSS while ingesting (the {CLIENTS} clients above): peak {peak:.1} MiB (target < 64)"
+        );
         tokio::time::sleep(Duration::from_secs(3)).await;
         println!("  RSS idle: {:.1} MiB (target < 32)", daemon.rss());
         let bytes = disk_bytes(&data);

@@ -11,7 +11,7 @@
 use std::time::Duration;
 
 /// How often freed heap pages are given back while the daemon runs.
-const TRIM_EVERY: Duration = Duration::from_secs(5);
+const TRIM_EVERY: Duration = Duration::from_secs(1);
 
 /// Limits glibc to two arenas. Call first in `main`, before any thread starts (an arena
 /// is created when a thread first allocates under contention).

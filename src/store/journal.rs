@@ -330,7 +330,7 @@ impl Inner {
         if !path.exists() {
             return Ok(()); // compressed meanwhile
         }
-        compress(&self.dir, seg, &self.segments)
+        compress(&self.dir, seg, &self.session, &self.segments)
             .map_err(|e| io_error(self.name, &path, "cannot compress", &e))
     }
 }

@@ -1,11 +1,13 @@
-//! From schema 1 (sled without compression) to the compressed format: sled cannot switch
-//! a database's compression in place, so every tree is copied into a new database beside
-//! it (`sled.migrating`), which then replaces the old one:
+//! Between sled's compressed and uncompressed formats: sled cannot switch a database's
+//! compression in place, so every tree is copied into a new database beside it
+//! (`sled.migrating`), which then replaces the old one:
 //!
 //! 1. copy `sled` into `sled.migrating` and flush it;
 //! 2. rename `sled` to `sled.v1`, then `sled.migrating` to `sled`;
 //! 3. remove `sled.v1`.
 //!
+//! Schema 1 was uncompressed, schemas 2 and 3 compressed, and schema 4 is uncompressed
+//! again (see `SLED_COMPRESSION` in `mod.rs`), so a compressed store is copied once.
 //! A start interrupted anywhere finishes or restarts the step it was in
 //! (`finish_interrupted`), so nothing is lost and nothing is copied twice. Records keep
 //! their bytes; a part whose record layout changed migrates its own trees when it opens
@@ -20,13 +22,13 @@ const OLD: &str = "sled.v1";
 /// Records copied per batch.
 const BATCH: usize = 1_000;
 
-/// True when `sled_dir` holds a database written without compression (schema 1).
-pub(super) fn is_uncompressed(sled_dir: &Path) -> bool {
+/// True when `sled_dir` holds a database written with compression (schemas 2 and 3).
+pub(super) fn is_compressed(sled_dir: &Path) -> bool {
     // sled's `conf`: `key: value` lines, then a 4-byte checksum.
     std::fs::read(sled_dir.join("conf")).is_ok_and(|conf| {
         String::from_utf8_lossy(&conf)
             .lines()
-            .any(|l| l.trim() == "use_compression: false")
+            .any(|l| l.trim() == "use_compression: true")
     })
 }
 
@@ -46,18 +48,19 @@ pub(super) fn finish_interrupted(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Copies the uncompressed database in `dir/sled` into a compressed one that replaces it.
-pub(super) fn to_compressed(dir: &Path) -> Result<(), StoreError> {
+/// Copies the database in `dir/sled`, written with compression `from`, into one written
+/// with compression `to` that replaces it.
+pub(super) fn recompress(dir: &Path, from: bool, to: bool) -> Result<(), StoreError> {
     let (current, migrating, old) = (dir.join("sled"), dir.join(MIGRATING), dir.join(OLD));
     let io = |what: &str, e: std::io::Error| StoreError::Open {
         path: dir.to_path_buf(),
         reason: format!("migrating to schema {}: {what}: {e}", super::SCHEMA_VERSION),
     };
     {
-        let from = sled_config(&current, false)
+        let from = sled_config(&current, from)
             .open()
             .map_err(|e| open_error(dir, &e))?;
-        let to = sled_config(&migrating, true)
+        let to = sled_config(&migrating, to)
             .open()
             .map_err(|e| open_error(dir, &e))?;
         let mut copied = 0usize;
@@ -82,7 +85,7 @@ pub(super) fn to_compressed(dir: &Path) -> Result<(), StoreError> {
         tracing::info!(
             records = copied,
             path = %dir.display(),
-            "copied the store into the compressed format (schema {})",
+            "copied the store into the format of schema {}",
             super::SCHEMA_VERSION
         );
     }
@@ -90,6 +93,24 @@ pub(super) fn to_compressed(dir: &Path) -> Result<(), StoreError> {
     std::fs::rename(&migrating, &current).map_err(|e| io("renaming the new store", e))?;
     std::fs::remove_dir_all(&old).map_err(|e| io("removing the old store", e))?;
     Ok(())
+}
+
+/// Writes a store the way schemas 2 and 3 did (compressed sled, `schema_version` 3)
+/// holding `records` (tree, key, JSON value), for migration tests.
+#[cfg(test)]
+pub(crate) fn write_schema_3(dir: &Path, records: &[(&str, String, serde_json::Value)]) {
+    let db = sled_config(&dir.join("sled"), true).open().unwrap();
+    db.open_tree("meta")
+        .unwrap()
+        .insert("schema_version", "3")
+        .unwrap();
+    for (tree, key, value) in records {
+        db.open_tree(tree)
+            .unwrap()
+            .insert(key.as_bytes(), serde_json::to_vec(value).unwrap())
+            .unwrap();
+    }
+    db.flush().unwrap();
 }
 
 /// Writes a store the way schema 1 did (uncompressed sled, `schema_version` 1) holding
@@ -119,24 +140,37 @@ mod tests {
     use super::*;
     use crate::store::{SCHEMA_VERSION, Store};
 
-    fn write_v1(dir: &Path, records: usize) {
-        let records: Vec<_> = (0..records)
+    fn things(records: usize) -> Vec<(&'static str, String, serde_json::Value)> {
+        (0..records)
             .map(|i| {
                 let value = serde_json::json!({"n": i, "text": "some words ".repeat(10)});
                 ("things", format!("{i:06}"), value)
             })
-            .collect();
-        write_schema_1(dir, &records);
+            .collect()
+    }
+
+    fn write_v3(dir: &Path, records: usize) {
+        write_schema_3(dir, &things(records));
     }
 
     #[test]
-    fn a_schema_1_store_is_copied_into_the_compressed_format_and_keeps_every_record() {
+    fn a_schema_1_store_is_opened_as_it_is() {
         let dir = tempfile::tempdir().unwrap();
-        write_v1(dir.path(), 2_500);
-        assert!(is_uncompressed(&dir.path().join("sled")));
+        write_schema_1(dir.path(), &things(10));
+        let store = Store::open(dir.path()).unwrap();
+        assert!(!is_compressed(&dir.path().join("sled")));
+        assert!(!dir.path().join(MIGRATING).exists() && !dir.path().join(OLD).exists());
+        assert_eq!(store.tree::<serde_json::Value>("things").unwrap().len(), 10);
+    }
+
+    #[test]
+    fn a_compressed_store_is_copied_into_the_uncompressed_format_and_keeps_every_record() {
+        let dir = tempfile::tempdir().unwrap();
+        write_v3(dir.path(), 2_500);
+        assert!(is_compressed(&dir.path().join("sled")));
 
         let store = Store::open(dir.path()).unwrap();
-        assert!(!is_uncompressed(&dir.path().join("sled")));
+        assert!(!is_compressed(&dir.path().join("sled")));
         assert!(!dir.path().join(MIGRATING).exists() && !dir.path().join(OLD).exists());
         assert_eq!(
             store.marker("schema_version").unwrap(),
@@ -157,7 +191,7 @@ mod tests {
     fn a_migration_stopped_midway_finishes_on_the_next_start() {
         // Stopped while copying: the partial copy is thrown away and the copy redone.
         let dir = tempfile::tempdir().unwrap();
-        write_v1(dir.path(), 10);
+        write_v3(dir.path(), 10);
         std::fs::create_dir_all(dir.path().join(MIGRATING)).unwrap();
         std::fs::write(dir.path().join(MIGRATING).join("junk"), b"partial").unwrap();
         let store = Store::open(dir.path()).unwrap();
@@ -166,12 +200,12 @@ mod tests {
 
         // Stopped between the renames: the finished copy is put in place.
         let dir = tempfile::tempdir().unwrap();
-        write_v1(dir.path(), 10);
-        let v1 = dir.path().join("sled");
-        std::fs::rename(&v1, dir.path().join("copy-of-v1")).unwrap();
+        write_v3(dir.path(), 10);
+        let v3 = dir.path().join("sled");
+        std::fs::rename(&v3, dir.path().join("copy-of-v3")).unwrap();
         let scratch = tempfile::tempdir().unwrap();
-        std::fs::rename(dir.path().join("copy-of-v1"), scratch.path().join("sled")).unwrap();
-        to_compressed(scratch.path()).unwrap();
+        std::fs::rename(dir.path().join("copy-of-v3"), scratch.path().join("sled")).unwrap();
+        recompress(scratch.path(), true, false).unwrap();
         std::fs::rename(scratch.path().join("sled"), dir.path().join(MIGRATING)).unwrap();
         std::fs::create_dir_all(dir.path().join(OLD)).unwrap();
         let store = Store::open(dir.path()).unwrap();

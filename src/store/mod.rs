@@ -1,11 +1,9 @@
 //! Durable state in sled: typed trees with serde values, a schema version, and clear
 //! errors for a data directory that is unwritable or locked by another sre-agent, plus
 //! append-only journals beside it for records that only grow (`journal.rs`).
-//! sled compresses what it writes (zstd); a store written before that (schema 1) is copied
-//! into the compressed format on first start (`migrate.rs`). Measured: without
-//! compression sled's intake is a third faster, but its resident memory and disk grow
-//! with the bytes written (115 MiB and 1.7 kB per alert at 121k alerts, against 69 MiB
-//! and 0.8 kB compressed), so compression stays on.
+//! sled writes without compression (schema 4; see `SLED_COMPRESSION`); a store written
+//! with it (schemas 2 and 3) is copied into the uncompressed format on first start
+//! (`migrate.rs`).
 //! sled types do not leave this module. The parts keep their own typed stores on top of it
 //! (`alerts::store`, `agent::store`, `report::store`, the notifier's outbox).
 
@@ -29,15 +27,22 @@ pub(crate) use migrate::write_schema_1;
 /// 2: sled compression on; alert groups stored without their samples (see
 /// `alerts::store`), with a last-seen index.
 /// 3: the log of received alerts in a journal outside sled (`journal.rs`).
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: sled compression off again (`SLED_COMPRESSION`).
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// sled's page cache. Pages past it are read back from disk (through the OS cache).
-const SLED_CACHE_BYTES: u64 = 4 * 1024 * 1024;
-/// zstd level of sled's compression: 3 keeps intake CPU low and still shrinks alert
-/// records (repeated label names and annotations) several times.
+const SLED_CACHE_BYTES: u64 = 16 * 1024 * 1024;
+/// Whether sled compresses what it writes. Off since schema 4: sled 0.34 compresses each
+/// write with a new zstd context (about 9 µs, measured at levels 1 and 3 alike), which was
+/// over half of the intake's CPU time (six writes per alert). Schema 2 turned it on when
+/// the log of received alerts lived in sled (1.7 kB per alert uncompressed); that log is
+/// in the journal now (zstd per hour), and what stays in sled is bounded state: groups
+/// and their samples, firing sets, investigations.
+const SLED_COMPRESSION: bool = false;
+/// zstd level of a compressed sled (kept to read schemas 2 and 3 for their migration).
 const COMPRESSION_LEVEL: i32 = 3;
 
-/// The sled configuration of `path`; `compressed` is false only to read a schema-1 store.
+/// The sled configuration of `path`; `compressed` only to read a store of schema 2 or 3.
 fn sled_config(path: &Path, compressed: bool) -> sled::Config {
     let config = sled::Config::new()
         .path(path)
@@ -149,10 +154,11 @@ impl Store {
         let _ = std::fs::remove_file(&probe);
 
         migrate::finish_interrupted(dir).map_err(|e| open_err(e.to_string()))?;
-        if migrate::is_uncompressed(&dir.join("sled")) {
-            migrate::to_compressed(dir)?;
+        let compressed = migrate::is_compressed(&dir.join("sled"));
+        if compressed != SLED_COMPRESSION {
+            migrate::recompress(dir, compressed, SLED_COMPRESSION)?;
         }
-        let db = open_sled(dir, &dir.join("sled"), true)?;
+        let db = open_sled(dir, &dir.join("sled"), SLED_COMPRESSION)?;
         let journals = flush::Journals::default();
         let store = Self {
             flusher: Arc::new(GroupFlusher::start(db.clone(), journals.clone())?),

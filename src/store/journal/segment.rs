@@ -114,13 +114,20 @@ pub fn remove_leftovers(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Replaces the plain segment `seg` by its compressed form: writes `{stem}.tmp` with the
-/// complete lines (a line torn by a crash is dropped), syncs it, then, holding `segments`
-/// exclusively, renames it into place and removes the plain file (unless the sweep removed
-/// that meanwhile).
-pub fn compress(dir: &Path, seg: &Name, segments: &RwLock<()>) -> std::io::Result<()> {
+/// Replaces the plain segment `seg` by its compressed form: writes `{stem}.{session}.tmp`
+/// with the complete lines (a line torn by a crash is dropped), syncs it, then, holding
+/// `segments` exclusively, renames it into place and removes the plain file (unless the
+/// sweep removed that meanwhile). `session` is the compressing journal's: a store opened
+/// again in the same process may compress the same leftover segment at the same time, and
+/// each then writes a file of its own (the later rename puts an identical file in place).
+pub fn compress(
+    dir: &Path,
+    seg: &Name,
+    session: &str,
+    segments: &RwLock<()>,
+) -> std::io::Result<()> {
     let plain = dir.join(seg.file_name());
-    let tmp = dir.join(format!("{}.tmp", seg.stem()));
+    let tmp = dir.join(format!("{}.{session}.tmp", seg.stem()));
     let mut count = 0;
     {
         let mut out = zstd::stream::Encoder::new(File::create(&tmp)?, LEVEL)?;
@@ -148,5 +155,9 @@ pub fn compress(dir: &Path, seg: &Name, segments: &RwLock<()>) -> std::io::Resul
     }
     std::fs::rename(&tmp, dir.join(done.file_name()))?;
     File::open(dir)?.sync_all()?;
-    std::fs::remove_file(&plain)
+    match std::fs::remove_file(&plain) {
+        // The other compressor of the same segment removed it first.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
 }
