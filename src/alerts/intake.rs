@@ -97,10 +97,19 @@ struct Touched {
     key: String,
     group: Option<GroupState>,
     inv: InvState,
-    alerts: Vec<(Alert, Outcome)>,
+    /// The batch's alerts of the group, with their outcomes and places in the batch.
+    alerts: Vec<(Alert, Outcome, usize)>,
     queued: bool,
     /// The storm key of the group's alerts (`alerts.storm_by`), once one was seen.
     storm: Option<String>,
+}
+
+/// What writing one touched group gives back: its follow-up, its status after the batch,
+/// and its alerts as logged, each with its place in the batch.
+struct Written {
+    action: Option<Action>,
+    status: AlertStatus,
+    records: Vec<(usize, AlertRecord)>,
 }
 
 /// An `alerts.ignore` matcher that does not parse (config validation reports it first).
@@ -175,13 +184,13 @@ impl Intake {
             ..Default::default()
         };
         let mut actions = Vec::new();
+        let mut log = Vec::with_capacity(summary.received);
         {
             let _guard = self.inner.decide.lock().await;
             let mut touched: Vec<Touched> = Vec::new();
             let mut index: HashMap<String, usize> = HashMap::new();
             let mut storms = storm::StormViews::new();
-            let mut log = Vec::with_capacity(batch.alerts.len());
-            for alert in batch.alerts {
+            for (at, alert) in batch.alerts.into_iter().enumerate() {
                 let key = grouping::group_key(
                     &self.inner.config.group_by,
                     &alert.labels,
@@ -201,16 +210,16 @@ impl Intake {
                 if outcome == Outcome::Queued {
                     summary.queued += 1;
                 }
-                self.absorb(&mut touched[i], &mut log, alert, outcome, now);
+                self.absorb(&mut touched[i], alert, outcome, at, now);
             }
-            self.inner.store.log_alerts(now, &log)?;
             let mut statuses = HashMap::new();
             for t in touched {
                 summary.groups.push(t.key.clone());
                 let key = t.key.clone();
-                let (action, status) = self.write_group(t, now)?;
-                actions.extend(action);
-                statuses.insert(key, status);
+                let written = self.write_group(t, now)?;
+                log.extend(written.records);
+                actions.extend(written.action);
+                statuses.insert(key, written.status);
             }
             summary.storms = storms
                 .iter()
@@ -220,6 +229,12 @@ impl Intake {
             summary.storms.sort();
             actions.extend(self.write_storms(storms, &statuses, now)?);
         }
+        // Encoded outside the decision lock, so the next batch's decisions do not wait for
+        // it. Should this fail, the sender's retry counts these alerts in their groups
+        // again; nothing is lost.
+        log.sort_by_key(|(at, _)| *at);
+        let log: Vec<AlertRecord> = log.into_iter().map(|(_, r)| r).collect();
+        self.inner.store.log_alerts(now, &log)?;
         self.inner.store.flush().await?;
         Ok((summary, actions.into_iter().map(FollowUp).collect()))
     }
@@ -267,23 +282,16 @@ impl Intake {
         outcome
     }
 
-    /// Adds the alert to the batch's `log` and folds it into the in-memory view of its
-    /// group.
+    /// Folds the alert (the batch's `at`-th) into the in-memory view of its group.
     fn absorb(
         &self,
         t: &mut Touched,
-        log: &mut Vec<AlertRecord>,
         alert: Alert,
         outcome: Outcome,
+        at: usize,
         now: DateTime<Utc>,
     ) {
         let inner = &self.inner;
-        log.push(AlertRecord {
-            received_at: now,
-            group_key: t.key.clone(),
-            outcome,
-            alert: alert.clone(),
-        });
         inner
             .metrics
             .alerts_received
@@ -300,26 +308,27 @@ impl Intake {
             t.queued = true;
             inner.investigator.hold();
         }
-        t.alerts.push((alert, outcome));
+        t.alerts.push((alert, outcome, at));
     }
 
     /// Writes one touched group atomically (re-applying this batch's alerts onto the
-    /// stored value, so a concurrent submission's id is kept) and returns its follow-up.
+    /// stored value, so a concurrent submission's id is kept) and returns its follow-up,
+    /// its status and its alerts as logged (with their places in the batch).
     fn write_group(
         &self,
         t: Touched,
         now: DateTime<Utc>,
-    ) -> Result<(Option<Action>, AlertStatus), StoreError> {
+    ) -> Result<Written, StoreError> {
         let group_by = &self.inner.config.group_by;
         let group = self
             .inner
             .store
             .update_group(&t.key, |old, firing| {
-                let (first, _) = t.alerts.first()?;
+                let (first, ..) = t.alerts.first()?;
                 let title = grouping::group_title(group_by, &first.labels);
                 let mut g =
                     old.unwrap_or_else(|| AlertGroup::new(t.key.clone(), title, first, now));
-                for (alert, outcome) in &t.alerts {
+                for (alert, outcome, _) in &t.alerts {
                     g.absorb(alert, now, firing);
                     g.last_outcome = *outcome;
                 }
@@ -330,13 +339,30 @@ impl Intake {
                 Some(g)
             })?
             .expect("update returns the new group");
-        if t.queued {
-            return Ok((Some(Action::Submit(t.key)), group.status));
-        }
         let resolved_now = group.status == AlertStatus::Resolved
             && t.alerts
                 .iter()
-                .any(|(a, _)| a.status == AlertStatus::Resolved);
+                .any(|(a, ..)| a.status == AlertStatus::Resolved);
+        let records = t
+            .alerts
+            .into_iter()
+            .map(|(alert, outcome, at)| {
+                let record = AlertRecord {
+                    received_at: now,
+                    group_key: t.key.clone(),
+                    outcome,
+                    alert,
+                };
+                (at, record)
+            })
+            .collect();
+        if t.queued {
+            return Ok(Written {
+                action: Some(Action::Submit(t.key)),
+                status: group.status,
+                records,
+            });
+        }
         let had_investigation = matches!(
             t.inv,
             InvState::Queued | InvState::Running | InvState::Done { .. }
@@ -346,7 +372,11 @@ impl Intake {
             .investigation_id
             .filter(|_| resolved_now && had_investigation)
             .map(|id| Action::Resolve { key: t.key, id });
-        Ok((action, status))
+        Ok(Written {
+            action,
+            status,
+            records,
+        })
     }
 }
 
