@@ -103,10 +103,20 @@ pub fn answer_again(was_empty: bool) -> String {
     } else {
         "Your answer was not the JSON object."
     };
+    format!("{what} {REPLY_WITH_THE_JSON}")
+}
+
+/// The finding's shape, asked for when an answer was not it.
+const REPLY_WITH_THE_JSON: &str = "Reply with only the JSON object: {\"summary\":\"...\",\
+     \"probable_cause\":\"...\",\"severity\":\"...\",\"confidence\":\"...\",\"evidence\":\
+     [{\"claim\":\"...\",\"tool_call_ids\":[\"...\"]}],\"next_steps\":[\"...\"]}";
+
+/// Sent with the last call, without tools, when the model kept repeating calls that had
+/// returned data.
+pub fn answer_from_results() -> String {
     format!(
-        "{what} Reply with only the JSON object: {{\"summary\":\"...\",\"probable_cause\":\
-         \"...\",\"severity\":\"...\",\"confidence\":\"...\",\"evidence\":[{{\"claim\":\"...\",\
-         \"tool_call_ids\":[\"...\"]}}],\"next_steps\":[\"...\"]}}"
+        "You already have the results of these calls above; calling them again returns the \
+         same. No more tool calls: answer from those results. {REPLY_WITH_THE_JSON}"
     )
 }
 

@@ -7,8 +7,9 @@
 //! - a call identical to an earlier one (same tool, same canonical arguments) is not run
 //!   again: it gets the earlier result with a note;
 //! - unknown tools get the list of offered ones; unreadable arguments get the reason;
-//!   after [`MAX_CORRECTIONS`] turns in which no call could run, the investigation ends
-//!   `inconclusive`;
+//!   after [`MAX_CORRECTIONS`] turns in which no call could run, one last call without
+//!   tools asks for the finding from the results gathered (when any returned data), else
+//!   the investigation ends `inconclusive`;
 //! - an answer before any tool ran gets one request to call tools first;
 //! - an empty or unparseable final answer gets one request for the JSON; then the finding
 //!   is built from the evidence gathered, `inconclusive`, never an empty summary;
@@ -308,7 +309,7 @@ impl<'a> Session<'a> {
                 self.trouble.bad_turns += 1;
                 if self.trouble.bad_turns > MAX_CORRECTIONS {
                     let why = self.trouble.describe_bad_turns();
-                    return self.inconclusive(why);
+                    return self.answer_without_tools(why).await;
                 }
             }
         }
@@ -459,6 +460,33 @@ impl<'a> Session<'a> {
         self.inv.status = InvestigationStatus::Failed;
         self.inv.error = Some(message);
         self.inv.clone()
+    }
+
+    /// The model kept making calls that could not run. When calls did return data, one
+    /// last call without tools asks for the finding from it: a small model often loops on
+    /// a call it already made instead of answering (measured: the degraded pool and the
+    /// failing probe were in the results, and the investigation ended inconclusive).
+    /// Without data, or when that answer is unusable, the investigation is inconclusive.
+    async fn answer_without_tools(mut self, why: String) -> Investigation {
+        if !self.log.records().iter().any(|r| r.ok) {
+            return self.inconclusive(why);
+        }
+        self.note(format!("{why}; asked for the finding without tools"));
+        self.messages
+            .push(ChatMessage::User(prompt::answer_from_results()));
+        self.fit(false);
+        match self.chat(false).await {
+            Ok(resp) => match Finding::from_answer(resp.content.as_deref().unwrap_or("")) {
+                Some(f) => self.finish(InvestigationStatus::Finished, f),
+                None => self.inconclusive(format!(
+                    "{why}, and the answer asked for without tools was empty or not the JSON \
+                     finding"
+                )),
+            },
+            Err(e) => self.inconclusive(format!(
+                "{why}, and the call for the answer without tools failed: {e}"
+            )),
+        }
     }
 
     /// A limit stopped the loop: one last call without tools asks for the finding.

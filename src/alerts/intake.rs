@@ -314,11 +314,7 @@ impl Intake {
     /// Writes one touched group atomically (re-applying this batch's alerts onto the
     /// stored value, so a concurrent submission's id is kept) and returns its follow-up,
     /// its status and its alerts as logged (with their places in the batch).
-    fn write_group(
-        &self,
-        t: Touched,
-        now: DateTime<Utc>,
-    ) -> Result<Written, StoreError> {
+    fn write_group(&self, t: Touched, now: DateTime<Utc>) -> Result<Written, StoreError> {
         let group_by = &self.inner.config.group_by;
         let group = self
             .inner

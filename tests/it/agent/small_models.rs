@@ -133,6 +133,37 @@ async fn an_empty_answer_gets_one_correction_then_an_inconclusive_finding_from_t
 }
 
 #[tokio::test]
+async fn a_model_that_loops_on_a_call_that_returned_data_is_asked_once_without_tools_and_finishes()
+{
+    let call = || tool_calls(&[("x", "current_time", "{}")], (10, 1, 0));
+    let fake = FakeLlm::start(vec![
+        call(),
+        call(),
+        call(),
+        call(),
+        answer(&finding_json("the clock answers", "x"), (20, 5, 0)),
+    ])
+    .await;
+    let app = spawn_app(&fake.config("")).await;
+    let id = ask(&app, "loop").await;
+    let inv = wait_final(&app, &id).await;
+    assert_eq!(inv["status"], "finished", "{inv:#}");
+    assert_eq!(inv["finding"]["summary"], "the clock answers", "{inv:#}");
+    let reqs = fake.requests();
+    assert_eq!(reqs.len(), 5);
+    assert!(reqs[4].body["tools"].is_null(), "{}", reqs[4].body);
+    let last = reqs[4].messages().last().cloned().unwrap();
+    assert!(
+        last["content"]
+            .as_str()
+            .unwrap()
+            .contains("No more tool calls: answer from those results. Reply with only the JSON"),
+        "{last}"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn a_model_that_repeats_the_same_call_gets_the_earlier_result_then_ends_inconclusive() {
     let fake = FakeLlm::start(vec![tool_calls(&[("x", "current_time", "{}")], (10, 1, 0))]).await;
     let app = spawn_app(&fake.config("")).await;
@@ -145,9 +176,15 @@ async fn a_model_that_repeats_the_same_call_gets_the_earlier_result_then_ends_in
         "{summary}"
     );
     assert!(summary.contains("also after 2 corrections"), "{summary}");
-    // The first call and three repeats: four LLM calls, one tool run.
+    // The first call and three repeats, then one call without tools for the answer
+    // (the fake repeats its call, so no answer): five LLM calls, one tool run.
     let reqs = fake.requests();
-    assert_eq!(reqs.len(), 4);
+    assert_eq!(reqs.len(), 5);
+    assert!(reqs[4].body["tools"].is_null(), "{}", reqs[4].body);
+    assert!(
+        summary.contains("answer asked for without tools was empty"),
+        "{summary}"
+    );
     let results = reqs[2].tool_results();
     assert!(
         results[1].starts_with("Same call as x, not run again."),
