@@ -99,32 +99,27 @@ pub(super) fn recompress(dir: &Path, from: bool, to: bool) -> Result<(), StoreEr
 /// holding `records` (tree, key, JSON value), for migration tests.
 #[cfg(test)]
 pub(crate) fn write_schema_3(dir: &Path, records: &[(&str, String, serde_json::Value)]) {
-    let db = sled_config(&dir.join("sled"), true).open().unwrap();
-    db.open_tree("meta")
-        .unwrap()
-        .insert("schema_version", "3")
-        .unwrap();
-    for (tree, key, value) in records {
-        db.open_tree(tree)
-            .unwrap()
-            .insert(key.as_bytes(), serde_json::to_vec(value).unwrap())
-            .unwrap();
-    }
-    db.flush().unwrap();
+    write_old(dir, 3, true, records);
 }
 
 /// Writes a store the way schema 1 did (uncompressed sled, `schema_version` 1) holding
 /// `records` (tree, key, JSON value), for migration tests.
 #[cfg(test)]
 pub(crate) fn write_schema_1(dir: &Path, records: &[(&str, String, serde_json::Value)]) {
-    let db = sled::Config::new()
-        .path(dir.join("sled"))
-        .flush_every_ms(None)
-        .open()
-        .unwrap();
+    write_old(dir, 1, false, records);
+}
+
+#[cfg(test)]
+fn write_old(
+    dir: &Path,
+    schema: u32,
+    compressed: bool,
+    records: &[(&str, String, serde_json::Value)],
+) {
+    let db = sled_config(&dir.join("sled"), compressed).open().unwrap();
     db.open_tree("meta")
         .unwrap()
-        .insert("schema_version", "1")
+        .insert("schema_version", schema.to_string().as_bytes())
         .unwrap();
     for (tree, key, value) in records {
         db.open_tree(tree)
