@@ -3,19 +3,21 @@
 //! (`pending_since`) lives in the group record, so it is written atomically with the alert
 //! that caused it and made durable by the same flush.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::alerts::{Alert, AlertSource, AlertStatus};
+use crate::alerts::{Alert, AlertStatus};
 use crate::store::{Journal, Store, StoreError, Tree};
 
 mod firing;
+mod group;
 mod outcome;
 mod rows;
 
+pub use group::{AlertGroup, FiringSet};
 pub use outcome::Outcome;
 
 use firing::FiringSets;
@@ -35,122 +37,6 @@ const GROUP_CACHE: usize = 256;
 const COUNTED_CAP: usize = 100_000;
 /// Most firing fingerprints tracked per group (to know when all have resolved).
 pub const GROUP_FIRING_CAP: usize = 2_000;
-
-/// One alert group: alerts sharing the `alerts.group_by` labels.
-///
-/// Stored as one small row (`GroupRow`) plus one record per sample alert, so an alert
-/// rewrites its own sample, not the group's twenty.
-#[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct AlertGroup {
-    pub key: String,
-    pub title: String,
-    pub status: AlertStatus,
-    pub source: AlertSource,
-    pub first_seen: DateTime<Utc>,
-    pub last_seen: DateTime<Utc>,
-    pub received: u64,
-    pub last_alert: Alert,
-    pub last_outcome: Outcome,
-    /// Latest alert per fingerprint (at most `GROUP_SAMPLE`).
-    pub alerts: BTreeMap<String, Alert>,
-    /// How many of the group's alerts are firing. The fingerprints themselves are kept in
-    /// their own tree (one small key each), so a group of hundreds of firing alerts is not
-    /// rewritten whole on every webhook.
-    #[serde(default)]
-    pub firing_count: usize,
-    /// The current episode's investigation.
-    pub investigation_id: Option<String>,
-    /// Set when an investigation was decided but not yet submitted (survives a crash).
-    pub pending_since: Option<DateTime<Utc>>,
-    /// Investigations started for this group so far.
-    pub investigations: u32,
-    /// Fingerprints whose sample `absorb` changed since the group was read (written with
-    /// the group).
-    #[serde(skip)]
-    touched: BTreeSet<String>,
-}
-
-impl AlertGroup {
-    /// Quiet since before `cutoff`, with no investigation waiting to be submitted.
-    fn is_stale(&self, cutoff: DateTime<Utc>) -> bool {
-        self.last_seen < cutoff && self.pending_since.is_none()
-    }
-
-    pub fn new(key: String, title: String, alert: &Alert, now: DateTime<Utc>) -> Self {
-        Self {
-            key,
-            title,
-            status: alert.status,
-            source: alert.source,
-            first_seen: now,
-            last_seen: now,
-            received: 0,
-            last_alert: alert.clone(),
-            last_outcome: Outcome::Queued,
-            alerts: BTreeMap::new(),
-            firing_count: 0,
-            investigation_id: None,
-            pending_since: None,
-            investigations: 0,
-            touched: BTreeSet::new(),
-        }
-    }
-
-    /// Folds `alert` in: counts, latest sample, firing set and group status.
-    pub fn absorb(&mut self, alert: &Alert, now: DateTime<Utc>, firing: &mut dyn FiringSet) {
-        self.received += 1;
-        self.last_seen = now;
-        self.last_alert = alert.clone();
-        self.source = alert.source;
-        match alert.status {
-            AlertStatus::Firing => {
-                if self.firing_count < GROUP_FIRING_CAP && firing.insert(&alert.fingerprint) {
-                    self.firing_count += 1;
-                }
-            }
-            AlertStatus::Resolved => {
-                if firing.remove(&alert.fingerprint) {
-                    self.firing_count = self.firing_count.saturating_sub(1);
-                }
-            }
-        }
-        self.status = if self.firing_count == 0 {
-            AlertStatus::Resolved
-        } else {
-            AlertStatus::Firing
-        };
-        self.alerts.insert(alert.fingerprint.clone(), alert.clone());
-        self.touched.insert(alert.fingerprint.clone());
-        while self.alerts.len() > GROUP_SAMPLE {
-            let drop = self
-                .alerts
-                .iter()
-                .filter(|(fp, _)| *fp != &alert.fingerprint)
-                .min_by_key(|(_, a)| (a.status == AlertStatus::Firing, a.starts_at))
-                .map(|(fp, _)| fp.clone());
-            match drop {
-                Some(fp) => self.alerts.remove(&fp),
-                None => break,
-            };
-        }
-    }
-}
-
-/// The fingerprints of a group's firing alerts. `insert` and `remove` say whether the set
-/// changed.
-pub trait FiringSet {
-    fn insert(&mut self, fingerprint: &str) -> bool;
-    fn remove(&mut self, fingerprint: &str) -> bool;
-}
-
-impl FiringSet for BTreeSet<String> {
-    fn insert(&mut self, fingerprint: &str) -> bool {
-        BTreeSet::insert(self, fingerprint.to_string())
-    }
-    fn remove(&mut self, fingerprint: &str) -> bool {
-        BTreeSet::remove(self, fingerprint)
-    }
-}
 
 /// Decoded groups (`GROUP_CACHE`) and the groups whose firing count this run has checked.
 #[derive(Default)]

@@ -1,3 +1,5 @@
+use std::collections::BTreeSet;
+
 use super::*;
 
 fn alert(fingerprint: &str, status: AlertStatus) -> Alert {
