@@ -97,6 +97,15 @@ const LAYOUT_MARKER: &str = "alerts_layout";
 /// Layout 3's firing tree (one key per fingerprint), moved into buckets by layout 4.
 const OLD_FIRING: &str = "alert_firing";
 
+/// Which sample alerts a listing reads of each group.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Samples {
+    /// The latest alert of each fingerprint (up to `GROUP_SAMPLE`).
+    All,
+    /// Only the group's last alert.
+    Last,
+}
+
 /// One page of groups, newest activity first.
 #[derive(Debug)]
 pub struct GroupPage {
@@ -275,6 +284,19 @@ impl AlertStore {
         Ok(group_of(row, alerts, last_alert))
     }
 
+    /// The group of `row` with its last alert only (all samples for a row that does not
+    /// name its last alert's fingerprint, or whose sample a crash lost).
+    fn summary(&self, row: GroupRow) -> Result<AlertGroup, StoreError> {
+        let last = match row.last_fingerprint.as_str() {
+            "" => None,
+            fp => self.samples.get(member_key(&row.key, fp))?,
+        };
+        match last {
+            Some(last) => Ok(group_of(row, BTreeMap::new(), last)),
+            None => self.assemble(row),
+        }
+    }
+
     /// Appends one received alert to the log (durable at the next `flush`).
     pub fn log_alert(&self, record: &AlertRecord) -> Result<(), StoreError> {
         self.log.append(record.received_at, [record])
@@ -286,11 +308,14 @@ impl AlertStore {
     }
 
     /// Groups by newest activity first, at most `limit`, starting after the page that
-    /// ended at `cursor` (a `GroupPage::next`). Reads only the groups returned.
+    /// ended at `cursor` (a `GroupPage::next`). Reads only the groups returned; with
+    /// `Samples::Last` only their last alert (`alerts` left empty), which is one read per
+    /// group instead of twenty decoded alerts.
     pub fn recent_groups(
         &self,
         limit: usize,
         cursor: Option<&[u8]>,
+        samples: Samples,
     ) -> Result<GroupPage, StoreError> {
         let end = cursor.map_or_else(|| vec![0xff], <[u8]>::to_vec);
         let mut groups = Vec::new();
@@ -302,7 +327,10 @@ impl AlertStore {
                 return Ok(GroupPage { groups, next: last });
             }
             if let Some(row) = self.groups.get(seen_group(&k))? {
-                groups.push(self.assemble(row)?);
+                groups.push(match samples {
+                    Samples::All => self.assemble(row)?,
+                    Samples::Last => self.summary(row)?,
+                });
             }
             last = Some(k);
         }

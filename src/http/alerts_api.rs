@@ -1,6 +1,7 @@
 //! `GET /api/v1/alerts?limit=N&cursor=C` (bearer `server.api_token`): alert groups by
-//! newest activity first, with their status, sample alerts, counts, current investigation
-//! and the storm they belong to; `next_cursor` fetches the next page (`null` on the last).
+//! newest activity first, with their status, last alert (every sample alert with
+//! `samples=true`), counts, current investigation and the storm they belong to;
+//! `next_cursor` fetches the next page (`null` on the last).
 //! Reads only the groups of the page (an index by last activity), however much is stored.
 //! `GET /api/v1/storms?limit=N`: recent alert storms with their groups (bounded).
 
@@ -14,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use super::ApiError;
 use crate::alerts::Investigator;
 use crate::alerts::grouping::InvState;
-use crate::alerts::store::AlertGroup;
+use crate::alerts::store::{AlertGroup, Samples};
 use crate::alerts::storm::{Storm, StormStatus, storm_key};
 use crate::app::AppState;
 
@@ -34,6 +35,7 @@ const MAX_LIMIT: usize = 1000;
 pub(super) struct ListQuery {
     limit: Option<String>,
     cursor: Option<String>,
+    samples: Option<String>,
 }
 
 impl ListQuery {
@@ -48,6 +50,18 @@ impl ListQuery {
                 .ok_or_else(|| {
                     ApiError::BadRequest(format!("limit {l:?} must be 1..={MAX_LIMIT}"))
                 }),
+        }
+    }
+
+    /// `samples` (`true` for every group's sample alerts, default `false`: the last alert
+    /// only), or a 400 naming it.
+    fn samples(&self) -> Result<Samples, ApiError> {
+        match self.samples.as_deref().filter(|s| !s.is_empty()) {
+            None | Some("false") => Ok(Samples::Last),
+            Some("true") => Ok(Samples::All),
+            Some(s) => Err(ApiError::BadRequest(format!(
+                "samples {s:?} must be true or false"
+            ))),
         }
     }
 
@@ -124,7 +138,8 @@ fn investigation_ref(
 #[utoipa::path(get, path = "/api/v1/alerts", tag = "alerts", security(("api_token" = [])),
     params(
         ("limit" = Option<usize>, Query, description = "At most this many groups (1..=1000, default 50)"),
-        ("cursor" = Option<String>, Query, description = "The `next_cursor` of the previous page")
+        ("cursor" = Option<String>, Query, description = "The `next_cursor` of the previous page"),
+        ("samples" = Option<bool>, Query, description = "`true`: each group's sample alerts (`alerts`, the latest of up to 20 fingerprints); default `false`: `last_alert` only")
     ),
     responses(
         (status = 200, description = "Alert groups, newest activity first", body = GroupList),
@@ -139,6 +154,7 @@ pub(super) async fn list(
 ) -> Result<Json<GroupList>, ApiError> {
     let limit = q.limit()?;
     let cursor = q.cursor()?;
+    let samples = q.samples()?;
     let investigator = state.intake.investigator();
     let inv_ref =
         |id: &Option<String>, pending: bool| investigation_ref(investigator.as_ref(), id, pending);
@@ -148,7 +164,7 @@ pub(super) async fn list(
     let page = state
         .intake
         .store()
-        .recent_groups(limit, cursor.as_deref())?;
+        .recent_groups(limit, cursor.as_deref(), samples)?;
     let groups = page
         .groups
         .into_iter()

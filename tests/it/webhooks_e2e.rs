@@ -49,7 +49,7 @@ async fn a_prometheus_alert_routed_by_alertmanager_ends_in_a_stored_investigatio
         .state
         .intake
         .store()
-        .recent_groups(10, None)
+        .recent_groups(10, None, sre_agent::alerts::store::Samples::Last)
         .unwrap()
         .groups
         .remove(0);

@@ -24,7 +24,9 @@ pub struct AlertGroup {
     pub received: u64,
     pub last_alert: Alert,
     pub last_outcome: Outcome,
-    /// Latest alert per fingerprint (at most `GROUP_SAMPLE`).
+    /// Latest alert per fingerprint (at most `GROUP_SAMPLE`); empty (and not shown) when
+    /// a listing read only the last alert (`Samples::Last`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub alerts: BTreeMap<String, Alert>,
     /// How many of the group's alerts are firing. The fingerprints themselves are kept in
     /// their own tree (one small key each), so a group of hundreds of firing alerts is not

@@ -106,11 +106,16 @@ fn a_schema_1_store_with_samples_inside_the_groups_is_migrated_on_first_start() 
 
     let store = Store::open(dir.path()).unwrap();
     let alerts = AlertStore::open(&store).unwrap();
-    let page = alerts.recent_groups(10, None).unwrap();
+    let page = alerts.recent_groups(10, None, Samples::All).unwrap();
     let keys: Vec<&str> = page.groups.iter().map(|g| g.key.as_str()).collect();
     assert_eq!(keys, ["new", "old"], "newest activity first");
     let g = &page.groups[0];
     assert_eq!(g.alerts.len(), 3);
+    assert_eq!(g.last_alert.fingerprint, "c");
+    assert_eq!(g.firing_count, 3);
+    let summary = alerts.recent_groups(1, None, Samples::Last).unwrap();
+    let g = &summary.groups[0];
+    assert!(g.alerts.is_empty(), "the last alert only");
     assert_eq!(g.last_alert.fingerprint, "c");
     assert_eq!(g.firing_count, 3);
     let row: serde_json::Value = store
@@ -136,7 +141,7 @@ fn a_schema_1_store_with_samples_inside_the_groups_is_migrated_on_first_start() 
     // A second start finds it migrated and leaves it as it is.
     let store = Store::open(dir.path()).unwrap();
     let alerts = AlertStore::open(&store).unwrap();
-    assert_eq!(alerts.recent_groups(10, None).unwrap().groups.len(), 2);
+    assert_eq!(alerts.recent_groups(10, None, Samples::Last).unwrap().groups.len(), 2);
     assert_eq!(alerts.seen.len(), 2);
 }
 
@@ -185,7 +190,7 @@ fn groups_are_listed_newest_first_one_page_at_a_time() {
     let mut seen = Vec::new();
     let mut cursor = None;
     loop {
-        let page = alerts.recent_groups(2, cursor.as_deref()).unwrap();
+        let page = alerts.recent_groups(2, cursor.as_deref(), Samples::Last).unwrap();
         assert!(page.groups.len() <= 2);
         seen.extend(page.groups.into_iter().map(|g| g.key));
         match page.next {
@@ -300,7 +305,7 @@ fn an_index_of_milliseconds_is_rebuilt_by_seconds_once() {
     let store = Store::open(dir.path()).unwrap();
     let alerts = AlertStore::open(&store).unwrap();
     assert_eq!(alerts.seen.len(), 2, "one entry per group");
-    let page = alerts.recent_groups(10, None).unwrap();
+    let page = alerts.recent_groups(10, None, Samples::Last).unwrap();
     assert_eq!(page.groups.len(), 2);
 }
 

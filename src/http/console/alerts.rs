@@ -8,6 +8,7 @@ use axum::response::Response;
 use maud::html;
 
 use super::page::{Chrome, Csrf, PageError, alert_status, layout, respond, status_badge, time};
+use crate::alerts::store::Samples;
 use crate::app::AppState;
 use crate::http::session::ConsoleKeys;
 
@@ -19,7 +20,7 @@ pub async fn page(
     Extension(csrf): Extension<Csrf>,
     Extension(keys): Extension<ConsoleKeys>,
 ) -> Result<Response, PageError> {
-    let groups = state.intake.store().recent_groups(GROUPS, None)?.groups;
+    let groups = state.intake.store().recent_groups(GROUPS, None, Samples::Last)?.groups;
     let mut rows = Vec::with_capacity(groups.len());
     for g in groups {
         let inv = match &g.investigation_id {
