@@ -141,7 +141,14 @@ fn a_schema_1_store_with_samples_inside_the_groups_is_migrated_on_first_start() 
     // A second start finds it migrated and leaves it as it is.
     let store = Store::open(dir.path()).unwrap();
     let alerts = AlertStore::open(&store).unwrap();
-    assert_eq!(alerts.recent_groups(10, None, Samples::Last).unwrap().groups.len(), 2);
+    assert_eq!(
+        alerts
+            .recent_groups(10, None, Samples::Last)
+            .unwrap()
+            .groups
+            .len(),
+        2
+    );
     assert_eq!(alerts.seen.len(), 2);
 }
 
@@ -190,7 +197,9 @@ fn groups_are_listed_newest_first_one_page_at_a_time() {
     let mut seen = Vec::new();
     let mut cursor = None;
     loop {
-        let page = alerts.recent_groups(2, cursor.as_deref(), Samples::Last).unwrap();
+        let page = alerts
+            .recent_groups(2, cursor.as_deref(), Samples::Last)
+            .unwrap();
         assert!(page.groups.len() <= 2);
         seen.extend(page.groups.into_iter().map(|g| g.key));
         match page.next {

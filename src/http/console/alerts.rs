@@ -20,7 +20,11 @@ pub async fn page(
     Extension(csrf): Extension<Csrf>,
     Extension(keys): Extension<ConsoleKeys>,
 ) -> Result<Response, PageError> {
-    let groups = state.intake.store().recent_groups(GROUPS, None, Samples::Last)?.groups;
+    let groups = state
+        .intake
+        .store()
+        .recent_groups(GROUPS, None, Samples::Last)?
+        .groups;
     let mut rows = Vec::with_capacity(groups.len());
     for g in groups {
         let inv = match &g.investigation_id {
