@@ -18,6 +18,8 @@ mod outcome;
 mod rows;
 
 pub use group::{AlertGroup, FiringSet};
+
+use group::{SampleHead, SampleRank};
 pub use outcome::Outcome;
 
 use firing::FiringSets;
@@ -27,11 +29,13 @@ use rows::{
 
 /// Most recent alerts kept per group (by fingerprint) for context and the API.
 pub const GROUP_SAMPLE: usize = 20;
-/// Groups kept decoded in memory (each holds up to `GROUP_SAMPLE` alerts, a few kB each,
-/// so about 8 MiB at most); past this one group leaves for each that comes in. A miss
-/// costs a read of the group's row and samples, so the bound is above the groups a noisy
-/// homelab keeps busy at once (ten flapping alerts over a few dozen hosts).
-const GROUP_CACHE: usize = 256;
+/// Groups kept decoded in memory, without their samples: a cached group holds its last
+/// alert and the rank of each sample (about 4 kB; with its twenty samples decoded it was
+/// 45 kB, 9 MiB of the daemon's 43 MiB for the scale bench's 200 groups), so about 4 MiB
+/// at most. Past this one group leaves for each that comes in. A miss costs a read of the
+/// group's row, its last alert and its samples' ranks, so the bound is above the groups a
+/// storm keeps busy at once (the storm bench's 1,000 instances).
+const GROUP_CACHE: usize = 1024;
 /// Groups whose firing count was checked against the firing tree this run (see
 /// `AlertStore::cached`); past this the set starts over (and counts are checked again).
 const COUNTED_CAP: usize = 100_000;
@@ -83,6 +87,8 @@ pub struct AlertStore {
     store: Store,
     groups: Tree<GroupRow>,
     samples: Tree<Alert>,
+    /// The same tree as `samples`, decoding only what a sample's rank needs.
+    heads: Tree<SampleHead>,
     seen: Tree<()>,
     firing: FiringSets,
     cache: Arc<Mutex<GroupCache>>,
@@ -120,6 +126,7 @@ impl AlertStore {
             store: store.clone(),
             groups: store.tree("alert_groups")?,
             samples: store.tree("alert_samples")?,
+            heads: store.tree("alert_samples")?,
             seen: store.tree("alert_groups_seen")?,
             firing: FiringSets::new(store.tree("alert_firing_sets")?),
             cache: Arc::default(),
@@ -147,9 +154,18 @@ impl AlertStore {
         Ok(this)
     }
 
+    /// The group `key` with its samples.
     pub fn group(&self, key: &str) -> Result<Option<AlertGroup>, StoreError> {
         let mut cache = self.lock_cache();
-        self.cached(&mut cache, key).map(|g| g.cloned())
+        let Some(mut group) = self.cached(&mut cache, key)?.cloned() else {
+            return Ok(None);
+        };
+        // Read under the lock, so they are the samples of the cached group.
+        for r in self.samples.scan_prefix(member_key(key, "")) {
+            let (k, alert) = r?;
+            group.alerts.insert(member_fingerprint(&k), alert);
+        }
+        Ok(Some(group))
     }
 
     /// The decision fields of the group `key`, without copying its samples.
@@ -175,7 +191,7 @@ impl AlertStore {
         let old_seen = old.as_ref().map(|g| seen_key(g.last_seen, key));
         let old_samples: Vec<String> = old
             .as_ref()
-            .map(|g| g.alerts.keys().cloned().collect())
+            .map(|g| g.ranks.keys().cloned().collect())
             .unwrap_or_default();
         let new = f(old, &mut firing);
         if let Some(e) = firing.error {
@@ -199,13 +215,18 @@ impl AlertStore {
         // the writes).
         let touched = std::mem::take(&mut group.touched);
         for (fp, alert) in &group.alerts {
+            if !group.ranks.contains_key(fp) {
+                group.ranks.insert(fp.clone(), SampleRank::of(alert));
+            }
+        }
+        for (fp, alert) in &group.alerts {
             if touched.contains(fp) || !old_samples.contains(fp) {
                 self.samples.insert(member_key(key, fp), alert)?;
             }
         }
         let dropped = old_samples
             .iter()
-            .filter(|fp| !group.alerts.contains_key(*fp))
+            .filter(|fp| !group.ranks.contains_key(*fp))
             .map(|fp| member_key(key, fp));
         // A sample left by a crash here is dropped again at the group's next update.
         self.samples.remove_each(dropped)?;
@@ -218,6 +239,7 @@ impl AlertStore {
         }
         self.groups.insert(key, &row_of(&group))?;
         let state = GroupState::from(&group);
+        group.alerts.clear();
         cache.groups.insert(key.to_string(), group);
         Ok(Some(state))
     }
@@ -238,7 +260,7 @@ impl AlertStore {
         key: &str,
     ) -> Result<Option<&'c AlertGroup>, StoreError> {
         if !cache.groups.contains_key(key) {
-            let Some(mut g) = self.read_group(key)? else {
+            let Some(mut g) = self.read_cached(key)? else {
                 return Ok(None);
             };
             if !cache.counted.contains(key) {
@@ -258,12 +280,22 @@ impl AlertStore {
         Ok(cache.groups.get(key))
     }
 
-    /// The group `key` as stored: its row and its samples.
-    fn read_group(&self, key: &str) -> Result<Option<AlertGroup>, StoreError> {
+    /// The group `key` as the cache keeps it: its row, its last alert and its samples'
+    /// ranks (all samples decoded for a row that does not name its last alert, or whose
+    /// sample a crash lost).
+    fn read_cached(&self, key: &str) -> Result<Option<AlertGroup>, StoreError> {
         let Some(row) = self.groups.get(key)? else {
             return Ok(None);
         };
-        self.assemble(row).map(Some)
+        let mut group = self.summary(row)?;
+        if group.alerts.is_empty() {
+            for r in self.heads.scan_prefix(member_key(key, "")) {
+                let (k, head) = r?;
+                group.ranks.insert(member_fingerprint(&k), head.into());
+            }
+        }
+        group.alerts.clear();
+        Ok(Some(group))
     }
 
     fn assemble(&self, row: GroupRow) -> Result<AlertGroup, StoreError> {

@@ -43,6 +43,44 @@ pub struct AlertGroup {
     /// the group).
     #[serde(skip)]
     pub(super) touched: BTreeSet<String>,
+    /// The rank of every stored sample (`alerts` may hold only some of them: the store's
+    /// cache keeps a group without its samples); `absorb` drops the lowest past
+    /// `GROUP_SAMPLE`.
+    #[serde(skip)]
+    pub(super) ranks: BTreeMap<String, SampleRank>,
+}
+
+/// What choosing a sample to drop needs of it: resolved ones go first, then the oldest.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct SampleRank {
+    firing: bool,
+    starts_at: Option<DateTime<Utc>>,
+}
+
+impl SampleRank {
+    pub fn of(alert: &Alert) -> Self {
+        Self {
+            firing: alert.status == AlertStatus::Firing,
+            starts_at: alert.starts_at,
+        }
+    }
+}
+
+/// The fields of a stored sample its rank needs, decoded without the rest of it (never
+/// written: `Serialize` only because typed trees are read-write).
+#[derive(Serialize, Deserialize)]
+pub(super) struct SampleHead {
+    status: AlertStatus,
+    starts_at: Option<DateTime<Utc>>,
+}
+
+impl From<SampleHead> for SampleRank {
+    fn from(h: SampleHead) -> Self {
+        Self {
+            firing: h.status == AlertStatus::Firing,
+            starts_at: h.starts_at,
+        }
+    }
 }
 
 impl AlertGroup {
@@ -68,6 +106,7 @@ impl AlertGroup {
             pending_since: None,
             investigations: 0,
             touched: BTreeSet::new(),
+            ranks: BTreeMap::new(),
         }
     }
 
@@ -94,19 +133,20 @@ impl AlertGroup {
         } else {
             AlertStatus::Firing
         };
+        self.ranks
+            .insert(alert.fingerprint.clone(), SampleRank::of(alert));
         self.alerts.insert(alert.fingerprint.clone(), alert.clone());
         self.touched.insert(alert.fingerprint.clone());
-        while self.alerts.len() > GROUP_SAMPLE {
+        while self.ranks.len() > GROUP_SAMPLE {
             let drop = self
-                .alerts
+                .ranks
                 .iter()
                 .filter(|(fp, _)| *fp != &alert.fingerprint)
-                .min_by_key(|(_, a)| (a.status == AlertStatus::Firing, a.starts_at))
+                .min_by_key(|(_, rank)| **rank)
                 .map(|(fp, _)| fp.clone());
-            match drop {
-                Some(fp) => self.alerts.remove(&fp),
-                None => break,
-            };
+            let Some(fp) = drop else { break };
+            self.ranks.remove(&fp);
+            self.alerts.remove(&fp);
         }
     }
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::alerts::{Alert, AlertSource, AlertStatus};
 
+use super::group::SampleRank;
 use super::{AlertGroup, AlertStore, Outcome};
 use crate::store::StoreError;
 
@@ -104,12 +105,17 @@ pub(super) fn row_of(g: &AlertGroup) -> GroupRow {
     }
 }
 
-/// The group of `row` with its samples.
+/// The group of `row` with its samples (their ranks from `alerts`; a caller that read
+/// only some samples sets `ranks` itself).
 pub(super) fn group_of(
     row: GroupRow,
     alerts: BTreeMap<String, Alert>,
     last_alert: Alert,
 ) -> AlertGroup {
+    let ranks = alerts
+        .iter()
+        .map(|(fp, a)| (fp.clone(), SampleRank::of(a)))
+        .collect();
     AlertGroup {
         key: row.key,
         title: row.title,
@@ -126,6 +132,7 @@ pub(super) fn group_of(
         pending_since: row.pending_since,
         investigations: row.investigations,
         touched: BTreeSet::new(),
+        ranks,
     }
 }
 

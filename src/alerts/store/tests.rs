@@ -175,6 +175,18 @@ fn only_the_latest_samples_are_stored_and_a_cold_read_sees_them() {
         format!("fp{:02}", GROUP_SAMPLE + 4)
     );
     assert_eq!(g.received, (GROUP_SAMPLE + 5) as u64);
+    // The cold store caches the group without its samples (their ranks only) and still
+    // drops the right one: a resolved sample, the first of the ties.
+    absorb(&cold, "g", now, &[alert("new", AlertStatus::Firing)]);
+    assert_eq!(cold.samples.len(), GROUP_SAMPLE);
+    let g = cold.group("g").unwrap().unwrap();
+    assert!(g.alerts.contains_key("new"));
+    assert!(
+        !g.alerts.contains_key("fp05"),
+        "the lowest-ranked sample went"
+    );
+    assert!(g.alerts.contains_key("fp06"));
+    assert_eq!(g.ranks.len(), GROUP_SAMPLE);
 }
 
 #[test]
