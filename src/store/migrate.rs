@@ -1,13 +1,14 @@
-//! Between sled's compressed and uncompressed formats: sled cannot switch a database's
-//! compression in place, so every tree is copied into a new database beside it
+//! Between sled formats (compressed or not, segment size; see `Format`): sled cannot
+//! change either in place, so every tree is copied into a new database beside it
 //! (`sled.migrating`), which then replaces the old one:
 //!
 //! 1. copy `sled` into `sled.migrating` and flush it;
 //! 2. rename `sled` to `sled.v1`, then `sled.migrating` to `sled`;
 //! 3. remove `sled.v1`.
 //!
-//! Schema 1 was uncompressed, schemas 2 and 3 compressed, and schema 4 is uncompressed
-//! again (see `SLED_COMPRESSION` in `mod.rs`), so a compressed store is copied once.
+//! Schema 1 was uncompressed, schemas 2 and 3 compressed, schema 4 uncompressed again
+//! (see `SLED_COMPRESSION` in `mod.rs`), all in 512 KiB segments; schema 5 writes 64 KiB
+//! segments (`SEGMENT_SIZE`), so an older store is copied once.
 //! A start interrupted anywhere finishes or restarts the step it was in
 //! (`finish_interrupted`), so nothing is lost and nothing is copied twice. Records keep
 //! their bytes; a part whose record layout changed migrates its own trees when it opens
@@ -15,20 +16,34 @@
 
 use std::path::Path;
 
-use super::{StoreError, open_error, sled_config};
+use super::{Format, StoreError, open_error, sled_config};
 
 const MIGRATING: &str = "sled.migrating";
 const OLD: &str = "sled.v1";
 /// Records copied per batch.
 const BATCH: usize = 1_000;
 
-/// True when `sled_dir` holds a database written with compression (schemas 2 and 3).
-pub(super) fn is_compressed(sled_dir: &Path) -> bool {
+/// sled's segment size before schema 5 (its default).
+#[cfg(test)]
+const OLD_SEGMENT_SIZE: usize = 512 * 1024;
+
+/// The format of the database in `sled_dir`; `None` when there is none yet.
+pub(super) fn format_of(sled_dir: &Path) -> Option<Format> {
     // sled's `conf`: `key: value` lines, then a 4-byte checksum.
-    std::fs::read(sled_dir.join("conf")).is_ok_and(|conf| {
-        String::from_utf8_lossy(&conf)
-            .lines()
-            .any(|l| l.trim() == "use_compression: true")
+    let conf = std::fs::read(sled_dir.join("conf")).ok()?;
+    let conf = String::from_utf8_lossy(&conf);
+    let value = |key: &str| {
+        conf.lines()
+            .find_map(|l| l.trim().strip_prefix(key)?.strip_prefix(':'))
+            .map(str::trim)
+    };
+    Some(Format {
+        compressed: value("use_compression") == Some("true"),
+        // A conf that does not say (or says something unreadable) gets sled's default
+        // back, which sled then checks against its own reading.
+        segment_size: value("segment_size")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(512 * 1024),
     })
 }
 
@@ -48,9 +63,9 @@ pub(super) fn finish_interrupted(dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Copies the database in `dir/sled`, written with compression `from`, into one written
-/// with compression `to` that replaces it.
-pub(super) fn recompress(dir: &Path, from: bool, to: bool) -> Result<(), StoreError> {
+/// Copies the database in `dir/sled`, written in the format `from`, into one written in
+/// `to` that replaces it.
+pub(super) fn reformat(dir: &Path, from: Format, to: Format) -> Result<(), StoreError> {
     let (current, migrating, old) = (dir.join("sled"), dir.join(MIGRATING), dir.join(OLD));
     let io = |what: &str, e: std::io::Error| StoreError::Open {
         path: dir.to_path_buf(),
@@ -116,7 +131,11 @@ fn write_old(
     compressed: bool,
     records: &[(&str, String, serde_json::Value)],
 ) {
-    let db = sled_config(&dir.join("sled"), compressed).open().unwrap();
+    let format = Format {
+        compressed,
+        segment_size: OLD_SEGMENT_SIZE,
+    };
+    let db = sled_config(&dir.join("sled"), format).open().unwrap();
     db.open_tree("meta")
         .unwrap()
         .insert("schema_version", schema.to_string().as_bytes())
@@ -149,11 +168,14 @@ mod tests {
     }
 
     #[test]
-    fn a_schema_1_store_is_opened_as_it_is() {
+    fn a_schema_1_store_is_copied_into_the_current_format() {
         let dir = tempfile::tempdir().unwrap();
         write_schema_1(dir.path(), &things(10));
         let store = Store::open(dir.path()).unwrap();
-        assert!(!is_compressed(&dir.path().join("sled")));
+        assert_eq!(
+            format_of(&dir.path().join("sled")),
+            Some(super::super::FORMAT)
+        );
         assert!(!dir.path().join(MIGRATING).exists() && !dir.path().join(OLD).exists());
         assert_eq!(store.tree::<serde_json::Value>("things").unwrap().len(), 10);
     }
@@ -162,10 +184,14 @@ mod tests {
     fn a_compressed_store_is_copied_into_the_uncompressed_format_and_keeps_every_record() {
         let dir = tempfile::tempdir().unwrap();
         write_v3(dir.path(), 2_500);
-        assert!(is_compressed(&dir.path().join("sled")));
+        let old = format_of(&dir.path().join("sled")).unwrap();
+        assert!(old.compressed && old.segment_size == OLD_SEGMENT_SIZE);
 
         let store = Store::open(dir.path()).unwrap();
-        assert!(!is_compressed(&dir.path().join("sled")));
+        assert_eq!(
+            format_of(&dir.path().join("sled")),
+            Some(super::super::FORMAT)
+        );
         assert!(!dir.path().join(MIGRATING).exists() && !dir.path().join(OLD).exists());
         assert_eq!(
             store.marker("schema_version").unwrap(),
@@ -200,7 +226,8 @@ mod tests {
         std::fs::rename(&v3, dir.path().join("copy-of-v3")).unwrap();
         let scratch = tempfile::tempdir().unwrap();
         std::fs::rename(dir.path().join("copy-of-v3"), scratch.path().join("sled")).unwrap();
-        recompress(scratch.path(), true, false).unwrap();
+        let from = format_of(&scratch.path().join("sled")).unwrap();
+        reformat(scratch.path(), from, super::super::FORMAT).unwrap();
         std::fs::rename(scratch.path().join("sled"), dir.path().join(MIGRATING)).unwrap();
         std::fs::create_dir_all(dir.path().join(OLD)).unwrap();
         let store = Store::open(dir.path()).unwrap();

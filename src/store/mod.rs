@@ -1,9 +1,9 @@
 //! Durable state in sled: typed trees with serde values, a schema version, and clear
 //! errors for a data directory that is unwritable or locked by another sre-agent, plus
 //! append-only journals beside it for records that only grow (`journal.rs`).
-//! sled writes without compression (schema 4; see `SLED_COMPRESSION`); a store written
-//! with it (schemas 2 and 3) is copied into the uncompressed format on first start
-//! (`migrate.rs`).
+//! sled writes without compression (schema 4; see `SLED_COMPRESSION`) in segments of
+//! 64 KiB (schema 5; see `SEGMENT_SIZE`); a store written in another format is copied
+//! into this one on first start (`migrate.rs`).
 //! sled types do not leave this module. The parts keep their own typed stores on top of it
 //! (`alerts::store`, `agent::store`, `report::store`, the notifier's outbox).
 
@@ -28,7 +28,8 @@ pub(crate) use migrate::write_schema_1;
 /// `alerts::store`), with a last-seen index.
 /// 3: the log of received alerts in a journal outside sled (`journal.rs`).
 /// 4: sled compression off again (`SLED_COMPRESSION`).
-pub const SCHEMA_VERSION: u32 = 4;
+/// 5: sled segments of 64 KiB (`SEGMENT_SIZE`).
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// sled's page cache. Pages past it are read back from disk (through the OS cache). 16 MiB
 /// rather than 4: a storm's 1,000 groups fit (storm bench p50 8.8 -> 7.4 ms, 30,000 ->
@@ -44,15 +45,38 @@ const SLED_CACHE_BYTES: u64 = 16 * 1024 * 1024;
 const SLED_COMPRESSION: bool = false;
 /// zstd level of a compressed sled (kept to read schemas 2 and 3 for their migration).
 const COMPRESSION_LEVEL: i32 = 3;
+/// The size of sled's log segments (sled's default, which schemas 1-4 used, is 512 KiB).
+/// sled frees a segment only once nothing live is left in it, and the pages the intake
+/// rewrites (samples, rows, firing buckets) leave a little live data in most segments: the
+/// scale bench's store of 100,000 alerts took 106 MB of sled files with 512 KiB segments,
+/// 81 MB with 128 KiB and 68 MB with 64 KiB, for about 6 MB of records. Below 64 KiB sled
+/// writes nodes past an eighth of a segment as separate blob files (thousands of them at
+/// 32 KiB) and the files grew again.
+const SEGMENT_SIZE: usize = 64 * 1024;
 
-/// The sled configuration of `path`; `compressed` only to read a store of schema 2 or 3.
-fn sled_config(path: &Path, compressed: bool) -> sled::Config {
+/// How a sled database is written: sled cannot change either in place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Format {
+    compressed: bool,
+    segment_size: usize,
+}
+
+/// The format this build writes.
+const FORMAT: Format = Format {
+    compressed: SLED_COMPRESSION,
+    segment_size: SEGMENT_SIZE,
+};
+
+/// The sled configuration of `path` in `format` (an older format only to read a store
+/// for its migration).
+fn sled_config(path: &Path, format: Format) -> sled::Config {
     let config = sled::Config::new()
         .path(path)
         .cache_capacity(SLED_CACHE_BYTES)
+        .segment_size(format.segment_size)
         // Periodic flushes come from the group flusher (see flush.rs).
         .flush_every_ms(None);
-    if compressed {
+    if format.compressed {
         config
             .use_compression(true)
             .compression_factor(COMPRESSION_LEVEL)
@@ -64,10 +88,10 @@ fn sled_config(path: &Path, compressed: bool) -> sled::Config {
 /// Opens the sled database at `path` (in the data directory `dir`). A lock still held is
 /// waited out for up to `LOCK_WAIT`: a process stopping (a restart) or a database this
 /// process just closed (a migration step) lets go of it a moment later.
-fn open_sled(dir: &Path, path: &Path, compressed: bool) -> Result<sled::Db, StoreError> {
+fn open_sled(dir: &Path, path: &Path, format: Format) -> Result<sled::Db, StoreError> {
     let deadline = std::time::Instant::now() + LOCK_WAIT;
     loop {
-        match sled_config(path, compressed).open() {
+        match sled_config(path, format).open() {
             Ok(db) => return Ok(db),
             Err(e) => match open_error(dir, &e) {
                 StoreError::Locked(_) if std::time::Instant::now() < deadline => {
@@ -157,11 +181,12 @@ impl Store {
         let _ = std::fs::remove_file(&probe);
 
         migrate::finish_interrupted(dir).map_err(|e| open_err(e.to_string()))?;
-        let compressed = migrate::is_compressed(&dir.join("sled"));
-        if compressed != SLED_COMPRESSION {
-            migrate::recompress(dir, compressed, SLED_COMPRESSION)?;
+        if let Some(found) = migrate::format_of(&dir.join("sled"))
+            && found != FORMAT
+        {
+            migrate::reformat(dir, found, FORMAT)?;
         }
-        let db = open_sled(dir, &dir.join("sled"), SLED_COMPRESSION)?;
+        let db = open_sled(dir, &dir.join("sled"), FORMAT)?;
         let journals = flush::Journals::default();
         let store = Self {
             flusher: Arc::new(GroupFlusher::start(db.clone(), journals.clone())?),
