@@ -1,7 +1,9 @@
-//! Storm intake benchmark: a 10,000-alert storm of one alert across 1,000 instances, as
-//! 100 Alertmanager webhooks of 100 alerts (4 in flight), each answered after a durable
-//! flush. Prints p50/p99 time to 2xx, the investigations it became and the LLM calls they
-//! made (the LLM is a local stand-in answering a finding at once).
+//! Storm intake benchmark: a 10,000-alert storm of one alert across 1,000 instances, each
+//! webhook answered after a durable flush, sent two ways: 100 webhooks of 100 alerts (4
+//! in flight), and the way an Alertmanager grouping by alert name and instance sends it,
+//! 1,000 webhooks of one instance's 10 alerts (16 in flight). Prints p50/p99 time to 2xx,
+//! the investigations it became and the LLM calls they made (the LLM is a local stand-in
+//! answering a finding at once).
 //! Run: `cargo bench --bench storm`. Prints `name: value (target …)` lines.
 
 use std::sync::Arc;
@@ -17,11 +19,42 @@ use tokio_util::sync::CancellationToken;
 
 const ALERTS: usize = 10_000;
 const INSTANCES: usize = 1_000;
-const PER_REQUEST: usize = 100;
-const IN_FLIGHT: usize = 4;
 
-fn payload(first: usize) -> Vec<u8> {
-    let alerts: Vec<Value> = (first..first + PER_REQUEST)
+/// How the storm's alerts are sent.
+#[derive(Clone, Copy)]
+enum Delivery {
+    /// Payloads of 100 consecutive alerts (100 instances each), 4 in flight.
+    Batches,
+    /// One payload per instance (its 10 alerts), 16 in flight.
+    PerInstance,
+}
+
+impl Delivery {
+    fn per_request(self) -> usize {
+        match self {
+            Self::Batches => 100,
+            Self::PerInstance => ALERTS / INSTANCES,
+        }
+    }
+    fn in_flight(self) -> usize {
+        match self {
+            Self::Batches => 4,
+            Self::PerInstance => 16,
+        }
+    }
+    /// The alert numbers of payload `r`.
+    fn alerts(self, r: usize) -> Vec<usize> {
+        let n = self.per_request();
+        match self {
+            Self::Batches => (r * n..(r + 1) * n).collect(),
+            Self::PerInstance => (0..n).map(|k| r + k * INSTANCES).collect(),
+        }
+    }
+}
+
+fn payload(alerts: Vec<usize>) -> Vec<u8> {
+    let alerts: Vec<Value> = alerts
+        .into_iter()
         .map(|i| {
             json!({"status": "firing",
                 "labels": {"alertname": "DiskFillingUp", "instance": format!("host{}:9100", i % INSTANCES),
@@ -73,13 +106,14 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 async fn main() -> anyhow::Result<()> {
     sre_agent::install_crypto_provider();
     // The same storm with coalescing off first, as the baseline of the ack latency.
-    run("baseline_", 0).await?;
-    run("storm_", 5).await
+    run("baseline_", 0, Delivery::Batches).await?;
+    run("storm_", 5, Delivery::Batches).await?;
+    run("per_instance_storm_", 5, Delivery::PerInstance).await
 }
 
 /// Posts the storm with `alerts.storm_threshold = threshold`; prints figures named
 /// `{prefix}…`.
-async fn run(prefix: &str, threshold: u32) -> anyhow::Result<()> {
+async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result<()> {
     let calls = Arc::new(AtomicUsize::new(0));
     let llm_url = fake_llm(calls.clone()).await?;
     let dir = tempfile::tempdir()?;
@@ -102,12 +136,13 @@ async fn run(prefix: &str, threshold: u32) -> anyhow::Result<()> {
     let server = tokio::spawn(app.run_until_stopped(token.clone()));
     let http = reqwest::Client::new();
 
-    let bodies: Vec<Vec<u8>> = (0..ALERTS / PER_REQUEST)
-        .map(|r| payload(r * PER_REQUEST))
+    let (per_request, in_flight) = (delivery.per_request(), delivery.in_flight());
+    let bodies: Vec<Vec<u8>> = (0..ALERTS / per_request)
+        .map(|r| payload(delivery.alerts(r)))
         .collect();
     let start = Instant::now();
     let mut latencies = Vec::new();
-    for wave in bodies.chunks(IN_FLIGHT) {
+    for wave in bodies.chunks(in_flight) {
         let posts = wave.iter().map(|body| {
             let req = http.post(&url).body(body.clone());
             async move {
@@ -154,7 +189,7 @@ async fn run(prefix: &str, threshold: u32) -> anyhow::Result<()> {
         tokio::time::sleep(Duration::from_millis(200)).await;
     };
     println!(
-        "{prefix}ack_p50_ms: {:.2} ({} requests of {PER_REQUEST} alerts, {IN_FLIGHT} in flight)",
+        "{prefix}ack_p50_ms: {:.2} ({} requests of {per_request} alerts, {in_flight} in flight)",
         percentile(&latencies, 0.50).as_secs_f64() * 1e3,
         latencies.len()
     );
