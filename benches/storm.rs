@@ -98,6 +98,18 @@ async fn fake_llm(calls: Arc<AtomicUsize>) -> anyhow::Result<String> {
     Ok(format!("http://{addr}/v1"))
 }
 
+/// CPU time this process has used so far (user + system, every thread).
+fn cpu_time() -> Duration {
+    // SAFETY: getrusage fills the struct it is given.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut usage);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 * p) as usize).min(sorted.len() - 1)]
 }
@@ -141,6 +153,7 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
         .map(|r| payload(delivery.alerts(r)))
         .collect();
     let start = Instant::now();
+    let cpu_start = cpu_time();
     let mut latencies = Vec::new();
     for wave in bodies.chunks(in_flight) {
         let posts = wave.iter().map(|body| {
@@ -157,6 +170,7 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
         }
     }
     let secs = start.elapsed().as_secs_f64();
+    let cpu = (cpu_time() - cpu_start).as_secs_f64();
     latencies.sort();
 
     // Wait for the storm's investigation (and a follow-up, if any) to finish.
@@ -200,6 +214,11 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
     println!(
         "{prefix}alerts_per_second: {:.0} ({ALERTS} alerts over {INSTANCES} instances)",
         ALERTS as f64 / secs
+    );
+    println!(
+        "{prefix}cpu_per_alert_us: {:.1} (daemon and client in this process; {:.2} cores busy on average)",
+        cpu * 1e6 / ALERTS as f64,
+        cpu / secs
     );
     println!("{prefix}investigations: {investigations} (storm target <= 3)");
     println!(
