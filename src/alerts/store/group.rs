@@ -59,9 +59,13 @@ pub(super) struct SampleRank {
 
 impl SampleRank {
     pub fn of(alert: &Alert) -> Self {
+        Self::new(alert.status, alert.starts_at)
+    }
+
+    fn new(status: AlertStatus, starts_at: Option<DateTime<Utc>>) -> Self {
         Self {
-            firing: alert.status == AlertStatus::Firing,
-            starts_at: alert.starts_at,
+            firing: status == AlertStatus::Firing,
+            starts_at,
         }
     }
 }
@@ -76,10 +80,7 @@ pub(super) struct SampleHead {
 
 impl From<SampleHead> for SampleRank {
     fn from(h: SampleHead) -> Self {
-        Self {
-            firing: h.status == AlertStatus::Firing,
-            starts_at: h.starts_at,
-        }
+        Self::new(h.status, h.starts_at)
     }
 }
 
