@@ -16,7 +16,9 @@
 
 use std::path::Path;
 
-use super::{Format, StoreError, open_error, sled_config};
+#[cfg(test)]
+use super::sled_config;
+use super::{Format, StoreError, open_sled};
 
 const MIGRATING: &str = "sled.migrating";
 const OLD: &str = "sled.v1";
@@ -24,7 +26,6 @@ const OLD: &str = "sled.v1";
 const BATCH: usize = 1_000;
 
 /// sled's segment size before schema 5 (its default).
-#[cfg(test)]
 const OLD_SEGMENT_SIZE: usize = 512 * 1024;
 
 /// The format of the database in `sled_dir`; `None` when there is none yet.
@@ -43,7 +44,7 @@ pub(super) fn format_of(sled_dir: &Path) -> Option<Format> {
         // back, which sled then checks against its own reading.
         segment_size: value("segment_size")
             .and_then(|v| v.parse().ok())
-            .unwrap_or(512 * 1024),
+            .unwrap_or(OLD_SEGMENT_SIZE),
     })
 }
 
@@ -72,12 +73,10 @@ pub(super) fn reformat(dir: &Path, from: Format, to: Format) -> Result<(), Store
         reason: format!("migrating to schema {}: {what}: {e}", super::SCHEMA_VERSION),
     };
     {
-        let from = sled_config(&current, from)
-            .open()
-            .map_err(|e| open_error(dir, &e))?;
-        let to = sled_config(&migrating, to)
-            .open()
-            .map_err(|e| open_error(dir, &e))?;
+        // Waits out a lock still held by a database just closed (an earlier step of a
+        // start, or the store's last user) as every open does.
+        let from = open_sled(dir, &current, from)?;
+        let to = open_sled(dir, &migrating, to)?;
         let mut copied = 0usize;
         for name in from.tree_names() {
             let (src, dst) = (from.open_tree(&name)?, to.open_tree(&name)?);
