@@ -93,22 +93,28 @@ pub fn list(dir: &Path) -> std::io::Result<Vec<Name>> {
 }
 
 /// Removes what a stop during compression left: `.tmp` files, and plain segments whose
-/// compressed form is complete.
+/// compressed form is complete. A file already gone is fine: a journal of the same store
+/// closed a moment ago may still be finishing a compression (renaming its `.tmp`,
+/// removing the plain segment) in the background.
 pub fn remove_leftovers(dir: &Path) -> std::io::Result<()> {
+    let remove = |path: &Path| match std::fs::remove_file(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    };
     let mut names = Vec::new();
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
         let file = entry.file_name();
         let Some(file) = file.to_str() else { continue };
         if file.ends_with(".tmp") {
-            std::fs::remove_file(entry.path())?;
+            remove(&entry.path())?;
         } else if let Some(name) = Name::parse(file) {
             names.push(name);
         }
     }
     for plain in names.iter().filter(|n| !n.compressed) {
         if names.iter().any(|n| n.compressed && n.same_segment(plain)) {
-            std::fs::remove_file(dir.join(plain.file_name()))?;
+            remove(&dir.join(plain.file_name()))?;
         }
     }
     Ok(())
