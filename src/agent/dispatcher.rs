@@ -193,13 +193,18 @@ impl Dispatcher {
     }
 
     /// Like [`Dispatcher::submit`] for an alert investigation the intake already decided
-    /// within the budget (its decision held a place in it).
+    /// within the budget: its decision's held place becomes the investigation's (held
+    /// again if it cannot be stored).
     pub async fn submit_decided(
         &self,
         req: InvestigationRequest,
     ) -> Result<Investigation, StoreError> {
         let claim = self.inner.spend.admit_decided(today())?;
-        self.enqueue(req, claim).await
+        let stored = self.enqueue(req, claim).await;
+        if stored.is_err() {
+            self.inner.spend.hold();
+        }
+        stored
     }
 
     async fn enqueue(

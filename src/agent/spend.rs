@@ -167,10 +167,14 @@ impl SpendLedger {
         Ok(self.reserve(&mut state, day, self.inner.reserve_usd))
     }
 
-    /// Admits an investigation the alert intake already decided within the budget.
+    /// Admits an investigation the alert intake already decided within the budget: the
+    /// place its decision held (`hold`) becomes its count in the same step, so no reader
+    /// of the budget sees both (a decision at the edge of the budget was refused in that
+    /// moment). Give the place back with `hold` if the investigation is then not stored.
     pub fn admit_decided(&self, day: NaiveDate) -> Result<Claim, StoreError> {
         let mut state = self.lock();
         self.count(&mut state, day, 1)?;
+        state.held = state.held.saturating_sub(1);
         Ok(self.reserve(&mut state, day, self.inner.reserve_usd))
     }
 

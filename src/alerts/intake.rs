@@ -38,7 +38,9 @@ pub use request::{NewInvestigation, request_for, storm_request};
 /// What the intake needs from the investigation dispatcher.
 #[async_trait]
 pub trait Investigator: Send + Sync + 'static {
-    /// Stores the investigation `queued` (durably) and returns its id.
+    /// Stores the investigation `queued` (durably) and returns its id. The place its
+    /// decision held in the budget (`hold`) becomes the investigation's own; on an error
+    /// it stays held.
     async fn submit(&self, req: NewInvestigation) -> Result<String, StoreError>;
     /// True when it was still queued and is now cancelled.
     async fn cancel_queued(&self, id: &str, note: &str) -> Result<bool, StoreError>;

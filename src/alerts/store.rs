@@ -98,10 +98,13 @@ pub struct AlertStore {
 
 /// The marker of the group layout (see `Store::marker`): "2" split groups into rows and
 /// samples, "3" keys the last-activity index by whole seconds (`rows::seen_key`), "4"
-/// keeps firing sets in buckets (`firing.rs`).
+/// keeps firing sets in buckets, "5" keeps hashes of the fingerprints in them
+/// (`firing.rs`).
 const LAYOUT_MARKER: &str = "alerts_layout";
 /// Layout 3's firing tree (one key per fingerprint), moved into buckets by layout 4.
 const OLD_FIRING: &str = "alert_firing";
+/// Layout 4's firing buckets (JSON lists of fingerprints), hashed by layout 5.
+const JSON_FIRING: &str = "alert_firing_sets";
 
 /// Which sample alerts a listing reads of each group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,12 +131,12 @@ impl AlertStore {
             samples: store.tree("alert_samples")?,
             heads: store.tree("alert_samples")?,
             seen: store.tree("alert_groups_seen")?,
-            firing: FiringSets::new(store.tree("alert_firing_sets")?),
+            firing: FiringSets::new(store.tree_with("alert_firing_hashes")?),
             cache: Arc::default(),
             log: store.journal_from_tree("alerts", "alerts", |r: &AlertRecord| r.received_at)?,
         };
         let layout = store.marker(LAYOUT_MARKER)?;
-        if !matches!(layout.as_deref(), Some("3" | "4")) {
+        if !matches!(layout.as_deref(), Some("3" | "4" | "5")) {
             // The index is rebuilt from the rows (one key per group).
             let keys = this
                 .seen
@@ -142,14 +145,19 @@ impl AlertStore {
             this.seen.remove_all(keys)?;
             this.migrate_groups()?;
         }
-        if layout.as_deref() != Some("4") {
-            let old: Tree<()> = store.tree(OLD_FIRING)?;
-            let moved = this.firing.import(&old)?;
+        if layout.as_deref() != Some("5") {
+            let one_key: Tree<()> = store.tree(OLD_FIRING)?;
+            let json: Tree<Vec<String>> = store.tree(JSON_FIRING)?;
+            let moved = this.firing.import(&one_key)? + this.firing.convert(&json)?;
             if moved > 0 {
-                tracing::info!(fingerprints = moved, "firing sets moved into buckets");
+                tracing::info!(
+                    fingerprints = moved,
+                    "firing sets moved into hashed buckets"
+                );
             }
-            store.set_marker(LAYOUT_MARKER, "4")?;
+            store.set_marker(LAYOUT_MARKER, "5")?;
             store.drop_tree(OLD_FIRING)?;
+            store.drop_tree(JSON_FIRING)?;
         }
         Ok(this)
     }

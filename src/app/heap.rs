@@ -1,4 +1,4 @@
-//! The daemon's heap on glibc: what it gives back to the system.
+//! The daemon's heap: what it gives back to the system.
 //!
 //! Measured with the scale bench (single-alert webhooks from 16 clients, 130,000 stored
 //! alerts): glibc's default of up to eight arenas per core let each runtime thread keep
@@ -8,7 +8,9 @@
 //! 1.1M-alert store: 50 MiB just after start, 34 MiB a few seconds later); trimming every
 //! 250 ms lowered the fill rate by a fifth and did not lower the peak.
 //! Other allocators were measured and not taken: mimalloc idled at 60 MiB and jemalloc at
-//! 39 MiB where glibc idles at 20.
+//! 39 MiB where glibc idles at 20. sled's writes leave replaced nodes and log
+//! buffers for epoch-based reclamation, which frees them only as later operations run, so
+//! the trimmer frees them first (`store::collect_garbage`).
 
 use std::time::Duration;
 
@@ -25,25 +27,29 @@ pub fn limit_arenas() {
     }
 }
 
-/// Gives freed heap pages back to the system every `TRIM_EVERY`, on its own thread, for
-/// as long as the process runs (a no-op off glibc, whose allocators return memory
-/// themselves).
+/// Gives freed memory back every `TRIM_EVERY`, on its own thread, for as long as the
+/// process runs: sled's deferred garbage is freed (`store::collect_garbage`), then glibc's
+/// free pages are returned (other allocators return memory themselves).
 pub fn trim_in_background() {
+    let spawned = std::thread::Builder::new()
+        .name("heap-trim".into())
+        .spawn(|| {
+            loop {
+                std::thread::sleep(TRIM_EVERY);
+                crate::store::collect_garbage();
+                trim();
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!(error = %e, "cannot start the heap trimmer; freed memory stays resident");
+    }
+}
+
+/// Returns glibc's free heap pages to the system.
+fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    {
-        let spawned = std::thread::Builder::new()
-            .name("heap-trim".into())
-            .spawn(|| {
-                loop {
-                    std::thread::sleep(TRIM_EVERY);
-                    // SAFETY: malloc_trim takes the arena locks itself; no pointers change.
-                    unsafe {
-                        libc::malloc_trim(0);
-                    }
-                }
-            });
-        if let Err(e) = spawned {
-            tracing::warn!(error = %e, "cannot start the heap trimmer; freed memory stays resident");
-        }
+    // SAFETY: malloc_trim takes the arena locks itself; no pointers change.
+    unsafe {
+        libc::malloc_trim(0);
     }
 }

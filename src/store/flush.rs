@@ -110,6 +110,10 @@ fn run(db: sled::Db, journals: &Journals, shared: &Shared, done: &watch::Sender<
                 journals.iter().try_for_each(|j| j.sync())
             });
         let _previous = done.send_replace((n, result));
+        // A flush seals sled's log buffer and leaves the old one (64 KiB) to be freed by
+        // epoch-based reclamation from this thread's own list, which keeps up to 64 of
+        // them (heaptrack: 3.4 MB live when idle after a burst) until the next flush.
+        super::hand_over_garbage();
     }
 }
 

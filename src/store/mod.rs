@@ -18,7 +18,7 @@ use std::sync::Arc;
 use flush::GroupFlusher;
 
 pub use journal::Journal;
-pub use tree::Tree;
+pub use tree::{Codec, Tree};
 
 #[cfg(test)]
 pub(crate) use migrate::write_schema_1;
@@ -29,7 +29,8 @@ pub(crate) use migrate::write_schema_1;
 /// 3: the log of received alerts in a journal outside sled (`journal.rs`).
 /// 4: sled compression off again (`SLED_COMPRESSION`).
 /// 5: sled segments of 64 KiB (`SEGMENT_SIZE`).
-pub const SCHEMA_VERSION: u32 = 5;
+/// 6: firing sets hold 8-byte hashes of the fingerprints (`alerts::store`'s layout 5).
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// sled's page cache. Pages past it are read back from disk (through the OS cache). 16 MiB
 /// rather than 4: a storm's 1,000 groups fit (storm bench p50 8.8 -> 7.4 ms, 30,000 ->
@@ -101,6 +102,30 @@ fn open_sled(dir: &Path, path: &Path, format: Format) -> Result<sled::Db, StoreE
             },
         }
     }
+}
+
+/// Rounds of `collect_garbage`: each frees up to eight of sled's sealed garbage bags
+/// (crossbeam-epoch's `COLLECT_STEPS`), so 64 rounds free up to 512 bags.
+const COLLECT_ROUNDS: usize = 64;
+
+/// Frees what sled's writes left for epoch-based reclamation. sled defers freeing each
+/// node and log buffer it replaces until every thread has moved on, and crossbeam-epoch
+/// frees a few of those batches at each later operation; when writes stop, the rest waits
+/// for the next burst. Cheap when there is nothing to free; the heap trimmer calls it
+/// every second. With the flush thread handing its own over (`hand_over_garbage`), the
+/// daemon's anonymous memory idle after a 1,000,000-alert fill went from 22.3-23.7 MiB
+/// to 21.4-21.7 MiB (two runs each).
+pub fn collect_garbage() {
+    for _ in 0..COLLECT_ROUNDS {
+        sled::crossbeam_pin().flush();
+    }
+}
+
+/// Hands what this thread's sled operations left for epoch-based reclamation to the
+/// shared queue `collect_garbage` frees (crossbeam-epoch keeps up to 64 items a thread
+/// until that thread's next operations).
+pub fn hand_over_garbage() {
+    sled::crossbeam_pin().flush();
 }
 
 /// How long `open_sled` waits for a held lock.
@@ -225,11 +250,16 @@ impl Store {
         Ok(())
     }
 
-    /// A typed tree; `name` is the sled tree name.
+    /// A typed tree of JSON values; `name` is the sled tree name.
     pub fn tree<V: serde::Serialize + serde::de::DeserializeOwned>(
         &self,
         name: &'static str,
     ) -> Result<Tree<V>, StoreError> {
+        self.tree_with(name)
+    }
+
+    /// A typed tree whose values `C` encodes; `name` is the sled tree name.
+    pub fn tree_with<V, C: Codec<V>>(&self, name: &'static str) -> Result<Tree<V, C>, StoreError> {
         Ok(Tree::new(
             name,
             self.db.open_tree(name)?,

@@ -1,4 +1,5 @@
-//! A sled tree holding serde values (JSON-encoded) under byte-string keys.
+//! A sled tree holding typed values under byte-string keys: serde values encoded as JSON,
+//! or another `Codec` where a compact encoding matters.
 
 use std::marker::PhantomData;
 use std::sync::Arc;
@@ -9,15 +10,34 @@ use serde::de::DeserializeOwned;
 use super::StoreError;
 use super::flush::GroupFlusher;
 
-/// A tree of `V` values. Keys are ordered bytes; use time-ordered ids for time order.
-pub struct Tree<V> {
+/// How a tree's values are written as bytes.
+pub trait Codec<V> {
+    fn encode(value: &V) -> Result<Vec<u8>, String>;
+    fn decode(bytes: &[u8]) -> Result<V, String>;
+}
+
+/// Serde values as JSON (the default).
+pub struct Json;
+
+impl<V: Serialize + DeserializeOwned> Codec<V> for Json {
+    fn encode(value: &V) -> Result<Vec<u8>, String> {
+        serde_json::to_vec(value).map_err(|e| e.to_string())
+    }
+    fn decode(bytes: &[u8]) -> Result<V, String> {
+        serde_json::from_slice(bytes).map_err(|e| e.to_string())
+    }
+}
+
+/// A tree of `V` values written by `C`. Keys are ordered bytes; use time-ordered ids for
+/// time order.
+pub struct Tree<V, C = Json> {
     name: &'static str,
     inner: sled::Tree,
     flusher: Arc<GroupFlusher>,
-    _value: PhantomData<fn() -> V>,
+    _value: PhantomData<fn() -> (V, C)>,
 }
 
-impl<V> Clone for Tree<V> {
+impl<V, C> Clone for Tree<V, C> {
     fn clone(&self) -> Self {
         Self {
             name: self.name,
@@ -28,7 +48,7 @@ impl<V> Clone for Tree<V> {
     }
 }
 
-impl<V: Serialize + DeserializeOwned> Tree<V> {
+impl<V, C: Codec<V>> Tree<V, C> {
     pub(super) fn new(name: &'static str, inner: sled::Tree, flusher: Arc<GroupFlusher>) -> Self {
         Self {
             name,
@@ -39,15 +59,15 @@ impl<V: Serialize + DeserializeOwned> Tree<V> {
     }
 
     fn decode(&self, key: &[u8], bytes: &[u8]) -> Result<V, StoreError> {
-        serde_json::from_slice(bytes).map_err(|e| StoreError::Decode {
+        C::decode(bytes).map_err(|reason| StoreError::Decode {
             tree: self.name,
             key: String::from_utf8_lossy(key).into_owned(),
-            reason: e.to_string(),
+            reason,
         })
     }
 
     fn encode(value: &V) -> Result<Vec<u8>, StoreError> {
-        serde_json::to_vec(value).map_err(|e| StoreError::Io(format!("cannot encode value: {e}")))
+        C::encode(value).map_err(|e| StoreError::Io(format!("cannot encode value: {e}")))
     }
 
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<V>, StoreError> {

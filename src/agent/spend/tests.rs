@@ -83,6 +83,20 @@ fn held_alert_decisions_count_until_released() {
 }
 
 #[test]
+fn an_admitted_decision_takes_over_its_held_place_in_one_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let (l, _store) = ledger(dir.path(), 2, 0.0);
+    l.hold();
+    l.hold();
+    let _first = l.admit_decided(today()).unwrap();
+    // Counted once: one admitted and one still held, never three.
+    assert_eq!(l.budget().investigations, 2);
+    let _second = l.admit_decided(today()).unwrap();
+    assert_eq!(l.budget().investigations, 2);
+    assert_eq!(l.budget().exceeded(), Some(Limit::Count));
+}
+
+#[test]
 fn settled_spend_survives_a_restart_and_reservations_do_not() {
     let dir = tempfile::tempdir().unwrap();
     {

@@ -68,6 +68,8 @@ impl Investigator for FakeInvestigator {
         let mut invs = self.invs.lock().unwrap();
         let id = format!("inv-{}", invs.len());
         invs.push((id.clone(), req.group_key, Utc::now(), InvState::Queued));
+        let mut held = self.held.lock().unwrap();
+        *held = held.saturating_sub(1);
         Ok(id)
     }
 

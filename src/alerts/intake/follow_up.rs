@@ -56,10 +56,10 @@ impl Intake {
         let (Some(since), None) = (group.pending_since, &group.investigation_id) else {
             return Ok(group.investigation_id);
         };
-        // The decision's place in the budget is given back however this ends: submitted
-        // (the investigation holds its own claim), dropped, or left pending on an error
-        // (the next start holds it again).
-        let _held = HeldPlace(inner.investigator.as_ref());
+        // The decision's place in the budget is given back however this ends: taken over
+        // by the investigation submitted, or given back when dropped or left pending on
+        // an error (the next start holds it again).
+        let held = HeldPlace(inner.investigator.as_ref());
         let storm = self
             .firing_storm_of(key, &group.last_alert.labels)?
             .map(|s| s.key);
@@ -77,7 +77,11 @@ impl Intake {
         }
         let id = match inner.investigator.find_for_group(key, since)? {
             Some(id) => id,
-            None => inner.investigator.submit(request_for(&group)).await?,
+            None => {
+                let id = inner.investigator.submit(request_for(&group)).await?;
+                held.taken();
+                id
+            }
         };
         inner.store.update_group(key, |g, _| {
             g.map(|mut g| {
@@ -160,8 +164,9 @@ impl Intake {
         let Some(since) = storm.pending_since else {
             return Ok(storm.investigation_id);
         };
-        // The decision's place in the budget is given back however this ends.
-        let _held = HeldPlace(inner.investigator.as_ref());
+        // The decision's place in the budget is taken over by the investigation submitted,
+        // or given back however else this ends.
+        let held = HeldPlace(inner.investigator.as_ref());
         if storm.status != StormStatus::Firing {
             let _decide = inner.decide.lock().await;
             if let Some(mut s) = inner.storms.get(key)? {
@@ -179,7 +184,11 @@ impl Intake {
         let req = storm_request(&storm, &members, sample.as_ref());
         let id = match inner.investigator.find_for_group(&req.group_key, since)? {
             Some(id) => id,
-            None => inner.investigator.submit(req).await?,
+            None => {
+                let id = inner.investigator.submit(req).await?;
+                held.taken();
+                id
+            }
         };
         let note = format!("coalesced into the investigation {id} of the alert storm {key}");
         for g in &storm.early {
@@ -216,6 +225,13 @@ impl Intake {
 
 /// A decision's held place in the budget, given back when dropped.
 struct HeldPlace<'a>(&'a dyn Investigator);
+
+impl HeldPlace<'_> {
+    /// The place became a submitted investigation's (`Investigator::submit`).
+    fn taken(self) {
+        std::mem::forget(self);
+    }
+}
 
 impl Drop for HeldPlace<'_> {
     fn drop(&mut self) {

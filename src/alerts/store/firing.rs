@@ -1,31 +1,53 @@
 //! The fingerprints of each group's firing alerts, in buckets: `{group}\0{bucket}` keys
-//! (`BUCKETS` per group, by a hash of the fingerprint), each holding its sorted
-//! fingerprints.
+//! (`BUCKETS` per group, by a hash of the fingerprint), each holding the sorted 64-bit
+//! hashes of its fingerprints, 8 bytes each.
 //!
 //! Layout 3 kept one key per fingerprint. With distinct alerts a group's set grows to its
 //! cap (`GROUP_FIRING_CAP`), and sled keeps resident every node it writes: at 1,000,000
 //! stored alerts (200 groups at the cap, 400,000 keys) that tree was 370 MB of sled's
 //! files and most of the daemon's memory while ingesting. Buckets keep the same
-//! fingerprints in a few thousand keys.
+//! fingerprints in a few thousand keys. Layout 4 kept them as JSON lists of the
+//! fingerprints (about 19 bytes each, some 600 bytes a bucket at the cap, read and written
+//! for each firing alert, and 7 MB of sled's cache at 1,000,000 alerts); layout 5 keeps
+//! their hashes. Two fingerprints of one group share a hash with odds of about 1 in 10^11
+//! at the cap; the set only counts what is firing, so such a pair would count once.
 
 use std::collections::BTreeMap;
 
 use super::FiringSet;
 use super::rows::member_key;
-use crate::store::{StoreError, Tree};
+use crate::store::{Codec, StoreError, Tree};
 
 /// Buckets per group: a group at the cap holds about 30 fingerprints per bucket (a
 /// rewrite of some 600 bytes per firing alert); a small group one per bucket.
 const BUCKETS: u64 = 64;
 
+/// A bucket's value: its sorted hashes, 8 bytes each (little-endian).
+pub(super) struct Hashes;
+
+impl Codec<Vec<u64>> for Hashes {
+    fn encode(hashes: &Vec<u64>) -> Result<Vec<u8>, String> {
+        Ok(hashes.iter().flat_map(|h| h.to_le_bytes()).collect())
+    }
+    fn decode(bytes: &[u8]) -> Result<Vec<u64>, String> {
+        if bytes.len() % 8 != 0 {
+            return Err(format!("{} bytes are not 8-byte hashes", bytes.len()));
+        }
+        Ok(bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().expect("chunks of 8")))
+            .collect())
+    }
+}
+
 /// The firing sets of all groups.
 #[derive(Clone)]
 pub(super) struct FiringSets {
-    tree: Tree<Vec<String>>,
+    tree: Tree<Vec<u64>, Hashes>,
 }
 
 impl FiringSets {
-    pub fn new(tree: Tree<Vec<String>>) -> Self {
+    pub fn new(tree: Tree<Vec<u64>, Hashes>) -> Self {
         Self { tree }
     }
 
@@ -62,20 +84,37 @@ impl FiringSets {
         group: &str,
         fingerprints: impl IntoIterator<Item = &'f str>,
     ) -> Result<(), StoreError> {
-        let mut buckets: BTreeMap<String, Vec<&str>> = BTreeMap::new();
+        let mut buckets: BTreeMap<String, Vec<u64>> = BTreeMap::new();
         for fp in fingerprints {
-            buckets.entry(bucket_key(group, fp)).or_default().push(fp);
+            let h = hash(fp);
+            buckets.entry(bucket_key(group, h)).or_default().push(h);
         }
-        for (key, fps) in buckets {
+        for (key, hashes) in buckets {
             let mut set = self.tree.get(&key)?.unwrap_or_default();
-            for fp in fps {
-                if let Err(at) = set.binary_search_by(|f| f.as_str().cmp(fp)) {
-                    set.insert(at, fp.to_string());
+            for h in hashes {
+                if let Err(at) = set.binary_search(&h) {
+                    set.insert(at, h);
                 }
             }
             self.tree.insert(&key, &set)?;
         }
         Ok(())
+    }
+
+    /// Moves layout 4's buckets (JSON lists of fingerprints, under the same keys) into
+    /// hashes; returns how many fingerprints. Safe to run again after a stop midway (the
+    /// old tree is dropped by the caller once this returns).
+    pub fn convert(&self, old: &Tree<Vec<String>>) -> Result<usize, StoreError> {
+        let mut moved = 0;
+        for r in old.iter() {
+            let (key, fps) = r?;
+            let mut set: Vec<u64> = fps.iter().map(|fp| hash(fp)).collect();
+            set.sort_unstable();
+            set.dedup();
+            moved += fps.len();
+            self.tree.insert(&key, &set)?;
+        }
+        Ok(moved)
     }
 
     /// Moves layout 3's one-key-per-fingerprint tree (`{group}\0{fingerprint}` keys) into
@@ -102,11 +141,15 @@ impl FiringSets {
     }
 }
 
-/// The bucket of `fingerprint` in `group`: FNV-1a, so it is the same in every build.
-fn bucket_key(group: &str, fingerprint: &str) -> String {
-    let hash = fingerprint.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+/// The hash of a fingerprint: FNV-1a, so it is the same in every build.
+fn hash(fingerprint: &str) -> u64 {
+    fingerprint.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    });
+    })
+}
+
+/// The bucket of the fingerprint hashed `hash` in `group`.
+fn bucket_key(group: &str, hash: u64) -> String {
     member_key(group, &format!("{:02x}", hash % BUCKETS))
 }
 
@@ -123,16 +166,14 @@ impl StoredFiring<'_> {
         if self.error.is_some() {
             return false;
         }
-        let key = bucket_key(self.group, fingerprint);
+        let h = hash(fingerprint);
+        let key = bucket_key(self.group, h);
         let tree = &self.sets.tree;
         let changed = tree.get(&key).and_then(|set| {
             let mut set = set.unwrap_or_default();
-            match (
-                set.binary_search_by(|f| f.as_str().cmp(fingerprint)),
-                insert,
-            ) {
+            match (set.binary_search(&h), insert) {
                 (Ok(_), true) | (Err(_), false) => return Ok(false),
-                (Err(at), true) => set.insert(at, fingerprint.to_string()),
+                (Err(at), true) => set.insert(at, h),
                 (Ok(at), false) => {
                     set.remove(at);
                 }
@@ -169,7 +210,7 @@ mod tests {
     fn a_set_counts_inserts_and_removals_across_buckets_and_groups_stay_apart() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
-        let sets = FiringSets::new(store.tree("firing_test").unwrap());
+        let sets = FiringSets::new(store.tree_with("firing_test").unwrap());
         let mut a = sets.of("a");
         for i in 0..500 {
             assert!(a.insert(&format!("{i:016x}")));
@@ -196,7 +237,7 @@ mod tests {
                 old.insert(member_key(g, &format!("fp{i}")), &()).unwrap();
             }
         }
-        let sets = FiringSets::new(store.tree("firing_test").unwrap());
+        let sets = FiringSets::new(store.tree_with("firing_test").unwrap());
         assert_eq!(sets.import(&old).unwrap(), 200);
         assert_eq!(
             sets.import(&old).unwrap(),

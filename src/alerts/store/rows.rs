@@ -1,6 +1,6 @@
 //! How an alert group is laid out on disk (schema 2): a small row per group
 //! (`alert_groups`), one record per sample alert (`alert_samples`, `{group}\0{fingerprint}`
-//! keys), the firing fingerprints (`alert_firing_sets`, see `firing.rs`) and an index of groups by
+//! keys), the firing fingerprints' hashes (`alert_firing_hashes`, see `firing.rs`) and an index of groups by
 //! last activity (`alert_groups_seen`, `{last_seen nanos}\0{group}` keys) for newest-first
 //! listings and the retention sweep. Schema 1 kept the samples and the firing set inside
 //! the row; such rows still decode (`samples`, `legacy_firing`) and are split on migration.

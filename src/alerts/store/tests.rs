@@ -347,14 +347,14 @@ fn layout_3_firing_keys_move_into_buckets_once_and_the_old_tree_is_dropped() {
         for fp in ["a", "b", "c"] {
             old.insert(rows::member_key("g", fp), &()).unwrap();
         }
-        store.drop_tree("alert_firing_sets").unwrap();
+        store.drop_tree("alert_firing_hashes").unwrap();
         store.set_marker(LAYOUT_MARKER, "3").unwrap();
     }
     let store = Store::open(dir.path()).unwrap();
     let alerts = AlertStore::open(&store).unwrap();
     assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, 3);
     assert_eq!(store.tree::<()>(OLD_FIRING).unwrap().len(), 0);
-    assert_eq!(store.marker(LAYOUT_MARKER).unwrap().as_deref(), Some("4"));
+    assert_eq!(store.marker(LAYOUT_MARKER).unwrap().as_deref(), Some("5"));
     absorb(&alerts, "g", now, &[alert("a", AlertStatus::Resolved)]);
     absorb(&alerts, "g", now, &[alert("b", AlertStatus::Resolved)]);
     let g = alerts.group("g").unwrap().unwrap();
@@ -364,4 +364,63 @@ fn layout_3_firing_keys_move_into_buckets_once_and_the_old_tree_is_dropped() {
         alerts.group("g").unwrap().unwrap().status,
         AlertStatus::Resolved
     );
+}
+
+#[test]
+fn layout_4_buckets_of_fingerprints_become_hashes_once_and_the_old_tree_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Utc::now();
+    let fps: Vec<String> = (0..300).map(|i| format!("{i:016x}")).collect();
+    {
+        let store = Store::open(dir.path()).unwrap();
+        let alerts = AlertStore::open(&store).unwrap();
+        let firing: Vec<Alert> = fps
+            .iter()
+            .map(|fp| alert(fp, AlertStatus::Firing))
+            .collect();
+        absorb(&alerts, "g", now, &firing);
+        // Back to layout 4: JSON lists of fingerprints, bucketed by the same hash.
+        let hashes: Tree<Vec<u64>, firing::Hashes> =
+            store.tree_with("alert_firing_hashes").unwrap();
+        let json: Tree<Vec<String>> = store.tree(JSON_FIRING).unwrap();
+        let mut buckets = std::collections::BTreeMap::<Vec<u8>, Vec<String>>::new();
+        for r in hashes.iter() {
+            let (key, _) = r.unwrap();
+            buckets.insert(key, Vec::new());
+        }
+        for fp in &fps {
+            let key = rows::member_key("g", &format!("{:02x}", fnv(fp) % 64));
+            buckets.get_mut(key.as_bytes()).unwrap().push(fp.clone());
+        }
+        for (key, mut list) in buckets {
+            list.sort();
+            json.insert(key, &list).unwrap();
+        }
+        store.drop_tree("alert_firing_hashes").unwrap();
+        store.set_marker(LAYOUT_MARKER, "4").unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let alerts = AlertStore::open(&store).unwrap();
+    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, 300);
+    assert_eq!(store.tree::<Vec<String>>(JSON_FIRING).unwrap().len(), 0);
+    assert_eq!(store.marker(LAYOUT_MARKER).unwrap().as_deref(), Some("5"));
+    let resolved: Vec<Alert> = fps[1..]
+        .iter()
+        .map(|fp| alert(fp, AlertStatus::Resolved))
+        .collect();
+    absorb(&alerts, "g", now, &resolved);
+    let g = alerts.group("g").unwrap().unwrap();
+    assert_eq!((g.firing_count, g.status), (1, AlertStatus::Firing));
+    absorb(&alerts, "g", now, &[alert(&fps[0], AlertStatus::Resolved)]);
+    assert_eq!(
+        alerts.group("g").unwrap().unwrap().status,
+        AlertStatus::Resolved
+    );
+}
+
+/// FNV-1a, as layout 4 bucketed fingerprints.
+fn fnv(fp: &str) -> u64 {
+    fp.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
