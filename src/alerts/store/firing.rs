@@ -30,7 +30,7 @@ impl Codec<Vec<u64>> for Hashes {
         Ok(hashes.iter().flat_map(|h| h.to_le_bytes()).collect())
     }
     fn decode(bytes: &[u8]) -> Result<Vec<u64>, String> {
-        if bytes.len() % 8 != 0 {
+        if !bytes.len().is_multiple_of(8) {
             return Err(format!("{} bytes are not 8-byte hashes", bytes.len()));
         }
         Ok(bytes
