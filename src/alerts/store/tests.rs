@@ -379,7 +379,7 @@ fn layout_4_buckets_of_fingerprints_become_hashes_once_and_the_old_tree_is_dropp
             .map(|fp| alert(fp, AlertStatus::Firing))
             .collect();
         absorb(&alerts, "g", now, &firing);
-        // Back to layout 4: JSON lists of fingerprints, bucketed by the same hash.
+        // Back to layout 4: JSON lists of fingerprints, bucketed by the same hash (FNV-1a).
         let hashes: Tree<Vec<u64>, firing::Hashes> =
             store.tree_with("alert_firing_hashes").unwrap();
         let json: Tree<Vec<String>> = store.tree(JSON_FIRING).unwrap();
@@ -389,7 +389,7 @@ fn layout_4_buckets_of_fingerprints_become_hashes_once_and_the_old_tree_is_dropp
             buckets.insert(key, Vec::new());
         }
         for fp in &fps {
-            let key = rows::member_key("g", &format!("{:02x}", fnv(fp) % 64));
+            let key = firing::bucket_key("g", firing::hash(fp));
             buckets.get_mut(key.as_bytes()).unwrap().push(fp.clone());
         }
         for (key, mut list) in buckets {
@@ -416,11 +416,4 @@ fn layout_4_buckets_of_fingerprints_become_hashes_once_and_the_old_tree_is_dropp
         alerts.group("g").unwrap().unwrap().status,
         AlertStatus::Resolved
     );
-}
-
-/// FNV-1a, as layout 4 bucketed fingerprints.
-fn fnv(fp: &str) -> u64 {
-    fp.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
 }
