@@ -272,9 +272,13 @@ async fn main() {
         stop.store(true, Ordering::Relaxed);
         let peak = peak.await.unwrap();
         println!("{stored} alerts stored:");
-        println!(
-            "  fill in batches of {FILL_BATCH}, {FILL_CONCURRENCY} in flight: {fill_rate:.0} alerts/s, RSS peak {fill_peak:.1} MiB"
-        );
+        if fill_to == 0 {
+            println!("  fill: none (the size before and its intake stored more)");
+        } else {
+            println!(
+                "  fill in batches of {FILL_BATCH}, {FILL_CONCURRENCY} in flight: {fill_rate:.0} alerts/s, RSS peak {fill_peak:.1} MiB"
+            );
+        }
         println!(
             "  intake: {:.0} alerts/s, p50 {:.2} ms, p99 {:.2} ms ({CLIENTS} clients, 1 alert/request; target >= 5000/s, p99 < 10 ms)",
             lat.len() as f64 / secs as f64,

@@ -1,17 +1,20 @@
 //! The fingerprints of each group's firing alerts, in buckets: `{group}\0{bucket}` keys
-//! (`BUCKETS` per group, by a hash of the fingerprint), each holding the sorted 64-bit
-//! hashes of its fingerprints, 8 bytes each.
+//! (`BUCKETS` per group, by a hash of the fingerprint), each holding 40 bits of that hash
+//! per fingerprint (5 bytes each, sorted).
 //!
 //! Layout 3 kept one key per fingerprint. With distinct alerts a group's set grows to its
 //! cap (`GROUP_FIRING_CAP`), and sled keeps resident every node it writes: at 1,000,000
 //! stored alerts (200 groups at the cap, 400,000 keys) that tree was 370 MB of sled's
 //! files and most of the daemon's memory while ingesting. Buckets keep the same
 //! fingerprints in a few thousand keys. Layout 4 kept them as JSON lists of the
-//! fingerprints (about 19 bytes each, some 600 bytes a bucket at the cap, read and written
-//! for each firing alert; heaptrack: 7.2 MB of the daemon's heap at 1,000,000 alerts, 3.6
-//! MB as hashes); layout 5 keeps their hashes. Two fingerprints of one group share a hash
-//! with odds of about 1 in 10^13 at the cap; the set only counts what is firing, so such a
-//! pair would count once.
+//! fingerprints (about 19 bytes each; heaptrack: 7.2 MB of the daemon's heap at 1,000,000
+//! alerts), layout 5 as 8-byte hashes in 64 buckets a group (3.6 MB; still ~7 MiB of the
+//! daemon's resident memory when idle at 1,000,000 alerts, against a fill whose alerts all
+//! resolve), layout 6 as 5 bytes in 16 buckets (fewer keys, each with sled's overhead).
+//! A fingerprint's bucket and kept bits come from 44 bits of its mixed hash: two
+//! fingerprints of one group at the cap share them with odds of about 1 in 10^7; the set
+//! only counts what is firing, so such a pair would count once (and the group would read
+//! resolved early until the other fires again).
 
 use std::collections::BTreeMap;
 
@@ -19,11 +22,16 @@ use super::FiringSet;
 use super::rows::member_key;
 use crate::store::{Codec, StoreError, Tree};
 
-/// Buckets per group: a group at the cap holds about 30 fingerprints per bucket (a
-/// rewrite of some 600 bytes per firing alert); a small group one per bucket.
-const BUCKETS: u64 = 64;
+/// Bits of the mixed hash that choose a fingerprint's bucket: 16 buckets a group, so a
+/// group at the cap holds about 125 fingerprints per bucket (a rewrite of some 625 bytes
+/// per firing alert); a small group one per bucket.
+const BUCKET_BITS: u32 = 4;
+/// Bits of the mixed hash a bucket keeps per fingerprint.
+const KEPT_BITS: u32 = 40;
+/// Bytes a bucket keeps per fingerprint.
+const KEPT_BYTES: usize = (KEPT_BITS / 8) as usize;
 
-/// A bucket's value: its sorted hashes, 8 bytes each (little-endian).
+/// A layout-5 bucket's value: its sorted 64-bit hashes, 8 bytes each (little-endian).
 pub(super) struct Hashes;
 
 impl Codec<Vec<u64>> for Hashes {
@@ -41,14 +49,43 @@ impl Codec<Vec<u64>> for Hashes {
     }
 }
 
+/// A bucket's value: the kept bits of its fingerprints' hashes, sorted, `KEPT_BYTES` each
+/// (little-endian).
+pub(super) struct Packed;
+
+impl Codec<Vec<u64>> for Packed {
+    fn encode(kept: &Vec<u64>) -> Result<Vec<u8>, String> {
+        Ok(kept
+            .iter()
+            .flat_map(|k| k.to_le_bytes().into_iter().take(KEPT_BYTES))
+            .collect())
+    }
+    fn decode(bytes: &[u8]) -> Result<Vec<u64>, String> {
+        if !bytes.len().is_multiple_of(KEPT_BYTES) {
+            return Err(format!(
+                "{} bytes are not {KEPT_BYTES}-byte hashes",
+                bytes.len()
+            ));
+        }
+        Ok(bytes
+            .chunks_exact(KEPT_BYTES)
+            .map(|c| {
+                let mut b = [0; 8];
+                b[..KEPT_BYTES].copy_from_slice(c);
+                u64::from_le_bytes(b)
+            })
+            .collect())
+    }
+}
+
 /// The firing sets of all groups.
 #[derive(Clone)]
 pub(super) struct FiringSets {
-    tree: Tree<Vec<u64>, Hashes>,
+    tree: Tree<Vec<u64>, Packed>,
 }
 
 impl FiringSets {
-    pub fn new(tree: Tree<Vec<u64>, Hashes>) -> Self {
+    pub fn new(tree: Tree<Vec<u64>, Packed>) -> Self {
         Self { tree }
     }
 
@@ -85,16 +122,29 @@ impl FiringSets {
         group: &str,
         fingerprints: impl IntoIterator<Item = &'f str>,
     ) -> Result<(), StoreError> {
+        self.add_hashes(group, fingerprints.into_iter().map(hash))
+    }
+
+    /// Adds the fingerprints hashed `hashes` (by `hash`) to the set of `group` (a
+    /// migration; safe to repeat).
+    fn add_hashes(
+        &self,
+        group: &str,
+        hashes: impl IntoIterator<Item = u64>,
+    ) -> Result<(), StoreError> {
         let mut buckets: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-        for fp in fingerprints {
-            let h = hash(fp);
-            buckets.entry(bucket_key(group, h)).or_default().push(h);
+        for h in hashes {
+            let (bucket, kept) = slot(h);
+            buckets
+                .entry(bucket_key(group, bucket))
+                .or_default()
+                .push(kept);
         }
-        for (key, hashes) in buckets {
+        for (key, kept) in buckets {
             let mut set = self.tree.get(&key)?.unwrap_or_default();
-            for h in hashes {
-                if let Err(at) = set.binary_search(&h) {
-                    set.insert(at, h);
+            for k in kept {
+                if let Err(at) = set.binary_search(&k) {
+                    set.insert(at, k);
                 }
             }
             self.tree.insert(&key, &set)?;
@@ -102,18 +152,28 @@ impl FiringSets {
         Ok(())
     }
 
-    /// Moves layout 4's buckets (JSON lists of fingerprints, under the same keys) into
-    /// hashes; returns how many fingerprints. Safe to run again after a stop midway (the
-    /// old tree is dropped by the caller once this returns).
+    /// Moves layout 4's buckets (JSON lists of fingerprints) into this layout; returns
+    /// how many fingerprints. Safe to run again after a stop midway (the old tree is
+    /// dropped by the caller once this returns).
     pub fn convert(&self, old: &Tree<Vec<String>>) -> Result<usize, StoreError> {
         let mut moved = 0;
         for r in old.iter() {
             let (key, fps) = r?;
-            let mut set: Vec<u64> = fps.iter().map(|fp| hash(fp)).collect();
-            set.sort_unstable();
-            set.dedup();
             moved += fps.len();
-            self.tree.insert(&key, &set)?;
+            self.add_hashes(&bucket_group(&key), fps.iter().map(|fp| hash(fp)))?;
+        }
+        Ok(moved)
+    }
+
+    /// Moves layout 5's buckets (8-byte hashes) into this layout; returns how many
+    /// fingerprints. Safe to run again after a stop midway (the old tree is dropped by the
+    /// caller once this returns).
+    pub fn convert_hashes(&self, old: &Tree<Vec<u64>, Hashes>) -> Result<usize, StoreError> {
+        let mut moved = 0;
+        for r in old.iter() {
+            let (key, hashes) = r?;
+            moved += hashes.len();
+            self.add_hashes(&bucket_group(&key), hashes)?;
         }
         Ok(moved)
     }
@@ -149,9 +209,26 @@ pub(super) fn hash(fingerprint: &str) -> u64 {
     })
 }
 
-/// The bucket of the fingerprint hashed `hash` in `group`.
-pub(super) fn bucket_key(group: &str, hash: u64) -> String {
-    member_key(group, &format!("{:02x}", hash % BUCKETS))
+/// The bucket (of `1 << BUCKET_BITS`) of the fingerprint hashed `hash` and the bits of
+/// it that bucket keeps. FNV-1a mixes its low bits poorly, so the hash is mixed first
+/// (splitmix64's finaliser, a bijection).
+fn slot(hash: u64) -> (u64, u64) {
+    let mut z = hash;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^= z >> 31;
+    (z >> (64 - BUCKET_BITS), z & ((1 << KEPT_BITS) - 1))
+}
+
+/// The key of `bucket` of `group`'s set.
+fn bucket_key(group: &str, bucket: u64) -> String {
+    member_key(group, &format!("{bucket:x}"))
+}
+
+/// The group of a bucket key (of this layout or an older one).
+fn bucket_group(key: &[u8]) -> String {
+    let at = key.iter().position(|b| *b == 0).unwrap_or(key.len());
+    String::from_utf8_lossy(&key[..at]).into_owned()
 }
 
 /// One group's firing set in the buckets. The first storage error is kept and returned
@@ -167,14 +244,14 @@ impl StoredFiring<'_> {
         if self.error.is_some() {
             return false;
         }
-        let h = hash(fingerprint);
-        let key = bucket_key(self.group, h);
+        let (bucket, kept) = slot(hash(fingerprint));
+        let key = bucket_key(self.group, bucket);
         let tree = &self.sets.tree;
         let changed = tree.get(&key).and_then(|set| {
             let mut set = set.unwrap_or_default();
-            match (set.binary_search(&h), insert) {
+            match (set.binary_search(&kept), insert) {
                 (Ok(_), true) | (Err(_), false) => return Ok(false),
-                (Err(at), true) => set.insert(at, h),
+                (Err(at), true) => set.insert(at, kept),
                 (Ok(at), false) => {
                     set.remove(at);
                 }
@@ -226,6 +303,17 @@ mod tests {
         sets.remove_group("a").unwrap();
         assert_eq!(sets.count("a").unwrap(), 0);
         assert_eq!(sets.count("ab").unwrap(), 1);
+    }
+
+    #[test]
+    fn a_bucket_keeps_five_bytes_a_fingerprint_and_refuses_a_torn_value() {
+        let kept: Vec<u64> = ["a", "b", "c"].iter().map(|fp| slot(hash(fp)).1).collect();
+        let bytes = Packed::encode(&kept).unwrap();
+        assert_eq!(bytes.len(), 15);
+        assert_eq!(Packed::decode(&bytes).unwrap(), kept);
+        assert!(kept.iter().all(|k| *k < 1 << KEPT_BITS));
+        let err = Packed::decode(&bytes[..14]).unwrap_err();
+        assert!(err.contains("14 bytes"), "{err}");
     }
 
     #[test]

@@ -330,47 +330,18 @@ fn an_index_of_milliseconds_is_rebuilt_by_seconds_once() {
     assert_eq!(page.groups.len(), 2);
 }
 
-#[test]
-fn layout_3_firing_keys_move_into_buckets_once_and_the_old_tree_is_dropped() {
+/// Fires `fps` in group "g", rewinds the store to an older firing layout with `rewind`
+/// (which writes the old tree; the current one is then dropped and the marker set to
+/// `layout`), reopens it and checks the sets came through: all counted, and the group
+/// resolves only once the last of them does.
+fn an_older_firing_layout_converts(
+    layout: &str,
+    old_tree: &'static str,
+    fps: &[String],
+    rewind: impl FnOnce(&Store),
+) {
     let dir = tempfile::tempdir().unwrap();
     let now = Utc::now();
-    {
-        let store = Store::open(dir.path()).unwrap();
-        let alerts = AlertStore::open(&store).unwrap();
-        let firing: Vec<Alert> = ["a", "b", "c"]
-            .iter()
-            .map(|fp| alert(fp, AlertStatus::Firing))
-            .collect();
-        absorb(&alerts, "g", now, &firing);
-        // Back to layout 3: one key per fingerprint in the old tree, no buckets.
-        let old: Tree<()> = store.tree(OLD_FIRING).unwrap();
-        for fp in ["a", "b", "c"] {
-            old.insert(rows::member_key("g", fp), &()).unwrap();
-        }
-        store.drop_tree("alert_firing_hashes").unwrap();
-        store.set_marker(LAYOUT_MARKER, "3").unwrap();
-    }
-    let store = Store::open(dir.path()).unwrap();
-    let alerts = AlertStore::open(&store).unwrap();
-    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, 3);
-    assert_eq!(store.tree::<()>(OLD_FIRING).unwrap().len(), 0);
-    assert_eq!(store.marker(LAYOUT_MARKER).unwrap().as_deref(), Some("5"));
-    absorb(&alerts, "g", now, &[alert("a", AlertStatus::Resolved)]);
-    absorb(&alerts, "g", now, &[alert("b", AlertStatus::Resolved)]);
-    let g = alerts.group("g").unwrap().unwrap();
-    assert_eq!((g.firing_count, g.status), (1, AlertStatus::Firing));
-    absorb(&alerts, "g", now, &[alert("c", AlertStatus::Resolved)]);
-    assert_eq!(
-        alerts.group("g").unwrap().unwrap().status,
-        AlertStatus::Resolved
-    );
-}
-
-#[test]
-fn layout_4_buckets_of_fingerprints_become_hashes_once_and_the_old_tree_is_dropped() {
-    let dir = tempfile::tempdir().unwrap();
-    let now = Utc::now();
-    let fps: Vec<String> = (0..300).map(|i| format!("{i:016x}")).collect();
     {
         let store = Store::open(dir.path()).unwrap();
         let alerts = AlertStore::open(&store).unwrap();
@@ -379,31 +350,23 @@ fn layout_4_buckets_of_fingerprints_become_hashes_once_and_the_old_tree_is_dropp
             .map(|fp| alert(fp, AlertStatus::Firing))
             .collect();
         absorb(&alerts, "g", now, &firing);
-        // Back to layout 4: JSON lists of fingerprints, bucketed by the same hash (FNV-1a).
-        let hashes: Tree<Vec<u64>, firing::Hashes> =
-            store.tree_with("alert_firing_hashes").unwrap();
-        let json: Tree<Vec<String>> = store.tree(JSON_FIRING).unwrap();
-        let mut buckets = std::collections::BTreeMap::<Vec<u8>, Vec<String>>::new();
-        for r in hashes.iter() {
-            let (key, _) = r.unwrap();
-            buckets.insert(key, Vec::new());
-        }
-        for fp in &fps {
-            let key = firing::bucket_key("g", firing::hash(fp));
-            buckets.get_mut(key.as_bytes()).unwrap().push(fp.clone());
-        }
-        for (key, mut list) in buckets {
-            list.sort();
-            json.insert(key, &list).unwrap();
-        }
-        store.drop_tree("alert_firing_hashes").unwrap();
-        store.set_marker(LAYOUT_MARKER, "4").unwrap();
+        rewind(&store);
+        store.drop_tree("alert_firing_packed").unwrap();
+        store.set_marker(LAYOUT_MARKER, layout).unwrap();
     }
     let store = Store::open(dir.path()).unwrap();
     let alerts = AlertStore::open(&store).unwrap();
-    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, 300);
-    assert_eq!(store.tree::<Vec<String>>(JSON_FIRING).unwrap().len(), 0);
-    assert_eq!(store.marker(LAYOUT_MARKER).unwrap().as_deref(), Some("5"));
+    assert_eq!(
+        alerts.group("g").unwrap().unwrap().firing_count,
+        fps.len(),
+        "layout {layout}"
+    );
+    assert_eq!(
+        store.tree::<()>(old_tree).unwrap().len(),
+        0,
+        "layout {layout}'s tree is dropped"
+    );
+    assert_eq!(store.marker(LAYOUT_MARKER).unwrap().as_deref(), Some("6"));
     let resolved: Vec<Alert> = fps[1..]
         .iter()
         .map(|fp| alert(fp, AlertStatus::Resolved))
@@ -416,4 +379,62 @@ fn layout_4_buckets_of_fingerprints_become_hashes_once_and_the_old_tree_is_dropp
         alerts.group("g").unwrap().unwrap().status,
         AlertStatus::Resolved
     );
+    drop(alerts);
+    let alerts = AlertStore::open(&store).unwrap();
+    assert_eq!(
+        alerts.group("g").unwrap().unwrap().firing_count,
+        0,
+        "converted once"
+    );
+}
+
+/// Layouts 4 and 5 bucketed by FNV-1a modulo 64, as two hex digits.
+fn old_bucket(fp: &str) -> String {
+    rows::member_key("g", &format!("{:02x}", firing::hash(fp) % 64))
+}
+
+#[test]
+fn layout_3_firing_keys_move_into_buckets_once_and_the_old_tree_is_dropped() {
+    let fps: Vec<String> = ["a", "b", "c"].map(String::from).to_vec();
+    an_older_firing_layout_converts("3", OLD_FIRING, &fps, |store| {
+        let old: Tree<()> = store.tree(OLD_FIRING).unwrap();
+        for fp in &fps {
+            old.insert(rows::member_key("g", fp), &()).unwrap();
+        }
+    });
+}
+
+#[test]
+fn layout_4_buckets_of_fingerprints_become_packed_hashes_once() {
+    let fps: Vec<String> = (0..300).map(|i| format!("{i:016x}")).collect();
+    an_older_firing_layout_converts("4", JSON_FIRING, &fps, |store| {
+        let json: Tree<Vec<String>> = store.tree(JSON_FIRING).unwrap();
+        let mut buckets = std::collections::BTreeMap::<String, Vec<String>>::new();
+        for fp in &fps {
+            buckets.entry(old_bucket(fp)).or_default().push(fp.clone());
+        }
+        for (key, mut list) in buckets {
+            list.sort();
+            json.insert(key, &list).unwrap();
+        }
+    });
+}
+
+#[test]
+fn layout_5_buckets_of_8_byte_hashes_become_packed_hashes_once() {
+    let fps: Vec<String> = (0..2_000).map(|i| format!("{i:016x}")).collect();
+    an_older_firing_layout_converts("5", HASHED_FIRING, &fps, |store| {
+        let hashed: Tree<Vec<u64>, firing::Hashes> = store.tree_with(HASHED_FIRING).unwrap();
+        let mut buckets = std::collections::BTreeMap::<String, Vec<u64>>::new();
+        for fp in &fps {
+            buckets
+                .entry(old_bucket(fp))
+                .or_default()
+                .push(firing::hash(fp));
+        }
+        for (key, mut set) in buckets {
+            set.sort_unstable();
+            hashed.insert(key, &set).unwrap();
+        }
+    });
 }
