@@ -213,8 +213,46 @@ async fn api(http: &reqwest::Client, url: &str, path: &str, n: usize) -> (Vec<Du
         body = r.json().await.unwrap();
         lat.push(t.elapsed());
     }
+    let slow: Vec<String> = lat
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d > Duration::from_millis(5))
+        .map(|(i, d)| format!("call {} of {n}: {:.1} ms", i + 1, ms(*d)))
+        .collect();
+    if !slow.is_empty() {
+        let daemon = daemon_over_10ms(http, url, path.split('?').next().unwrap_or(path)).await;
+        println!(
+            "    over 5 ms: {} (daemon-side, this run: {daemon})",
+            slow.join(", ")
+        );
+    }
     lat.sort();
     (lat, body)
+}
+
+/// How many of the daemon's own timings of `endpoint` so far took over 10 ms, from its
+/// `sre_agent_http_request_duration_seconds` histogram.
+async fn daemon_over_10ms(http: &reqwest::Client, url: &str, endpoint: &str) -> String {
+    let Ok(r) = http.get(format!("{url}/metrics")).send().await else {
+        return "no /metrics".into();
+    };
+    let text = r.text().await.unwrap_or_default();
+    let series = |suffix: &str, le: Option<&str>| -> Option<f64> {
+        text.lines()
+            .filter(|l| {
+                l.starts_with(&format!(
+                    "sre_agent_http_request_duration_seconds{suffix}{{"
+                ))
+            })
+            .filter(|l| l.contains(&format!("endpoint=\"{endpoint}\"")))
+            .filter(|l| le.is_none_or(|le| l.contains(&format!("le=\"{le}\""))))
+            .filter_map(|l| l.rsplit(' ').next()?.parse().ok())
+            .next()
+    };
+    match (series("_count", None), series("_bucket", Some("0.01"))) {
+        (Some(all), Some(fast)) => format!("{} of {all} over 10 ms", all - fast),
+        _ => "not found".into(),
+    }
 }
 
 fn print_latency(name: &str, lat: &[Duration], target: &str) {
