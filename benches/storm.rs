@@ -155,6 +155,7 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
     let start = Instant::now();
     let cpu_start = cpu_time();
     let mut latencies = Vec::new();
+    let mut slowest = Vec::new();
     for wave in bodies.chunks(in_flight) {
         let posts = wave.iter().map(|body| {
             let req = http.post(&url).body(body.clone());
@@ -165,13 +166,18 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
                 Ok::<_, anyhow::Error>(t.elapsed())
             }
         });
+        let mut last = Duration::ZERO;
         for r in futures::future::join_all(posts).await {
-            latencies.push(r?);
+            let t = r?;
+            last = last.max(t);
+            latencies.push(t);
         }
+        slowest.push(last);
     }
     let secs = start.elapsed().as_secs_f64();
     let cpu = (cpu_time() - cpu_start).as_secs_f64();
     latencies.sort();
+    slowest.sort();
 
     // Wait for the storm's investigation (and a follow-up, if any) to finish.
     let deadline = Instant::now() + Duration::from_secs(if threshold == 0 { 5 } else { 60 });
@@ -210,6 +216,17 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
     println!(
         "{prefix}ack_p99_ms: {:.2} (target < 10)",
         percentile(&latencies, 0.99).as_secs_f64() * 1e3
+    );
+    let ms = |d: Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "{prefix}ack_spread_ms: p25 {:.2}, p75 {:.2}, p90 {:.2}, max {:.2}; slowest of each \
+         round of {in_flight}: p50 {:.2}, p90 {:.2}",
+        ms(percentile(&latencies, 0.25)),
+        ms(percentile(&latencies, 0.75)),
+        ms(percentile(&latencies, 0.90)),
+        ms(*latencies.last().expect("requests were sent")),
+        ms(percentile(&slowest, 0.50)),
+        ms(percentile(&slowest, 0.90)),
     );
     println!(
         "{prefix}alerts_per_second: {:.0} ({ALERTS} alerts over {INSTANCES} instances)",

@@ -43,11 +43,13 @@ impl StormView {
         Ok(member)
     }
 
-    fn join(&mut self, group: &str, labels: Option<BTreeMap<String, String>>) {
+    /// Adds `group` to the storm unless it is a member already; `labels` (its member
+    /// labels, or None to read them when the storm is written) is called only then.
+    fn join(&mut self, group: &str, labels: impl FnOnce() -> Option<BTreeMap<String, String>>) {
         let already = matches!(self.known.get(group), Some(Some(_)))
             || self.joined.iter().any(|(g, _)| g == group);
         if !already {
-            self.joined.push((group.to_string(), labels));
+            self.joined.push((group.to_string(), labels()));
         }
     }
 }
@@ -123,12 +125,17 @@ impl Intake {
                 }
                 tracing::info!(storm = %storm.key, "alert storm formed");
                 for group in storm.form(now) {
-                    view.join(&group, None);
+                    view.join(&group, || None);
                 }
             }
         }
-        let labels = storm::member_labels(&cfg.group_by, &cfg.storm_by, &alert.labels);
-        view.join(&t.key, Some(labels));
+        view.join(&t.key, || {
+            Some(storm::member_labels(
+                &cfg.group_by,
+                &cfg.storm_by,
+                &alert.labels,
+            ))
+        });
         view.dirty = true;
         view.attached = true;
         view.storm.alerts += 1;
