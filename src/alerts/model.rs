@@ -112,17 +112,12 @@ pub fn parse_webhook(source: AlertSource, body: &[u8]) -> Result<WebhookBatch, S
     if body.trim_ascii_start().first().is_some_and(|&b| b != b'{') {
         return Err("invalid JSON body: expected a JSON object".into());
     }
+    // Tracking the path costs an allocation per key read, so it is done only to name where
+    // a body that failed went wrong (the same parse again, to the same error).
     let de = &mut serde_json::Deserializer::from_slice(body);
-    let raw: RawPayload = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.into_inner();
-        let message = if path == "." || path.is_empty() {
-            format!("invalid JSON body: {inner}")
-        } else {
-            format!("invalid JSON body at {path}: {inner}")
-        };
-        shorten(&message)
-    })?;
+    let Ok(raw) = RawPayload::deserialize(de) else {
+        return Err(located_error(body));
+    };
     let alerts = raw.alerts.ok_or_else(|| {
         let expected = match source {
             AlertSource::Grafana => "a Grafana webhook (version \"1\")",
@@ -147,6 +142,25 @@ pub fn parse_webhook(source: AlertSource, body: &[u8]) -> Result<WebhookBatch, S
         group_key: raw.group_key.filter(|k| !k.is_empty()),
         truncated_alerts: raw.truncated_alerts,
     })
+}
+
+/// The error of a body that does not parse as a payload, with the JSON path it failed at.
+fn located_error(body: &[u8]) -> String {
+    let de = &mut serde_json::Deserializer::from_slice(body);
+    match serde_path_to_error::deserialize::<_, RawPayload>(de) {
+        // Not reached: this is the parse that failed, with its path tracked.
+        Ok(_) => "invalid JSON body".into(),
+        Err(e) => {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let message = if path == "." || path.is_empty() {
+                format!("invalid JSON body: {inner}")
+            } else {
+                format!("invalid JSON body at {path}: {inner}")
+            };
+            shorten(&message)
+        }
+    }
 }
 
 /// The longest parse error returned, in characters.
