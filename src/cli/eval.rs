@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use crate::api::{InvestigationDetail, InvestigationPage, Queued};
 use crate::config::Config;
 use crate::eval::scenario::TriggerSpec;
-use crate::eval::score::{finding_text, tool_errors, tools_called};
+use crate::eval::score::{finding_text, notes, tool_errors, tools_called};
 use crate::eval::{RunOutcome, Scenario, ScenarioOutcome, SuiteOutcome, Verdict, World};
 use crate::http::App;
 
@@ -131,6 +131,7 @@ pub async fn run_scenario(config: &Config, scenario: &Scenario, timeout: Duratio
             cost_usd: 0.0,
             tools_called: Vec::new(),
             tool_errors: Vec::new(),
+            notes: Vec::new(),
             summary: String::new(),
         },
     }
@@ -173,6 +174,7 @@ async fn attempt(
         cost_usd: inv.cost_usd,
         tools_called: tools_called(&detail.events),
         tool_errors: tool_errors(&detail.events),
+        notes: notes(&detail.events),
         summary: finding_text(inv),
     })
 }

@@ -23,6 +23,9 @@ pub struct RunOutcome {
     pub tools_called: Vec<String>,
     /// `name: first part of the output` of each tool call that failed.
     pub tool_errors: Vec<String>,
+    /// The investigation's notes (why a model's answer was not taken, limits reached);
+    /// the text table shows them under a failed run.
+    pub notes: Vec<String>,
     pub summary: String,
 }
 
@@ -126,6 +129,11 @@ impl SuiteOutcome {
                 for reason in &r.verdict.reasons {
                     let _ = writeln!(out, "    - {reason}");
                 }
+                if !r.verdict.passed {
+                    for note in &r.notes {
+                        let _ = writeln!(out, "      note: {note}");
+                    }
+                }
             }
             if s.runs.len() > 1 {
                 let _ = writeln!(
@@ -152,5 +160,48 @@ impl SuiteOutcome {
             self.cost_usd
         );
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(passed: bool) -> RunOutcome {
+        RunOutcome {
+            verdict: Verdict {
+                passed,
+                reasons: if passed {
+                    Vec::new()
+                } else {
+                    vec!["status inconclusive, expected finished".into()]
+                },
+            },
+            status: if passed { "finished" } else { "inconclusive" }.into(),
+            investigation_id: None,
+            steps: 2,
+            prompt_tokens: 10,
+            completion_tokens: 5,
+            seconds: 1.0,
+            cost_usd: 0.0,
+            tools_called: Vec::new(),
+            tool_errors: Vec::new(),
+            notes: vec![format!("asked once more ({passed})")],
+            summary: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_table_shows_the_notes_of_a_failed_run_only() {
+        let suite = SuiteOutcome::new(
+            "m",
+            vec![
+                ScenarioOutcome::new("a", vec![run(false)]),
+                ScenarioOutcome::new("b", vec![run(true)]),
+            ],
+        );
+        let text = suite.to_text();
+        assert!(text.contains("note: asked once more (false)"), "{text}");
+        assert!(!text.contains("(true)"), "{text}");
     }
 }

@@ -63,6 +63,18 @@ pub fn tool_errors(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
+/// The notes the investigation recorded (corrections asked of the model, its last answer
+/// when that was not the finding, limits reached), in order.
+pub fn notes(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.kind {
+            EventKind::Note { message } => Some(message.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// Whether `text` states a number within `fact`'s tolerance (followed by its unit when
 /// one is given). Thousands separators are read as part of the number.
 fn states_number(text: &str, fact: &NumberFact) -> bool {
