@@ -21,7 +21,11 @@ pub enum ApiError {
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
-    #[error("request body is larger than the limit of {0} bytes")]
+    /// A webhook body over `webhook.max_body_bytes` (the only body limit answered here).
+    #[error(
+        "request body is larger than the limit of {0} bytes (webhook.max_body_bytes): send \
+         fewer alerts per notification (Alertmanager: group_by per instance) or raise the limit"
+    )]
     PayloadTooLarge(usize),
     #[error("request headers are larger than the limit of {0} bytes")]
     HeadersTooLarge(usize),

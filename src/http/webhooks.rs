@@ -97,7 +97,18 @@ async fn receive(
     body: Body,
 ) -> Result<Json<IntakeSummary>, ApiError> {
     let cfg = &state.config.webhook;
-    let body = read_limited(&headers, body, cfg.max_body_bytes).await?;
+    let body = read_limited(&headers, body, cfg.max_body_bytes)
+        .await
+        .inspect_err(|e| {
+            if matches!(e, ApiError::PayloadTooLarge(_)) {
+                // Senders do not retry a 4xx: these alerts never arrive.
+                tracing::warn!(
+                    source = source.as_str(),
+                    limit = cfg.max_body_bytes,
+                    "webhook body refused with 413: over webhook.max_body_bytes; its alerts are lost"
+                );
+            }
+        })?;
     let mut claimed = None;
     if needs_hmac(cfg, source) {
         let now = unix_now();
