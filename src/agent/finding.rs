@@ -295,6 +295,18 @@ mod tests {
     }
 
     #[test]
+    fn a_finding_whose_object_closed_before_next_steps_is_read_whole() {
+        // Qwen2.5-Coder-1.5B on the disk-filling scenario (eval notes), twice in a row: a
+        // stray `}` after `evidence` ended two investigations `inconclusive`.
+        let answer = r#"{"summary":"the filesystem /var/lib/vz on pve1 is filling up","probable_cause":"the filesystem is running out of space","severity":"critical","confidence":"high","evidence":[{"claim":"node_filesystem_avail_bytes{device=\"/dev/mapper/pve-data\",fstype=\"ext4\",instance=\"pve1:9100\",job=\"node\",mountpoint=\"/var/lib/vz\"} min=60GiB avg=66.1GiB max=72.1GiB last=60GiB trend=falling (181 points)","tool_call_ids":["evidence_3"]},{"claim":"node_filesystem_size_bytes{device=\"/dev/mapper/pve-data\",fstype=\"ext4\",instance=\"pve1:9100\",job=\"node\",mountpoint=\"/var/lib/vz\"} min=1TiB avg=1TiB max=1TiB last=1TiB trend=flat (181 points)","tool_call_ids":["evidence_4"]}]},"next_steps":["check disk usage, consider adding more storage, or optimize disk usage"]}"#;
+        let f = Finding::from_answer(answer).expect("read despite the stray brace");
+        assert_eq!(f.severity, "critical");
+        assert_eq!(f.evidence.len(), 2);
+        assert_eq!(f.evidence[1].tool_call_ids, ["evidence_4"]);
+        assert_eq!(f.next_steps.len(), 1);
+    }
+
+    #[test]
     fn broken_or_wrapped_json_findings_are_read_and_empty_ones_are_not() {
         let broken = "{'summary': 'Disk 87.3% full', 'confidence': 'low',}";
         assert_eq!(

@@ -1,6 +1,7 @@
 //! Reading the almost-JSON that small models write: single-quoted strings, trailing commas,
-//! unquoted keys, Python literals, raw newlines in strings, missing closing brackets, code
-//! fences, arguments given as a JSON string that contains JSON, and empty arguments.
+//! unquoted keys, Python literals, raw newlines in strings, missing closing brackets, an
+//! object closed before its last members, code fences, arguments given as a JSON string that
+//! contains JSON, and empty arguments.
 
 use serde_json::{Map, Value};
 
@@ -57,8 +58,9 @@ pub(super) fn strip_code_fence(text: &str) -> &str {
 
 /// Rewrites almost-JSON into JSON in one pass: strings in either quote become
 /// double-quoted (raw control characters escaped), bare keys are quoted, Python literals
-/// become JSON ones, commas before a closing bracket are dropped, and brackets left open at
-/// the end are closed. Text that is far from JSON stays invalid.
+/// become JSON ones, commas before a closing bracket are dropped, a brace that closes the
+/// outermost object before more of its members is dropped, and brackets left open at the
+/// end are closed. Text that is far from JSON stays invalid.
 fn repair(s: &str) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len() + 8);
@@ -75,11 +77,16 @@ fn repair(s: &str) -> String {
             }
             '}' | ']' => {
                 drop_trailing_comma(&mut out);
+                i += 1;
+                // The outermost object closed before its last members (`…]}, "next_steps":
+                // […]}`): the stray brace is dropped and the members stay in the object.
+                if c == '}' && open == ['}'] && member_follows(&chars[i..]) {
+                    continue;
+                }
                 if open.last() == Some(&c) {
                     open.pop();
                 }
                 out.push(c);
-                i += 1;
             }
             c if c.is_alphabetic() || c == '_' => {
                 let start = i;
@@ -151,6 +158,34 @@ fn copy_string(chars: &[char], start: usize, out: &mut String) -> usize {
     i
 }
 
+/// Whether `rest` goes on with `, "key":` (or a bare or single-quoted key): another member
+/// of an object, not a value.
+fn member_follows(rest: &[char]) -> bool {
+    let mut it = rest.iter().copied().skip_while(|c| c.is_whitespace());
+    if it.next() != Some(',') {
+        return false;
+    }
+    let mut it = it.skip_while(|c| c.is_whitespace()).peekable();
+    match it.next() {
+        Some(q @ ('"' | '\'')) => {
+            let mut escaped = false;
+            for c in it.by_ref() {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    c if c == q => break,
+                    _ => {}
+                }
+            }
+        }
+        Some(c) if c.is_alphabetic() || c == '_' => {
+            while it.next_if(|c| c.is_alphanumeric() || *c == '_').is_some() {}
+        }
+        _ => return false,
+    }
+    it.find(|c| !c.is_whitespace()) == Some(':')
+}
+
 fn drop_trailing_comma(out: &mut String) {
     let kept = out.trim_end().len();
     if out[..kept].ends_with(',') {
@@ -197,6 +232,21 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(parse_lenient(text), Some(want), "{text}");
         }
+    }
+
+    #[test]
+    fn an_object_closed_before_its_last_members_keeps_them() {
+        // Qwen2.5-Coder-1.5B's finding, as it wrote it: one `}` too many after `evidence`.
+        let text = r#"{"summary":"disk filling","evidence":[{"claim":"a{b=\"c\"} 60GiB","tool_call_ids":["e3"]}]},"next_steps":["add storage"]}"#;
+        assert_eq!(
+            parse_lenient(text),
+            Some(json!({"summary": "disk filling",
+                "evidence": [{"claim": "a{b=\"c\"} 60GiB", "tool_call_ids": ["e3"]}],
+                "next_steps": ["add storage"]}))
+        );
+        // Two objects in a row are not merged into one, nor is a value after a comma.
+        assert_eq!(parse_lenient(r#"{"a": 1}, {"b": 2}"#), None);
+        assert_eq!(parse_lenient(r#"{"a": 1}, "b""#), None);
     }
 
     #[test]
