@@ -107,8 +107,16 @@ impl CallLog {
             return Some(r);
         }
         let names: Vec<&str> = self.records.iter().map(|r| r.name.as_str()).collect();
-        let name = match_tool_name(c, &names)?;
-        self.records.iter().rev().find(|r| r.name == name && r.ok)
+        if let Some(name) = match_tool_name(c, &names) {
+            return self.records.iter().rev().find(|r| r.name == name && r.ok);
+        }
+        // "call_2", "tool_call_2", "2": small models number the calls they were shown, in
+        // order (as `unique_id` numbers the calls that come without an id).
+        let n: usize = c
+            .trim_start_matches(|ch: char| ch.is_ascii_alphabetic() || ch == '_' || ch == '-')
+            .parse()
+            .ok()?;
+        self.records.get(n.checked_sub(1)?)
     }
 
     /// Checks what `finding` cites against what really ran: ids of calls never made are
@@ -267,6 +275,25 @@ mod tests {
         assert_eq!(by_name.evidence[0].tool_call_ids, ["call_1"]);
         let mut evidence = finding("high", &["ev_1"]);
         assert!(log.check_citations(&mut evidence).is_empty());
+    }
+
+    #[test]
+    fn numbered_ids_the_model_made_up_are_the_calls_in_that_place() {
+        // Qwen2.5-Coder-1.5B, shown evidence_1..3 (probe-5xx-loki), cited "call_1",
+        // "tool_call_2"; a number past the calls is still dropped.
+        let mut log = CallLog::default();
+        for i in 1..=3 {
+            log.add_evidence(&format!("evidence_{i}"), "prometheus_query", "out");
+        }
+        let mut f = finding("high", &["call_1", "tool_call_2", "3", "call_4", "call_0"]);
+        let notes = log.check_citations(&mut f);
+        assert_eq!(
+            f.evidence[0].tool_call_ids,
+            ["evidence_1", "evidence_2", "evidence_3"]
+        );
+        assert_eq!(f.confidence, "high");
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(notes[0].ends_with("call_4, call_0"), "{notes:?}");
     }
 
     #[test]

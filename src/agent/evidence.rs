@@ -124,12 +124,20 @@ impl EvidencePlanner {
         }
         let Some(expr) = self.rule_expr(facts).await else {
             return match facts.labels.get("instance") {
-                // A probed endpoint: every series of its probe (status code, timings, TLS).
+                // A probed endpoint: every series of its probe now (status code, timings,
+                // TLS), and its success and status code over the lookback, whose step
+                // ("200 → 502 at …, 502 for the last 25 min") becomes a key figure.
                 Some(instance)
                     if instance.contains("://")
                         || facts.labels.get("job").is_some_and(|j| j == "blackbox") =>
                 {
-                    vec![query(&format!("{{instance=\"{}\"}}", escape(instance)))]
+                    let instance = escape(instance);
+                    vec![
+                        query(&format!("{{instance=\"{instance}\"}}")),
+                        query_range(&format!(
+                            "{{__name__=~\"probe_success|probe_http_status_code\",instance=\"{instance}\"}}"
+                        )),
+                    ]
                 }
                 Some(instance) => instance_calls(instance, None, overview),
                 None => Vec::new(),
@@ -425,6 +433,29 @@ mod tests {
             names(&calls)[0],
             "prometheus_query up{instance=\"nas:9100\"}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_probe_alert_gets_its_probe_now_and_its_status_over_the_lookback() {
+        let facts = AlertFacts {
+            labels: [
+                ("alertname", "ProbeFailing"),
+                ("instance", "https://photos.lan"),
+            ]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+            ..AlertFacts::default()
+        };
+        let calls = EvidencePlanner::default().for_alert(&facts, false).await;
+        assert_eq!(
+            names(&calls),
+            vec![
+                r#"prometheus_query {instance="https://photos.lan"}"#,
+                r#"prometheus_query_range {__name__=~"probe_success|probe_http_status_code",instance="https://photos.lan"}"#,
+            ]
+        );
+        assert_eq!(calls[1].arguments["start"], LOOKBACK);
     }
 
     #[test]
