@@ -28,6 +28,8 @@ const PROBLEM_WORDS: &[&str] = &[
     "limits[",
     "top processes by CPU",
 ];
+/// Most log lines (the most frequent patterns of a log summary) kept as problem lines.
+const MAX_LOG_LINES: usize = 2;
 /// Longest problem line kept.
 const MAX_LINE_CHARS: usize = 300;
 /// Longest query quoted in a figure.
@@ -190,12 +192,25 @@ fn when_lines(output: &str, query: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Lines of an overview tool's output that state a problem (`PROBLEM_WORDS`).
+/// Lines of an overview tool's output that state a problem (`PROBLEM_WORDS`), and the
+/// most frequent error lines of a log summary (`tools::compact::compact_logs`: "26×
+/// [job=sonarr] last …: Unable to connect to api.thetvdb.com: getaddrinfo EAI_AGAIN"),
+/// the first `MAX_LOG_LINES` of them.
 fn problem_lines(output: &str) -> Vec<String> {
+    let mut logs = 0;
     output
         .lines()
         .map(str::trim)
-        .filter(|l| !l.contains("linear fit") && PROBLEM_WORDS.iter().any(|w| l.contains(w)))
+        .filter(|l| {
+            let log = l
+                .split_once("× [")
+                .is_some_and(|(n, _)| n.parse::<u64>().is_ok());
+            if log {
+                logs += 1;
+                return logs <= MAX_LOG_LINES;
+            }
+            !l.contains("linear fit") && PROBLEM_WORDS.iter().any(|w| l.contains(w))
+        })
         .map(|l| crate::text::truncate(l, MAX_LINE_CHARS))
         .collect()
 }
@@ -293,6 +308,21 @@ mod tests {
             vec!["tank: DEGRADED, 2 vdevs", "sdb: FAULTED (too many errors)"]
         );
         assert!(figures(&[record("call_1", out)], &["call_1".into()], "").is_empty());
+    }
+
+    #[test]
+    fn the_most_frequent_error_lines_of_a_log_summary_are_kept() {
+        // loki_error_summary of dns-failures (the 1.5B model wrote "the TVDB API").
+        let out = "error lines per job, last 1h (sum by (job) (…)):\n{job=\"sonarr\"} 28\n\
+                   56 lines in 2 streams, 3 patterns (count, stream, newest example):\n\
+                   28× [job=sonarr] last 11-25 01:02:00: [Warn] SkyHookProxy: Unable to connect to api.thetvdb.com: getaddrinfo EAI_AGAIN api.thetvdb.com\n\
+                   27× [job=pihole] last 11-25 01:02:00: reply error is SERVFAIL api.thetvdb.com from 1.1.1.1#53\n\
+                   1× [job=sonarr] last 11-25 00:10:00: [Warn] Rss sync: 0 reports";
+        let figs = figures(&[record("evidence_1", out)], &[], "");
+        let claims: Vec<&str> = figs.iter().map(|f| f.claim.as_str()).collect();
+        assert_eq!(claims.len(), 2, "{claims:?}");
+        assert!(claims[0].starts_with("28× [job=sonarr]") && claims[0].contains("EAI_AGAIN"));
+        assert!(claims[1].starts_with("27× [job=pihole]"));
     }
 
     #[test]

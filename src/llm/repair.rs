@@ -15,7 +15,9 @@ pub fn parse_lenient(text: &str) -> Option<Value> {
     if let Ok(v) = serde_json::from_str(t) {
         return Some(v);
     }
-    serde_json::from_str(&repair(t)).ok()
+    serde_json::from_str(&repair(t, false))
+        .or_else(|_| serde_json::from_str(&repair(t, true)))
+        .ok()
 }
 
 /// Tool call arguments as a JSON object when they can be read as one: missing, `null` and
@@ -60,8 +62,11 @@ pub(super) fn strip_code_fence(text: &str) -> &str {
 /// double-quoted (raw control characters escaped), bare keys are quoted, Python literals
 /// become JSON ones, commas before a closing bracket are dropped, a brace that closes the
 /// outermost object before more of its members is dropped, and brackets left open at the
-/// end are closed. Text that is far from JSON stays invalid.
-fn repair(s: &str) -> String {
+/// end are closed. With `loose_quotes`, a double quote inside a string that is not
+/// followed by what can follow a string (a model quoting tool output: `"claim": "…
+/// {job=~".+"} |~ "(?i)error" …"`) is kept as a character. Text that is far from JSON
+/// stays invalid.
+fn repair(s: &str, loose_quotes: bool) -> String {
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len() + 8);
     let mut open: Vec<char> = Vec::new();
@@ -69,7 +74,7 @@ fn repair(s: &str) -> String {
     while i < chars.len() {
         let c = chars[i];
         match c {
-            '"' | '\'' => i = copy_string(&chars, i, &mut out),
+            '"' | '\'' => i = copy_string(&chars, i, loose_quotes, &mut out),
             '{' | '[' => {
                 open.push(if c == '{' { '}' } else { ']' });
                 out.push(c);
@@ -122,8 +127,9 @@ fn repair(s: &str) -> String {
 }
 
 /// Copies the string starting at `chars[start]` (a `"` or `'`) as a JSON string; returns
-/// the index after its closing quote. An unterminated string is closed at the end.
-fn copy_string(chars: &[char], start: usize, out: &mut String) -> usize {
+/// the index after its closing quote. An unterminated string is closed at the end. With
+/// `loose`, a `"` closes a double-quoted string only where a string can end (`closes`).
+fn copy_string(chars: &[char], start: usize, loose: bool, out: &mut String) -> usize {
     let quote = chars[start];
     out.push('"');
     let mut i = start + 1;
@@ -141,7 +147,7 @@ fn copy_string(chars: &[char], start: usize, out: &mut String) -> usize {
             i += 2;
             continue;
         }
-        if d == quote {
+        if d == quote && !(loose && quote == '"' && !closes(&chars[i + 1..])) {
             i += 1;
             break;
         }
@@ -156,6 +162,21 @@ fn copy_string(chars: &[char], start: usize, out: &mut String) -> usize {
     }
     out.push('"');
     i
+}
+
+/// Whether a string can end before `rest`: at the end of the text, before a `:`, before a
+/// comma and the start of another value or key, or before a closing bracket followed by
+/// the end, a comma or another closing bracket.
+fn closes(rest: &[char]) -> bool {
+    let mut it = rest.iter().copied().filter(|c| !c.is_whitespace());
+    match it.next() {
+        None | Some(':') => true,
+        Some(',') => it
+            .next()
+            .is_some_and(|c| matches!(c, '"' | '\'' | '{' | '[' | '-') || c.is_alphanumeric()),
+        Some('}' | ']') => matches!(it.next(), None | Some(',' | '}' | ']')),
+        _ => false,
+    }
 }
 
 /// Whether `rest` goes on with `, "key":` (or a bare or single-quoted key): another member
@@ -256,6 +277,22 @@ mod tests {
             parse_lenient(text).unwrap()["query"],
             "sum(vz_stat_disk_usage{type='root'})"
         );
+    }
+
+    #[test]
+    fn double_quotes_of_quoted_tool_output_inside_a_string_are_kept() {
+        // Qwen2.5-Coder-1.5B (dns-failures) copied loki_error_summary's header into a claim.
+        let text = r#"{"summary":"DNS fails","evidence":[{"claim":"error lines per job, last 1h (sum by (job) (count_over_time({job=~".+"} |~ "(?i)(error|fail)" [3600s]))): {job="pihole"} 28","tool_call_ids":["evidence_1"]}],"next_steps":["check \"DNS\""]}"#;
+        let v = parse_lenient(text).unwrap();
+        assert_eq!(
+            v["evidence"][0]["claim"],
+            r#"error lines per job, last 1h (sum by (job) (count_over_time({job=~".+"} |~ "(?i)(error|fail)" [3600s]))): {job="pihole"} 28"#
+        );
+        assert_eq!(v["evidence"][0]["tool_call_ids"][0], "evidence_1");
+        assert_eq!(v["next_steps"][0], r#"check "DNS""#);
+        // Strings that end where strings end are read as before.
+        let plain = r#"{"a": "x", "b": ["y", "z"], "c": {"d": "e"}}"#;
+        assert_eq!(parse_lenient(&repair(plain, true)), parse_lenient(plain));
     }
 
     #[test]
