@@ -111,7 +111,11 @@ impl CallLog {
             return self.records.iter().rev().find(|r| r.name == name && r.ok);
         }
         // "call_2", "tool_call_2", "2": small models number the calls they were shown, in
-        // order (as `unique_id` numbers the calls that come without an id).
+        // order (as `unique_id` numbers the calls that come without an id). An
+        // `evidence_N` that does not exist names no call.
+        if c.to_ascii_lowercase().starts_with("evidence") {
+            return None;
+        }
         let n: usize = c
             .trim_start_matches(|ch: char| ch.is_ascii_alphabetic() || ch == '_' || ch == '-')
             .parse()
@@ -280,20 +284,37 @@ mod tests {
     #[test]
     fn numbered_ids_the_model_made_up_are_the_calls_in_that_place() {
         // Qwen2.5-Coder-1.5B, shown evidence_1..3 (probe-5xx-loki), cited "call_1",
-        // "tool_call_2"; a number past the calls is still dropped.
+        // "tool_call_2"; a number past the calls, and an `evidence_N` that is not one,
+        // are still dropped.
         let mut log = CallLog::default();
         for i in 1..=3 {
             log.add_evidence(&format!("evidence_{i}"), "prometheus_query", "out");
         }
-        let mut f = finding("high", &["call_1", "tool_call_2", "3", "call_4", "call_0"]);
+        log.push(CallRecord {
+            id: "x9f".into(),
+            name: "loki_query".into(),
+            arguments: json!({}),
+            ok: true,
+            output: "out".into(),
+            repeat_of: None,
+        });
+        let cited = [
+            "call_1",
+            "tool_call_2",
+            "3",
+            "call_4",
+            "call_5",
+            "evidence_4",
+        ];
+        let mut f = finding("high", &cited);
         let notes = log.check_citations(&mut f);
         assert_eq!(
             f.evidence[0].tool_call_ids,
-            ["evidence_1", "evidence_2", "evidence_3"]
+            ["evidence_1", "evidence_2", "evidence_3", "x9f"]
         );
         assert_eq!(f.confidence, "high");
         assert_eq!(notes.len(), 1, "{notes:?}");
-        assert!(notes[0].ends_with("call_4, call_0"), "{notes:?}");
+        assert!(notes[0].ends_with("call_5, evidence_4"), "{notes:?}");
     }
 
     #[test]
