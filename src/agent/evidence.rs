@@ -7,7 +7,8 @@
 //!   Prometheus rules API or the Grafana ruler, by alert name), its value now, and the
 //!   series it reads for the alert's identifying labels over the last day (the range tool
 //!   computes change per day and time to a limit). A filesystem alert also gets the used
-//!   ratio of that filesystem over the day.
+//!   ratio of that filesystem over the day; an application's alert (a rule on neither
+//!   node-exporter nor probe series) the overview of the host it runs on.
 //! - An alert storm (one rule firing on many instances, `alerts::storm`): the rule across
 //!   all instances instead of one: how many series breach it now and over the lookback
 //!   (`count(rule)`, so when it began), and the ten worst (`topk`/`bottomk` of its value);
@@ -155,6 +156,20 @@ impl EvidencePlanner {
                 .filter(|m| *m != "up" || metrics.len() == 1)
                 .map(|m| query_range(&format!("{m}{selector}"))),
         );
+        // An application's alert (its rule reads no host or probe series): the host it
+        // runs on, whose CPU, memory and disks a person looks at next.
+        let host_metric =
+            |m: &String| m.starts_with("node_") || m.starts_with("probe_") || m == "up";
+        let instance = facts.labels.get("instance").filter(|i| !i.contains("://"));
+        if let Some(instance) = instance.filter(|_| overview && !metrics.iter().any(host_metric)) {
+            let host = instance
+                .rsplit_once(':')
+                .map_or(instance.as_str(), |(h, _)| h);
+            calls.push(PlannedCall {
+                name: OVERVIEW,
+                arguments: json!({ "instance": host }),
+            });
+        }
         calls
     }
 
@@ -432,6 +447,48 @@ mod tests {
         assert_eq!(
             names(&calls)[0],
             "prometheus_query up{instance=\"nas:9100\"}"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_application_alert_gets_the_overview_of_its_host() {
+        let context = json!({"alerts": [{
+            "labels": {"alertname": "HighRequestLatency", "instance": "docker1:8080", "job": "nextcloud"},
+            "generator_url": "http://prom:9090/graph?g0.expr=http_request_duration_seconds_p95+%3E+2&g0.tab=1"
+        }]});
+        let facts = alert_facts(&context.to_string()).unwrap();
+        let calls = EvidencePlanner::default().for_alert(&facts, true).await;
+        let sel = r#"{instance="docker1:8080",job="nextcloud"}"#;
+        assert_eq!(
+            names(&calls[..2]),
+            vec![
+                "prometheus_query http_request_duration_seconds_p95".to_string(),
+                format!("prometheus_query_range http_request_duration_seconds_p95{sel}"),
+            ]
+        );
+        assert_eq!(calls[2].name, OVERVIEW);
+        assert_eq!(calls[2].arguments["instance"], "docker1");
+        // A host's own alert has its series already; without the tool, no overview.
+        let disk = json!({"alerts": [{
+            "labels": {"alertname": "DiskFillingUp", "instance": "pve1:9100"},
+            "generator_url": "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%3C+1&g0.tab=1"
+        }]});
+        let facts = alert_facts(&disk.to_string()).unwrap();
+        let planner = EvidencePlanner::default();
+        assert!(
+            planner
+                .for_alert(&facts, true)
+                .await
+                .iter()
+                .all(|c| c.name != OVERVIEW)
+        );
+        let facts = alert_facts(&context.to_string()).unwrap();
+        assert!(
+            planner
+                .for_alert(&facts, false)
+                .await
+                .iter()
+                .all(|c| c.name != OVERVIEW)
         );
     }
 

@@ -28,6 +28,9 @@ const PROBLEM_WORDS: &[&str] = &[
     "limits[",
     "top processes by CPU",
 ];
+/// An overview's disk at or above this share of time busy with I/O is saturated (its line
+/// is a problem line).
+const SATURATED_PERCENT: f64 = 80.0;
 /// Most log lines (the most frequent patterns of a log summary) kept as problem lines.
 const MAX_LOG_LINES: usize = 2;
 /// Longest problem line kept.
@@ -192,7 +195,8 @@ fn when_lines(output: &str, query: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Lines of an overview tool's output that state a problem (`PROBLEM_WORDS`), and the
+/// Lines of an overview tool's output that state a problem (`PROBLEM_WORDS`, a saturated
+/// disk: "disk sdb busy: last 98.0 %, …"), and the
 /// most frequent error lines of a log summary (`tools::compact::compact_logs`: "26×
 /// [job=sonarr] last …: Unable to connect to api.thetvdb.com: getaddrinfo EAI_AGAIN"),
 /// the first `MAX_LOG_LINES` of them.
@@ -209,7 +213,12 @@ fn problem_lines(output: &str) -> Vec<String> {
                 logs += 1;
                 return logs <= MAX_LOG_LINES;
             }
-            !l.contains("linear fit") && PROBLEM_WORDS.iter().any(|w| l.contains(w))
+            let saturated = l
+                .strip_prefix("disk ")
+                .and_then(|r| r.split_once(" busy: last "))
+                .and_then(|(_, r)| r.split(' ').next()?.parse::<f64>().ok())
+                .is_some_and(|busy| busy >= SATURATED_PERCENT);
+            saturated || (!l.contains("linear fit") && PROBLEM_WORDS.iter().any(|w| l.contains(w)))
         })
         .map(|l| crate::text::truncate(l, MAX_LINE_CHARS))
         .collect()
@@ -323,6 +332,19 @@ mod tests {
         assert_eq!(claims.len(), 2, "{claims:?}");
         assert!(claims[0].starts_with("28× [job=sonarr]") && claims[0].contains("EAI_AGAIN"));
         assert!(claims[1].starts_with("27× [job=pihole]"));
+    }
+
+    #[test]
+    fn a_saturated_disk_of_an_overview_is_a_problem_line() {
+        let out = "docker1:8080, docker1:9100 over the last 6h\ncpu used: last 12.0 %, avg 11.0 %, max 14.0 %\n\
+                   disk sdb busy: last 98.0 %, avg 21.4 %, max 98.0 %\n\
+                   disk sda busy: last 2.0 %, avg 2.0 %, max 2.0 %";
+        let figs = figures(&[record("evidence_3", out)], &[], "");
+        let claims: Vec<&str> = figs.iter().map(|f| f.claim.as_str()).collect();
+        assert_eq!(
+            claims,
+            ["disk sdb busy: last 98.0 %, avg 21.4 %, max 98.0 %"]
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `prometheus_instance_overview`: the common questions about one host answered without
 //! PromQL, for models that write it badly: is it up, how busy is its CPU, how full is its
-//! memory, and for each filesystem how full it is, how fast it fills and when it is full.
+//! memory, how busy its busiest disks are, and for each filesystem how full it is, how fast
+//! it fills and when it is full.
 //! Node-exporter metric names; what a host does not export is said, not guessed. When
 //! process-exporter runs on the same host, its top 3 process groups by CPU.
 
@@ -24,6 +25,8 @@ use crate::integrations::prometheus::Series;
 const PSEUDO_FS: &str = "tmpfs|devtmpfs|overlay|squashfs|ramfs|nsfs|autofs|fuse.lxcfs|rootfs";
 /// Most filesystems listed.
 const MAX_FILESYSTEMS: usize = 12;
+/// Most disks listed (the busiest).
+const MAX_DISKS: usize = 2;
 
 /// `prometheus_instance_overview`: up, CPU, memory and filesystems of one instance.
 pub struct PrometheusInstanceOverview {
@@ -138,7 +141,7 @@ impl Tool for PrometheusInstanceOverview {
         Self::NAME
     }
     fn description(&self) -> &'static str {
-        "One host without PromQL: up, CPU %, memory %, each filesystem used %, fill rate and time until full."
+        "One host without PromQL: up, CPU %, memory %, busiest disks' I/O %, each filesystem used %, fill rate and time until full."
     }
     fn parameters(&self) -> Value {
         json!({"type": "object", "properties": {
@@ -167,7 +170,7 @@ impl Tool for PrometheusInstanceOverview {
             let client = self.client.clone();
             async move { client.query_range(&q, start, end, step).await }
         };
-        let (up, cpu, mem, fs) = tokio::join!(
+        let (up, cpu, mem, fs, disks) = tokio::join!(
             range(format!("up{{{sel}}}")),
             range(format!(
                 "100 * (1 - avg by (instance) (rate(node_cpu_seconds_total{{mode=\"idle\",{sel}}}[5m])))"
@@ -178,8 +181,13 @@ impl Tool for PrometheusInstanceOverview {
             range(format!(
                 "node_filesystem_avail_bytes{{{sel},fstype!~\"{PSEUDO_FS}\"}}"
             )),
+            range(format!(
+                "topk({MAX_DISKS}, 100 * max by (instance, device) (rate(node_disk_io_time_seconds_total{{{sel}}}[5m])))"
+            )),
         );
         let (up, cpu, mem, mut fs) = (up?, cpu?, mem?, fs?);
+        // Busy disks are a detail: a failed query leaves their lines out.
+        let disks = disks.unwrap_or_default();
         let newest = up
             .iter()
             .chain(&fs)
@@ -214,6 +222,28 @@ impl Tool for PrometheusInstanceOverview {
         };
         out.push_str(&line("cpu used", &cpu, "node_cpu_seconds_total"));
         out.push_str(&line("memory used", &mem, "node_memory_MemAvailable_bytes"));
+        // The disks busiest at the newest point (time spent doing I/O; near 100 % a disk
+        // is saturated and everything on it waits).
+        let mut disks: Vec<(f64, String)> = disks
+            .iter()
+            .map(|s| {
+                let until = newest - 300.0;
+                let last = s
+                    .values
+                    .iter()
+                    .filter(|p| p.0 <= until || until.is_nan())
+                    .map(|p| p.1)
+                    .rfind(|v| v.is_finite())
+                    .unwrap_or(f64::NAN);
+                let device = s.metric.get("device").map_or("?", String::as_str);
+                let text = format!("\ndisk {device} busy: {}", percent_summary(s, until));
+                (last, text)
+            })
+            .collect();
+        disks.sort_by(|a, b| b.0.total_cmp(&a.0));
+        for (_, text) in disks.iter().take(MAX_DISKS) {
+            out.push_str(text);
+        }
         if fs.is_empty() {
             out.push_str("\nfilesystems: no data (node_filesystem_avail_bytes not exported)");
         }

@@ -12,7 +12,7 @@ type SeriesAt<'a> = (&'a str, &'a dyn Fn(i64) -> Option<f64>);
 /// A real Prometheus serving 8 hours ending at the returned end (Unix seconds, 1 hour
 /// ago, on the minute) at 1-minute samples: docker1 (node-exporter up, boot 3 days before
 /// the end; process-exporter on :9256 with ffmpeg 3.5, dockerd 0.1, sshd 0.01 and cron
-/// 0.001 cores), web1 up until 48 minutes before the end and down since, a certificate
+/// 0.001 cores; disk sdb busy 10 %, then 98 % for the last 30 minutes, sda 2 %), web1 up until 48 minutes before the end and down since, a certificate
 /// expiring 5 days after the end, a status code going 200 → 502 30 minutes before the end,
 /// and a probe whose samples stop 48 minutes before the end.
 fn start_figures_prometheus() -> Option<(crate::support::external::Service, i64)> {
@@ -74,6 +74,20 @@ fn start_figures_prometheus() -> Option<(crate::support::external::Service, i64)
                 r#"groupname="cron",instance="docker1:9256",job="process",mode="user""#,
                 &cron,
             ),
+        ],
+    );
+    // Disk time spent on I/O (seconds per second): sdb saturated for the last 30 minutes.
+    let busy = |t: i64| {
+        let saturated = end - 30 * 60;
+        let base = 0.1 * (t.min(saturated) - end + 480 * 60) as f64;
+        Some(base + 0.98 * (t - saturated).max(0) as f64)
+    };
+    let idle = |t: i64| Some(0.02 * (t - end + 480 * 60) as f64);
+    family(
+        "node_disk_io_time_seconds_total",
+        &[
+            (r#"job="node",instance="docker1:9100",device="sda""#, &idle),
+            (r#"job="node",instance="docker1:9100",device="sdb""#, &busy),
         ],
     );
     family(
@@ -236,6 +250,10 @@ async fn timestamps_steps_and_top_processes_are_computed_for_the_model() {
         ),
         "{out}"
     );
+    // Its busiest disks, the saturated one first.
+    let sdb = out.find("\ndisk sdb busy: last 98.0 %, avg ");
+    let sda = out.find("\ndisk sda busy: last 2.0 %, avg 2.0 %, max 2.0 %");
+    assert!(sdb.is_some() && sda.is_some() && sdb < sda, "{out}");
     let out = call_ok(
         &reg,
         "prometheus_instance_overview",
