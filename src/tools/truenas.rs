@@ -66,10 +66,16 @@ impl Tool for TruenasTool {
                 for p in c.pools().await.map_err(|e| ToolError::upstream(e, ROLE))? {
                     let used = p.allocated;
                     out.push(format!(
-                        "{} status={} healthy={}{} used={}/{} ({}){}",
+                        "{} status={}{}{} used={}/{} ({}){}",
                         p.name,
                         p.status,
-                        p.healthy.map(|h| h.to_string()).unwrap_or("?".into()),
+                        // Not "healthy=false": a 1.5B model read the word and wrote
+                        // "pool is healthy" of a DEGRADED pool.
+                        match p.healthy {
+                            Some(true) => ", healthy",
+                            Some(false) => ", has a problem",
+                            None => "",
+                        },
                         p.status_detail
                             .as_deref()
                             .map(|d| format!(" ({d})"))

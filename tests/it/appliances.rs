@@ -158,7 +158,7 @@ async fn truenas_tools_show_pool_health_active_alerts_and_disk_smart_results() {
     let r = registry(&test_config(dir.path(), &toml));
     let pools = call(&r, "truenas_pools", json!({})).await;
     assert!(
-        pools.contains("tank status=DEGRADED healthy=false (One or more devices are faulted"),
+        pools.contains("tank status=DEGRADED, has a problem (One or more devices are faulted"),
         "{pools}"
     );
     assert!(

@@ -1,0 +1,162 @@
+use super::*;
+
+fn names(calls: &[PlannedCall]) -> Vec<String> {
+    calls
+        .iter()
+        .map(|c| format!("{} {}", c.name, c.arguments["query"].as_str().unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_disk_alert_gets_its_rule_value_the_used_ratio_and_the_series_it_reads() {
+    let context = json!({"alerts": [{
+        "labels": {"alertname": "DiskFillingUp", "instance": "pve1:9100",
+                   "mountpoint": "/var/lib/vz", "severity": "warning"},
+        "generator_url": "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%2F+node_filesystem_size_bytes+%3C+0.1&g0.tab=1"
+    }]});
+    let facts = alert_facts(&context.to_string()).unwrap();
+    let calls = EvidencePlanner::default().for_alert(&facts, false).await;
+    let sel = "{instance=\"pve1:9100\",mountpoint=\"/var/lib/vz\"}";
+    assert_eq!(
+        names(&calls),
+        vec![
+            "prometheus_query node_filesystem_avail_bytes / node_filesystem_size_bytes".to_string(),
+            format!(
+                "prometheus_query_range 1 - node_filesystem_avail_bytes{sel} / node_filesystem_size_bytes{sel}"
+            ),
+            format!("prometheus_query_range node_filesystem_avail_bytes{sel}"),
+            format!("prometheus_query_range node_filesystem_size_bytes{sel}"),
+        ]
+    );
+    assert_eq!(calls[1].arguments["start"], "24h");
+}
+
+#[tokio::test]
+async fn an_alert_without_a_known_rule_falls_back_to_its_instance() {
+    let facts = AlertFacts {
+        labels: [("alertname", "X"), ("instance", "nas:9100")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        generator_url: None,
+        text: String::new(),
+        storm: None,
+    };
+    let calls = EvidencePlanner::default().for_alert(&facts, false).await;
+    assert_eq!(
+        names(&calls)[0],
+        "prometheus_query up{instance=\"nas:9100\"}"
+    );
+}
+
+#[tokio::test]
+async fn an_application_alert_gets_the_overview_of_its_host() {
+    let context = json!({"alerts": [{
+        "labels": {"alertname": "HighRequestLatency", "instance": "docker1:8080", "job": "nextcloud"},
+        "generator_url": "http://prom:9090/graph?g0.expr=http_request_duration_seconds_p95+%3E+2&g0.tab=1"
+    }]});
+    let facts = alert_facts(&context.to_string()).unwrap();
+    let calls = EvidencePlanner::default().for_alert(&facts, true).await;
+    let sel = r#"{instance="docker1:8080",job="nextcloud"}"#;
+    assert_eq!(
+        names(&calls[..2]),
+        vec![
+            "prometheus_query http_request_duration_seconds_p95".to_string(),
+            format!("prometheus_query_range http_request_duration_seconds_p95{sel}"),
+        ]
+    );
+    assert_eq!(calls[2].name, OVERVIEW);
+    assert_eq!(calls[2].arguments["instance"], "docker1");
+    // A host's own alert has its series already; without the tool, no overview.
+    let disk = json!({"alerts": [{
+        "labels": {"alertname": "DiskFillingUp", "instance": "pve1:9100"},
+        "generator_url": "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%3C+1&g0.tab=1"
+    }]});
+    let facts = alert_facts(&disk.to_string()).unwrap();
+    let planner = EvidencePlanner::default();
+    assert!(
+        planner
+            .for_alert(&facts, true)
+            .await
+            .iter()
+            .all(|c| c.name != OVERVIEW)
+    );
+    let facts = alert_facts(&context.to_string()).unwrap();
+    assert!(
+        planner
+            .for_alert(&facts, false)
+            .await
+            .iter()
+            .all(|c| c.name != OVERVIEW)
+    );
+}
+
+#[tokio::test]
+async fn a_probe_alert_gets_its_probe_now_and_its_status_over_the_lookback() {
+    let facts = AlertFacts {
+        labels: [
+            ("alertname", "ProbeFailing"),
+            ("instance", "https://photos.lan"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+        ..AlertFacts::default()
+    };
+    let calls = EvidencePlanner::default().for_alert(&facts, false).await;
+    assert_eq!(
+        names(&calls),
+        vec![
+            r#"prometheus_query {instance="https://photos.lan"}"#,
+            r#"prometheus_query_range {__name__=~"probe_success|probe_http_status_code",instance="https://photos.lan"}"#,
+        ]
+    );
+    assert_eq!(calls[1].arguments["start"], LOOKBACK);
+}
+
+#[test]
+fn alert_facts_read_the_first_alert_and_ignore_other_context() {
+    assert!(alert_facts("not json").is_none());
+    assert!(alert_facts("{\"alerts\": []}").is_none());
+    let f = alert_facts(r#"{"alerts":[{"labels":{"a":"b","n":1}}]}"#).unwrap();
+    assert_eq!(f.labels.len(), 1);
+}
+
+#[tokio::test]
+async fn a_storm_queries_its_rule_across_every_instance() {
+    let context = json!({
+        "storm": {"affected": {"instance": "pve[1-3]:9100", "mountpoint": "/"},
+                  "instances": [{"instance": "10.0.0.1:9100"}, {"instance": "nas:9100"}]},
+        "alerts": [{
+            "labels": {"alertname": "DiskFillingUp", "instance": "pve1:9100",
+                       "mountpoint": "/", "pod": "p"},
+            "generator_url": "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%2F+node_filesystem_size_bytes+%3C+0.1&g0.tab=1"
+        }]
+    });
+    let facts = alert_facts(&context.to_string()).unwrap();
+    assert!(!facts.labels.contains_key("instance"));
+    assert_eq!(facts.labels["mountpoint"], "/", "shared by every group");
+    assert!(!facts.text.contains("pve1"));
+    let calls = EvidencePlanner::default().for_alert(&facts, false).await;
+    let rule = "node_filesystem_avail_bytes / node_filesystem_size_bytes < 0.1";
+    assert_eq!(
+        names(&calls),
+        vec![
+            format!("prometheus_query count({rule})"),
+            "prometheus_query bottomk(10, node_filesystem_avail_bytes / node_filesystem_size_bytes)"
+                .to_string(),
+            format!("prometheus_query_range count({rule})"),
+        ]
+    );
+    assert_eq!(calls[2].arguments["start"], "24h");
+    // Without a known rule: `up` of the instances listed, matched literally.
+    let no_rule = AlertFacts {
+        generator_url: None,
+        ..alert_facts(&context.to_string()).unwrap()
+    };
+    let calls = EvidencePlanner::default().for_alert(&no_rule, false).await;
+    assert_eq!(
+        names(&calls),
+        vec![r#"prometheus_query up{instance=~"10\\.0\\.0\\.1:9100|nas:9100"}"#]
+    );
+}
