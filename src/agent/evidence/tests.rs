@@ -72,23 +72,12 @@ async fn an_application_alert_gets_the_overview_of_its_host() {
         "labels": {"alertname": "DiskFillingUp", "instance": "pve1:9100"},
         "generator_url": "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%3C+1&g0.tab=1"
     }]});
-    let facts = alert_facts(&disk.to_string()).unwrap();
     let planner = EvidencePlanner::default();
-    assert!(
-        planner
-            .for_alert(&facts, true)
-            .await
-            .iter()
-            .all(|c| c.name != OVERVIEW)
-    );
+    let has_overview = |calls: Vec<PlannedCall>| calls.iter().any(|c| c.name == OVERVIEW);
+    let facts = alert_facts(&disk.to_string()).unwrap();
+    assert!(!has_overview(planner.for_alert(&facts, true).await));
     let facts = alert_facts(&context.to_string()).unwrap();
-    assert!(
-        planner
-            .for_alert(&facts, false)
-            .await
-            .iter()
-            .all(|c| c.name != OVERVIEW)
-    );
+    assert!(!has_overview(planner.for_alert(&facts, false).await));
 }
 
 #[tokio::test]
