@@ -116,17 +116,20 @@ impl PrometheusInstanceOverview {
     }
 }
 
-/// `last 21.3 %, avg 20.1 %, max 25 %` of the finite points of a percentage series up to
-/// `until`: a `rate()` over a window where the data stops reads wrong, so the last 5
-/// minutes before the newest data are left out.
-fn percent_summary(s: &Series, until: f64) -> String {
-    let vs: Vec<f64> = s
-        .values
+/// The finite points of `s` up to `until` (all when NaN): a `rate()` over a window where
+/// the data stops reads wrong, so callers leave out the last 5 minutes before the newest
+/// data.
+fn points_until(s: &Series, until: f64) -> Vec<f64> {
+    s.values
         .iter()
         .filter(|p| p.0 <= until || until.is_nan())
         .map(|p| p.1)
         .filter(|v| v.is_finite())
-        .collect();
+        .collect()
+}
+
+/// `last 21.3 %, avg 20.1 %, max 25 %` of a percentage series' points (`points_until`).
+fn percent_summary(vs: &[f64]) -> String {
     let Some(last) = vs.last() else {
         return "no data".into();
     };
@@ -217,7 +220,10 @@ impl Tool for PrometheusInstanceOverview {
             ));
         }
         let line = |name: &str, s: &[Series], missing: &str| match s.first() {
-            Some(s) => format!("\n{name}: {}", percent_summary(s, newest - 300.0)),
+            Some(s) => format!(
+                "\n{name}: {}",
+                percent_summary(&points_until(s, newest - 300.0))
+            ),
             None => format!("\n{name}: no data ({missing} not exported for this instance)"),
         };
         out.push_str(&line("cpu used", &cpu, "node_cpu_seconds_total"));
@@ -227,17 +233,10 @@ impl Tool for PrometheusInstanceOverview {
         let mut disks: Vec<(f64, String)> = disks
             .iter()
             .map(|s| {
-                let until = newest - 300.0;
-                let last = s
-                    .values
-                    .iter()
-                    .filter(|p| p.0 <= until || until.is_nan())
-                    .map(|p| p.1)
-                    .rfind(|v| v.is_finite())
-                    .unwrap_or(f64::NAN);
+                let points = points_until(s, newest - 300.0);
                 let device = s.metric.get("device").map_or("?", String::as_str);
-                let text = format!("\ndisk {device} busy: {}", percent_summary(s, until));
-                (last, text)
+                let text = format!("\ndisk {device} busy: {}", percent_summary(&points));
+                (points.last().copied().unwrap_or(f64::NEG_INFINITY), text)
             })
             .collect();
         disks.sort_by(|a, b| b.0.total_cmp(&a.0));
