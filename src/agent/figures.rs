@@ -196,10 +196,9 @@ fn when_lines(output: &str, query: &str) -> Vec<(String, String)> {
 }
 
 /// Lines of an overview tool's output that state a problem (`PROBLEM_WORDS`, a saturated
-/// disk: "disk sdb busy: last 98.0 %, …"), and the
-/// most frequent error lines of a log summary (`tools::compact::compact_logs`: "26×
-/// [job=sonarr] last …: Unable to connect to api.thetvdb.com: getaddrinfo EAI_AGAIN"),
-/// the first `MAX_LOG_LINES` of them.
+/// disk: "disk sdb busy: last 98.0 %, …"), and the first `MAX_LOG_LINES` of a log
+/// summary's most frequent error lines (`tools::compact::compact_logs`: "28× [job=pihole]
+/// last …: reply error is SERVFAIL api.thetvdb.com from 1.1.1.1#53").
 fn problem_lines(output: &str) -> Vec<String> {
     let mut logs = 0;
     output
