@@ -1,9 +1,11 @@
 //! Storm intake benchmark: a 10,000-alert storm of one alert across 1,000 instances, each
-//! webhook answered after a durable flush, sent two ways: 100 webhooks of 100 alerts (4
+//! webhook answered once its batch is on disk (decided too when no batch is ahead of it),
+//! sent two ways: 100 webhooks of 100 alerts (4
 //! in flight), and the way an Alertmanager grouping by alert name and instance sends it,
 //! 1,000 webhooks of one instance's 10 alerts (16 in flight). Prints p50/p99 time to 2xx,
 //! the investigations it became and the LLM calls they made (the LLM is a local stand-in
-//! answering a finding at once).
+//! answering a finding at once). Throughput and CPU are measured until every batch is
+//! decided (`sre_agent_alert_backlog` back at 0), not only answered.
 //! Run: `cargo bench --bench storm`. Prints `name: value (target …)` lines.
 
 use std::sync::Arc;
@@ -174,6 +176,20 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
         }
         slowest.push(last);
     }
+    let acked = start.elapsed().as_secs_f64();
+    // Batches answered before their decisions (202) are decided by now.
+    loop {
+        let metrics = http
+            .get(format!("{base}/metrics"))
+            .send()
+            .await?
+            .text()
+            .await?;
+        if metrics.lines().any(|l| l == "sre_agent_alert_backlog 0") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
     let secs = start.elapsed().as_secs_f64();
     let cpu = (cpu_time() - cpu_start).as_secs_f64();
     latencies.sort();
@@ -229,8 +245,10 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
         ms(percentile(&slowest, 0.90)),
     );
     println!(
-        "{prefix}alerts_per_second: {:.0} ({ALERTS} alerts over {INSTANCES} instances)",
-        ALERTS as f64 / secs
+        "{prefix}alerts_per_second: {:.0} ({ALERTS} alerts over {INSTANCES} instances, all \
+         decided; all answered after {:.2} s)",
+        ALERTS as f64 / secs,
+        acked
     );
     println!(
         "{prefix}cpu_per_alert_us: {:.1} (daemon and client in this process; {:.2} cores busy on average)",

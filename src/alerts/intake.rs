@@ -20,19 +20,24 @@ use crate::alerts::store::{AlertGroup, AlertRecord, AlertStore, GroupState, Outc
 use crate::config::AlertsConfig;
 use crate::config::LabelMatcher;
 use crate::store::StoreError;
+use crate::store::inbox::{Entry, Inbox};
 use crate::telemetry::Metrics;
 
 mod follow_up;
+mod pipeline;
 mod request;
 mod storm;
 
 #[cfg(test)]
 mod fake;
 #[cfg(test)]
+mod pipeline_tests;
+#[cfg(test)]
 mod storm_tests;
 
 use follow_up::Action;
 pub use follow_up::FollowUp;
+pub use pipeline::Accepted;
 pub use request::{NewInvestigation, request_for, storm_request};
 
 /// What the intake needs from the investigation dispatcher.
@@ -69,6 +74,11 @@ pub struct IntakeSummary {
     /// Storms the batch's alerts attached to (or formed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub storms: Vec<String>,
+    /// True when the batch was answered once on disk, with batches ahead of it still
+    /// being decided (answered 202): `queued`, `groups` and `storms` are then empty and
+    /// its decisions show in the alerts API moments later.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub deferred: bool,
 }
 
 /// Alert intake. Cheap to clone.
@@ -91,6 +101,9 @@ struct Inner {
     /// Cancelled at shutdown: submissions waiting out `alerts.storm_hold` stop waiting
     /// (their pending mark makes the next start submit them).
     holds: CancellationToken,
+    /// The webhook inbox and the queue of its processor (`pipeline.rs`); `None` where
+    /// batches are only decided in place (`ingest`).
+    pipeline: Option<pipeline::Pipeline>,
 }
 
 /// One group touched by a batch: its stored state, the investigation's state, and the
@@ -126,6 +139,7 @@ impl Intake {
         storms: StormStore,
         investigator: Arc<dyn Investigator>,
         metrics: Arc<Metrics>,
+        inbox: Option<(Inbox, Vec<Entry>)>,
     ) -> Result<Self, BadMatcher> {
         let ignore = config
             .ignore
@@ -143,6 +157,7 @@ impl Intake {
                 decide: Mutex::new(()),
                 submit: Mutex::new(()),
                 holds: CancellationToken::new(),
+                pipeline: inbox.map(|(inbox, left)| pipeline::Pipeline::new(inbox, left)),
             }),
         })
     }
@@ -175,12 +190,27 @@ impl Intake {
 
     /// Stores the batch and its decisions durably; returns what to do next. Call
     /// `FollowUp::run` on each result (in the background) to submit and cancel.
-    /// Each group touched is read once and written once per batch.
+    /// (The daemon's webhooks go through `accept`, which answers once the batch is in the
+    /// inbox.)
     pub async fn ingest(
         &self,
         batch: WebhookBatch,
     ) -> Result<(IntakeSummary, Vec<FollowUp>), StoreError> {
         let now = Utc::now();
+        let (summary, follow_ups, log) = self.decide_batch(batch, now).await?;
+        self.inner.store.log_alerts(now, &log)?;
+        self.inner.store.flush().await?;
+        Ok((summary, follow_ups))
+    }
+
+    /// Decides the batch (received at `now`) and writes its groups and storms; returns
+    /// the summary, what to do next and the alerts to log, in batch order. Each group
+    /// touched is read once and written once per batch.
+    async fn decide_batch(
+        &self,
+        batch: WebhookBatch,
+        now: DateTime<Utc>,
+    ) -> Result<(IntakeSummary, Vec<FollowUp>, Vec<AlertRecord>), StoreError> {
         let mut summary = IntakeSummary {
             received: batch.alerts.len(),
             ..Default::default()
@@ -231,14 +261,10 @@ impl Intake {
             summary.storms.sort();
             actions.extend(self.write_storms(storms, &statuses, now)?);
         }
-        // Encoded outside the decision lock, so the next batch's decisions do not wait for
-        // it. Should this fail, the sender's retry counts these alerts in their groups
-        // again; nothing is lost.
+        // Sorted outside the decision lock, so the next batch's decisions do not wait.
         log.sort_by_key(|(at, _)| *at);
-        let log: Vec<AlertRecord> = log.into_iter().map(|(_, r)| r).collect();
-        self.inner.store.log_alerts(now, &log)?;
-        self.inner.store.flush().await?;
-        Ok((summary, actions.into_iter().map(FollowUp).collect()))
+        let log = log.into_iter().map(|(_, r)| r).collect();
+        Ok((summary, actions.into_iter().map(FollowUp).collect(), log))
     }
 
     fn load(&self, key: &str) -> Result<Touched, StoreError> {

@@ -27,6 +27,7 @@ use crate::integrations::health::HealthChecker;
 use crate::notify::{Notifier, ReportLedger};
 use crate::report::Reporter;
 use crate::schedule::Scheduler;
+use crate::store::inbox::Inbox;
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 
@@ -73,12 +74,14 @@ impl Components {
         // One alert store (its write-through cache is shared): intake writes groups, the
         // notifier and the report read them.
         let alerts = AlertStore::open(&store)?;
+        let inbox = Inbox::open(store.path(), "alerts")?;
         let intake = Intake::new(
             &config.alerts,
             alerts.clone(),
             StormStore::open(&store)?,
             Arc::new(dispatcher.clone()),
             metrics.clone(),
+            Some(inbox),
         )
         .map_err(AppError::component("building the alert intake"))?;
         let reports = Reporter::new(config.clone(), &store, metrics.clone())?
@@ -120,7 +123,8 @@ impl Components {
     }
 
     /// Starts the background work: health checks, notifications, retention, the
-    /// investigation workers (resuming queued ones), alert decisions left pending by a
+    /// investigation workers (resuming queued ones), the alert processor (after deciding
+    /// the batches a restart left in its inbox), alert decisions left pending by a
     /// restart, and the cron jobs. Returns the scheduler, to stop at shutdown.
     pub async fn start(self, token: &CancellationToken) -> Result<Running, AppError> {
         let Self {
@@ -139,6 +143,13 @@ impl Components {
             .dispatcher
             .start(token.clone(), tasks)
             .map_err(AppError::component("resuming queued investigations"))?;
+        state
+            .intake
+            .start(tasks, token.clone())
+            .await
+            .map_err(AppError::component(
+                "deciding alert batches accepted before a restart",
+            ))?;
         state.intake.recover().await.map_err(AppError::component(
             "re-submitting alert investigations decided before a restart",
         ))?;

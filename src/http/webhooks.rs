@@ -1,8 +1,8 @@
 //! `POST /webhook/grafana` and `POST /webhook/alertmanager`: the sender's token or basic
 //! credentials are checked by a route layer before the body is read (`auth.rs`); here the
 //! body is bounded, its Grafana HMAC signature checked (fresh, and never accepted twice),
-//! parsed, and answered 2xx only once the alerts and decisions are flushed; investigations
-//! follow in the background.
+//! parsed, and answered 2xx only once the alerts are on disk (the alert inbox, see
+//! `alerts::intake::pipeline`); decisions follow at once, investigations in the background.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,7 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, Bytes};
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::from_fn_with_state;
 use axum::routing::post;
 use axum::{Extension, Json, Router};
@@ -20,7 +20,7 @@ use sha2::Sha256;
 
 use super::ApiError;
 use super::auth;
-use crate::alerts::{AlertSource, IntakeSummary, parse_webhook};
+use crate::alerts::{Accepted, AlertSource, IntakeSummary, parse_webhook};
 use crate::app::AppState;
 use crate::config::WebhookConfig;
 
@@ -50,7 +50,8 @@ pub fn router(state: &AppState) -> Router<AppState> {
         ("X-Grafana-Alerting-Timestamp" = Option<String>, Header, description = "unix seconds covered by the signature"),
     ),
     responses(
-        (status = 200, description = "Every alert stored; investigations follow", body = IntakeSummary),
+        (status = 200, description = "Every alert stored and decided; investigations follow", body = IntakeSummary),
+        (status = 202, description = "Every alert stored; decided after the batches ahead of it (`deferred`)", body = IntakeSummary),
         (status = 400, description = "Bad input", body = crate::api::ErrorBody),
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
@@ -63,7 +64,7 @@ pub(super) async fn grafana(
     Extension(seen): Extension<Arc<SeenSignatures>>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<IntakeSummary>, ApiError> {
+) -> Result<(StatusCode, Json<IntakeSummary>), ApiError> {
     receive(state, &seen, AlertSource::Grafana, headers, body).await
 }
 
@@ -72,7 +73,8 @@ pub(super) async fn grafana(
     security((), ("webhook_token" = []), ("webhook_basic" = [])),
     request_body(content = WebhookPayload, description = "Alertmanager's webhook JSON; unknown fields are ignored"),
     responses(
-        (status = 200, description = "Every alert stored; investigations follow", body = IntakeSummary),
+        (status = 200, description = "Every alert stored and decided; investigations follow", body = IntakeSummary),
+        (status = 202, description = "Every alert stored; decided after the batches ahead of it (`deferred`)", body = IntakeSummary),
         (status = 400, description = "Bad input", body = crate::api::ErrorBody),
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
@@ -85,7 +87,7 @@ pub(super) async fn alertmanager(
     Extension(seen): Extension<Arc<SeenSignatures>>,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<IntakeSummary>, ApiError> {
+) -> Result<(StatusCode, Json<IntakeSummary>), ApiError> {
     receive(state, &seen, AlertSource::Alertmanager, headers, body).await
 }
 
@@ -95,7 +97,7 @@ async fn receive(
     source: AlertSource,
     headers: HeaderMap,
     body: Body,
-) -> Result<Json<IntakeSummary>, ApiError> {
+) -> Result<(StatusCode, Json<IntakeSummary>), ApiError> {
     let cfg = &state.config.webhook;
     let body = read_limited(&headers, body, cfg.max_body_bytes)
         .await
@@ -132,7 +134,7 @@ async fn ingest(
     state: &AppState,
     source: AlertSource,
     body: &[u8],
-) -> Result<Json<IntakeSummary>, ApiError> {
+) -> Result<(StatusCode, Json<IntakeSummary>), ApiError> {
     let batch = parse_webhook(source, body).map_err(ApiError::BadRequest)?;
     if batch.truncated_alerts > 0 {
         tracing::warn!(
@@ -141,14 +143,10 @@ async fn ingest(
             "sender truncated alerts (max_alerts / maxAlerts)"
         );
     }
-    let (summary, follow_ups) = state.intake.ingest(batch).await?;
-    let intake = state.intake.clone();
-    state.tasks.spawn(async move {
-        for f in follow_ups {
-            f.run(&intake).await;
-        }
-    });
-    Ok(Json(summary))
+    Ok(match state.intake.accept(source, body, batch).await? {
+        Accepted::Decided(summary) => (StatusCode::OK, Json(summary)),
+        Accepted::Deferred(summary) => (StatusCode::ACCEPTED, Json(summary)),
+    })
 }
 
 /// Reads the body, failing with 413 past `max` bytes (by Content-Length or while reading).

@@ -8,6 +8,7 @@
 //! (`alerts::store`, `agent::store`, `report::store`, the notifier's outbox).
 
 mod flush;
+pub mod inbox;
 mod journal;
 mod migrate;
 mod tree;

@@ -98,6 +98,7 @@ pub struct Metrics {
     pub investigation_duration: Histogram,
     pub alerts_received: IntCounterVec,
     pub queue_depth: IntGauge,
+    pub alert_backlog: IntGauge,
     pub budget_rejections: IntCounterVec,
     pub budget_today_dollars: Gauge,
     pub budget_today_investigations: IntGauge,
@@ -227,6 +228,10 @@ impl Metrics {
             queue_depth: reg!(IntGauge::with_opts(opts(
                 "queue_depth",
                 "Investigations waiting in the durable queue."
+            ))?),
+            alert_backlog: reg!(IntGauge::with_opts(opts(
+                "alert_backlog",
+                "Webhook batches stored in the alert inbox and not yet decided."
             ))?),
             budget_rejections: reg!(IntCounterVec::new(
                 opts(

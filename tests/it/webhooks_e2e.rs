@@ -108,3 +108,110 @@ async fn kill_9_right_after_the_2xx_still_investigates_exactly_once() {
     assert_eq!(alerts["groups"][0]["received"], 3);
     assert_eq!(alerts["groups"][0]["investigation"]["id"], invs[0]["id"]);
 }
+
+/// Batch `b` of a storm: NodeDown firing on `per` instances of its own
+/// (`host{b*per}` …), one alert each.
+fn storm_batch(b: usize, per: usize) -> Vec<u8> {
+    let alerts: Vec<Value> = (b * per..(b + 1) * per)
+        .map(|i| {
+            serde_json::json!({"status": "firing",
+                "labels": {"alertname": "NodeDown", "instance": format!("host{i}")},
+                "annotations": {"summary": "node down"},
+                "startsAt": "2026-11-22T20:45:24.847Z", "endsAt": "0001-01-01T00:00:00Z",
+                "fingerprint": format!("{i:016x}")})
+        })
+        .collect();
+    serde_json::to_vec(&serde_json::json!({"version": "4", "status": "firing",
+        "receiver": "sre", "groupKey": "{}:{}", "alerts": alerts}))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn kill_9_in_a_storm_loses_no_answered_alert() {
+    use futures::StreamExt;
+    let llm = FakeLlm::start(vec![answer(
+        &finding_json("nodes down", "evidence"),
+        (10, 5, 0),
+    )])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let config = daemon_config(dir.path(), port, &llm);
+    let daemon = Daemon::start(dir.path(), &config, &[]).await;
+    let (batches, per) = (40, 25);
+    let http = reqwest::Client::new();
+    let url = format!("{}/webhook/alertmanager", daemon.base);
+    // 8 in flight; killed once 20 are answered, with the rest in flight or not yet sent.
+    let mut posts = futures::stream::iter(0..batches)
+        .map(|b| {
+            let req = http
+                .post(&url)
+                .bearer_auth(TOKEN)
+                .body(storm_batch(b, per))
+                .send();
+            async move { (b, req.await) }
+        })
+        .buffer_unordered(8);
+    let (mut answered, mut deferred) = (Vec::new(), 0);
+    while let Some((b, resp)) = posts.next().await {
+        let Ok(resp) = resp else { continue };
+        if resp.status() == reqwest::StatusCode::ACCEPTED {
+            let body: Value = resp.json().await.unwrap();
+            assert_eq!(
+                (body["deferred"].as_bool(), body["received"].as_u64()),
+                (Some(true), Some(per as u64)),
+                "{body}"
+            );
+            deferred += 1;
+        } else {
+            assert_eq!(resp.status(), reqwest::StatusCode::OK);
+        }
+        answered.push(b);
+        if answered.len() == 20 {
+            daemon.signal("KILL");
+        }
+    }
+    assert!(
+        answered.len() >= 20 && deferred > 0,
+        "{answered:?}, {deferred} deferred"
+    );
+    drop(daemon);
+
+    // Batches the kill left undecided are decided before the restarted daemon listens.
+    let daemon = Daemon::start(dir.path(), &config, &[]).await;
+    let alerts: Value = reqwest::get(format!("{}/api/v1/alerts?limit=1000", daemon.base))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let instances: std::collections::HashSet<&str> = alerts["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["last_alert"]["labels"]["instance"].as_str().unwrap())
+        .collect();
+    for b in &answered {
+        for i in b * per..(b + 1) * per {
+            assert!(
+                instances.contains(format!("host{i}").as_str()),
+                "batch {b}: host{i} missing"
+            );
+        }
+    }
+    let metrics = reqwest::get(format!("{}/metrics", daemon.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains("\nsre_agent_alert_backlog 0\n"),
+        "{metrics}"
+    );
+    let invs = all_final(&daemon.base, None, 1).await;
+    assert!(
+        invs.len() <= 3,
+        "one storm, not one investigation per instance: {invs:?}"
+    );
+}

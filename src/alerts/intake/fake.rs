@@ -14,6 +14,7 @@ use crate::alerts::store::AlertStore;
 use crate::alerts::storm::StormStore;
 use crate::alerts::{Alert, AlertSource, AlertStatus, WebhookBatch};
 use crate::config::AlertsConfig;
+use crate::store::inbox::{Entry, Inbox};
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 
@@ -152,6 +153,16 @@ pub(super) fn intake_with(
     fake: &Arc<FakeInvestigator>,
     cfg: AlertsConfig,
 ) -> Intake {
+    intake_inbox(store, fake, cfg, None)
+}
+
+/// An intake taking webhooks through `inbox` (with the entries left in it).
+pub(super) fn intake_inbox(
+    store: &Store,
+    fake: &Arc<FakeInvestigator>,
+    cfg: AlertsConfig,
+    inbox: Option<(Inbox, Vec<Entry>)>,
+) -> Intake {
     *fake.max_per_day.lock().unwrap() = Some(cfg.max_investigations_per_day);
     let alerts = AlertStore::open(store).unwrap();
     Intake::new(
@@ -160,6 +171,7 @@ pub(super) fn intake_with(
         StormStore::open(store).unwrap(),
         fake.clone(),
         Arc::new(Metrics::new("m")),
+        inbox,
     )
     .unwrap()
 }

@@ -1,0 +1,125 @@
+//! The webhook path through the inbox (`pipeline.rs`): answers, order, and batches a
+//! crash left undecided.
+
+use std::sync::Arc;
+
+use chrono::{Duration, Utc};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::Accepted;
+use super::fake::{FakeInvestigator, config, intake_inbox};
+use crate::alerts::{AlertSource, parse_webhook};
+use crate::store::Store;
+use crate::store::inbox::Inbox;
+
+fn body(instances: std::ops::Range<usize>) -> Vec<u8> {
+    let alerts: Vec<_> = instances
+        .map(|i| {
+            json!({"status": "firing",
+                "labels": {"alertname": "NodeDown", "instance": format!("host{i}")},
+                "fingerprint": format!("{i:016x}")})
+        })
+        .collect();
+    serde_json::to_vec(&json!({"version": "4", "status": "firing", "alerts": alerts})).unwrap()
+}
+
+#[tokio::test]
+async fn a_batch_a_crash_left_undecided_is_decided_at_start_with_its_arrival_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let arrived = Utc::now() - Duration::minutes(3);
+    {
+        // Answered 2xx, then the process died before deciding it.
+        let (inbox, _) = Inbox::open(dir.path(), "alerts").unwrap();
+        let seq = inbox.append(arrived, 2, &body(0..3)).unwrap();
+        inbox.sync(seq).await.unwrap();
+    }
+    let store = Store::open(dir.path()).unwrap();
+    let fake = Arc::new(FakeInvestigator::default());
+    let inbox = Inbox::open(dir.path(), "alerts").unwrap();
+    assert_eq!(inbox.1.len(), 1);
+    let intake = intake_inbox(&store, &fake, config(50), Some(inbox));
+    let (tasks, token) = (TaskTracker::new(), CancellationToken::new());
+    assert_eq!(intake.start(&tasks, token.clone()).await.unwrap(), 1);
+    assert_eq!(intake.store().alert_count(), 3);
+    let groups = intake
+        .store()
+        .recent_groups(10, None, crate::alerts::store::Samples::Last)
+        .unwrap()
+        .groups;
+    assert_eq!(groups.len(), 3);
+    for g in &groups {
+        let off = (g.last_seen - arrived).num_milliseconds().abs();
+        assert!(
+            off <= 1,
+            "decided as of its arrival: {} vs {arrived}",
+            g.last_seen
+        );
+    }
+    assert_eq!(intake.backlog(), 0);
+    token.cancel();
+    tasks.close();
+    tasks.wait().await;
+    drop(intake);
+    // Checkpointed: nothing is left for the next start.
+    let (_, left) = Inbox::open(dir.path(), "alerts").unwrap();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[tokio::test]
+async fn a_batch_alone_is_answered_with_its_decisions_and_one_behind_others_is_deferred() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let fake = Arc::new(FakeInvestigator::default());
+    let inbox = Inbox::open(dir.path(), "alerts").unwrap();
+    let intake = intake_inbox(&store, &fake, config(50), Some(inbox));
+    let (tasks, token) = (TaskTracker::new(), CancellationToken::new());
+    intake.start(&tasks, token.clone()).await.unwrap();
+
+    let b = body(0..1);
+    let parsed = parse_webhook(AlertSource::Alertmanager, &b).unwrap();
+    let Accepted::Decided(summary) = intake
+        .accept(AlertSource::Alertmanager, &b, parsed)
+        .await
+        .unwrap()
+    else {
+        panic!("a batch with none ahead of it is decided before the answer");
+    };
+    assert_eq!(
+        (summary.received, summary.queued, summary.deferred),
+        (1, 1, false)
+    );
+
+    // Many at once: every one answered, some deferred; all decided in the end, none lost.
+    let answers = futures::future::join_all((1..41).map(|i| {
+        let intake = intake.clone();
+        async move {
+            let b = body(i * 10..i * 10 + 10);
+            let parsed = parse_webhook(AlertSource::Alertmanager, &b).unwrap();
+            intake
+                .accept(AlertSource::Alertmanager, &b, parsed)
+                .await
+                .unwrap()
+        }
+    }))
+    .await;
+    let deferred = answers
+        .iter()
+        .filter(|a| matches!(a, Accepted::Deferred(s) if s.deferred && s.received == 10))
+        .count();
+    assert!(
+        deferred > 0,
+        "40 concurrent batches: some answered before being decided"
+    );
+    token.cancel();
+    tasks.close();
+    tasks.wait().await;
+    assert_eq!(intake.backlog(), 0);
+    assert_eq!(intake.store().alert_count(), 401);
+    let (_, left) = Inbox::open(dir.path(), "alerts").unwrap();
+    assert!(
+        left.is_empty(),
+        "the processor decided its queue before stopping"
+    );
+}
