@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::support::alerts::{all_final, grafana_storm, investigations};
+use crate::support::alerts::{all_decided, all_final, grafana_storm, investigations};
 use crate::support::fake_llm::{FakeLlm, answer, finding_json, tool_calls};
 use crate::support::{Daemon, eventually, free_port, metric_value};
 
@@ -205,6 +205,7 @@ async fn a_10000_alert_storm_over_1000_instances_stays_bounded_in_investigations
             assert_eq!(summary["received"], 500);
         }
     }
+    all_decided(&base).await;
     let invs = all_final(&base, None, 1).await;
     // Let a follow-up, if one was decided, be submitted and finish too.
     let invs = eventually(std::time::Duration::from_secs(30), "settled", || async {

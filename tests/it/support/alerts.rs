@@ -93,3 +93,21 @@ pub async fn all_final(base: &str, token: Option<&str>, at_least: usize) -> Vec<
     })
     .await
 }
+
+/// Waits until every webhook batch the daemon at `base` answered is decided (the alert
+/// inbox's backlog is back at 0): a batch answered 202 `deferred` is decided moments later.
+pub async fn all_decided(base: &str) {
+    eventually(Duration::from_secs(30), "every batch decided", || async {
+        let metrics = reqwest::get(format!("{base}/metrics"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        metrics
+            .lines()
+            .any(|l| l == "sre_agent_alert_backlog 0")
+            .then_some(())
+    })
+    .await
+}
