@@ -158,6 +158,7 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
     let cpu_start = cpu_time();
     let mut latencies = Vec::new();
     let mut slowest = Vec::new();
+    let (mut decided, mut deferred) = (Vec::new(), Vec::new());
     for wave in bodies.chunks(in_flight) {
         let posts = wave.iter().map(|body| {
             let req = http.post(&url).body(body.clone());
@@ -165,14 +166,19 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
                 let t = Instant::now();
                 let resp = req.send().await?;
                 anyhow::ensure!(resp.status().is_success(), "status {}", resp.status());
-                Ok::<_, anyhow::Error>(t.elapsed())
+                Ok::<_, anyhow::Error>((t.elapsed(), resp.status().as_u16() == 202))
             }
         });
         let mut last = Duration::ZERO;
         for r in futures::future::join_all(posts).await {
-            let t = r?;
+            let (t, was_deferred) = r?;
             last = last.max(t);
             latencies.push(t);
+            if was_deferred {
+                deferred.push(t);
+            } else {
+                decided.push(t);
+            }
         }
         slowest.push(last);
     }
@@ -194,6 +200,8 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
     let cpu = (cpu_time() - cpu_start).as_secs_f64();
     latencies.sort();
     slowest.sort();
+    decided.sort();
+    deferred.sort();
 
     // Wait for the storm's investigation (and a follow-up, if any) to finish.
     let deadline = Instant::now() + Duration::from_secs(if threshold == 0 { 5 } else { 60 });
@@ -243,6 +251,20 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
         ms(*latencies.last().expect("requests were sent")),
         ms(percentile(&slowest, 0.50)),
         ms(percentile(&slowest, 0.90)),
+    );
+    let answers = |name: &str, lat: &[Duration]| match lat {
+        [] => format!("{name} none"),
+        _ => format!(
+            "{name} {} (p50 {:.2} ms, p99 {:.2} ms)",
+            lat.len(),
+            ms(percentile(lat, 0.50)),
+            ms(percentile(lat, 0.99))
+        ),
+    };
+    println!(
+        "{prefix}answers: {}; {}",
+        answers("decided first (200)", &decided),
+        answers("deferred (202)", &deferred)
     );
     println!(
         "{prefix}alerts_per_second: {:.0} ({ALERTS} alerts over {INSTANCES} instances, all \

@@ -74,9 +74,10 @@ pub struct IntakeSummary {
     /// Storms the batch's alerts attached to (or formed).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub storms: Vec<String>,
-    /// True when the batch was answered once on disk, with batches ahead of it still
-    /// being decided (answered 202): `queued`, `groups` and `storms` are then empty and
-    /// its decisions show in the alerts API moments later.
+    /// True when the batch was answered once on disk, before its decisions (answered
+    /// 202: it has over 20 alerts, or batches ahead of it were still being decided):
+    /// `queued`, `groups` and `storms` are then empty, and its decisions show in the
+    /// alerts API moments later.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub deferred: bool,
 }
@@ -197,19 +198,23 @@ impl Intake {
         batch: WebhookBatch,
     ) -> Result<(IntakeSummary, Vec<FollowUp>), StoreError> {
         let now = Utc::now();
-        let (summary, follow_ups, log) = self.decide_batch(batch, now).await?;
+        let (summary, follow_ups, log) = self.decide_batch(batch, now, None).await?;
         self.inner.store.log_alerts(now, &log)?;
         self.inner.store.flush().await?;
         Ok((summary, follow_ups))
     }
 
-    /// Decides the batch (received at `now`) and writes its groups and storms; returns
-    /// the summary, what to do next and the alerts to log, in batch order. Each group
-    /// touched is read once and written once per batch.
+    /// Decides the batch (received at `now`; the inbox's entry `seq`, if it came through
+    /// the inbox) and writes its groups and storms; returns the summary, what to do next
+    /// and the alerts to log, in batch order. Each group touched is read once and written
+    /// once per batch. A group that already holds entry `seq` (decided before a crash, not
+    /// checkpointed) is skipped: its alerts are not counted or decided again, and are
+    /// logged as `deduped`.
     async fn decide_batch(
         &self,
         batch: WebhookBatch,
         now: DateTime<Utc>,
+        seq: Option<u64>,
     ) -> Result<(IntakeSummary, Vec<FollowUp>, Vec<AlertRecord>), StoreError> {
         let mut summary = IntakeSummary {
             received: batch.alerts.len(),
@@ -236,6 +241,19 @@ impl Intake {
                         touched.len() - 1
                     }
                 };
+                let held = touched[i].group.as_ref().map_or(0, |g| g.batch);
+                if let Some(s) = seq.filter(|s| held >= *s) {
+                    self.storm_again(&mut storms, &mut touched[i], &alert, s, now)?;
+                    let record = AlertRecord {
+                        received_at: now,
+                        group_key: key,
+                        outcome: Outcome::Deduped,
+                        alert,
+                        batch: seq,
+                    };
+                    log.push((at, record));
+                    continue;
+                }
                 let outcome = self.decide(&touched[i], &alert, now);
                 let outcome =
                     self.storm_outcome(&mut storms, &mut touched[i], &alert, outcome, now)?;
@@ -245,10 +263,16 @@ impl Intake {
                 self.absorb(&mut touched[i], alert, outcome, at, now);
             }
             let mut statuses = HashMap::new();
-            for t in touched {
+            for t in &touched {
+                // Groups holding the batch already are not written again.
+                if let (true, Some(g)) = (t.alerts.is_empty(), &t.group) {
+                    statuses.insert(t.key.clone(), g.status);
+                }
+            }
+            for t in touched.into_iter().filter(|t| !t.alerts.is_empty()) {
                 summary.groups.push(t.key.clone());
                 let key = t.key.clone();
-                let written = self.write_group(t, now)?;
+                let written = self.write_group(t, now, seq)?;
                 log.extend(written.records);
                 actions.extend(written.action);
                 statuses.insert(key, written.status);
@@ -259,7 +283,7 @@ impl Intake {
                 .map(|(k, _)| k.clone())
                 .collect();
             summary.storms.sort();
-            actions.extend(self.write_storms(storms, &statuses, now)?);
+            actions.extend(self.write_storms(storms, &statuses, now, seq)?);
         }
         // Sorted outside the decision lock, so the next batch's decisions do not wait.
         log.sort_by_key(|(at, _)| *at);
@@ -329,6 +353,7 @@ impl Intake {
             status: alert.status,
             pending_since: None,
             investigation_id: None,
+            batch: 0,
         });
         if outcome == Outcome::Queued {
             g.pending_since = Some(now);
@@ -342,7 +367,12 @@ impl Intake {
     /// Writes one touched group atomically (re-applying this batch's alerts onto the
     /// stored value, so a concurrent submission's id is kept) and returns its follow-up,
     /// its status and its alerts as logged (with their places in the batch).
-    fn write_group(&self, t: Touched, now: DateTime<Utc>) -> Result<Written, StoreError> {
+    fn write_group(
+        &self,
+        t: Touched,
+        now: DateTime<Utc>,
+        seq: Option<u64>,
+    ) -> Result<Written, StoreError> {
         let group_by = &self.inner.config.group_by;
         let group = self
             .inner
@@ -360,6 +390,9 @@ impl Intake {
                     g.pending_since = Some(now);
                     g.investigation_id = None;
                 }
+                if let Some(seq) = seq {
+                    g.batch = seq;
+                }
                 Some(g)
             })?
             .expect("update returns the new group");
@@ -376,6 +409,7 @@ impl Intake {
                     group_key: t.key.clone(),
                     outcome,
                     alert,
+                    batch: seq,
                 };
                 (at, record)
             })

@@ -55,6 +55,8 @@ pub struct GroupState {
     pub status: AlertStatus,
     pub pending_since: Option<DateTime<Utc>>,
     pub investigation_id: Option<String>,
+    /// The inbox entry of the last batch absorbed (`AlertGroup::batch`).
+    pub batch: u64,
 }
 
 impl From<&AlertGroup> for GroupState {
@@ -63,6 +65,7 @@ impl From<&AlertGroup> for GroupState {
             status: g.status,
             pending_since: g.pending_since,
             investigation_id: g.investigation_id.clone(),
+            batch: g.batch,
         }
     }
 }
@@ -74,6 +77,10 @@ pub struct AlertRecord {
     pub group_key: String,
     pub outcome: Outcome,
     pub alert: Alert,
+    /// The alert inbox entry it came in (absent for alerts decided in place): a batch
+    /// decided again after a crash is logged again only when none of its alerts are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch: Option<u64>,
 }
 
 /// The alert trees (layout in `rows.rs`).

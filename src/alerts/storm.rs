@@ -85,6 +85,14 @@ pub struct Storm {
     /// Groups that started before the storm formed: their own investigations, still
     /// queued when the storm's is submitted, are cancelled.
     pub early: Vec<String>,
+    /// The alert inbox entry of the last batch written into it (0: none, or decided in
+    /// place): a batch decided again after a crash does not attach its alerts twice.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub batch: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Storm {
@@ -110,6 +118,7 @@ impl Storm {
             episodes: 0,
             investigations: Vec::new(),
             early: Vec::new(),
+            batch: 0,
         }
     }
 
@@ -210,6 +219,7 @@ impl Storm {
                 _ => AlertStatus::Resolved,
             },
             pending_since: self.pending_since,
+            batch: 0,
             investigation_id: match self.pending_since {
                 Some(_) => None,
                 None => self.investigation_id.clone(),

@@ -241,13 +241,18 @@ async fn odd_but_valid_payloads_are_accepted() {
 async fn a_500_alert_storm_becomes_a_handful_of_investigations() {
     let app = spawn_app("").await;
     let storm = serde_json::to_vec(&am_storm(500, 4, "firing")).unwrap();
+    // Over 20 alerts: answered once on disk (202), decided right after.
     let (status, body) = post(&app, "/webhook/alertmanager", &storm, &[]).await;
-    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     assert_eq!(body["received"], 500);
-    assert_eq!(body["queued"], 4);
+    assert_eq!(body["deferred"], true);
+    all_decided(&app.base).await;
+    let queued = r#"sre_agent_alerts_received_total{outcome="queued",source="alertmanager"}"#;
+    assert_eq!(metric_value(&app.metrics().await, queued), Some(4.0));
     // A repeat while those are queued or running (or just finished) starts nothing new.
-    let (_, again) = post(&app, "/webhook/alertmanager", &storm, &[]).await;
-    assert_eq!(again["queued"], 0);
+    post(&app, "/webhook/alertmanager", &storm, &[]).await;
+    all_decided(&app.base).await;
+    assert_eq!(metric_value(&app.metrics().await, queued), Some(4.0));
     let invs = all_final(&app.base, None, 4).await;
     assert_eq!(invs.len(), 4);
     assert_eq!(stored_alerts(&app), 1000);

@@ -10,6 +10,8 @@ use tokio_util::task::TaskTracker;
 
 use super::Accepted;
 use super::fake::{FakeInvestigator, config, intake_inbox};
+use crate::alerts::store::Outcome;
+use crate::alerts::storm::StormStatus;
 use crate::alerts::{AlertSource, parse_webhook};
 use crate::store::Store;
 use crate::store::inbox::Inbox;
@@ -122,4 +124,51 @@ async fn a_batch_alone_is_answered_with_its_decisions_and_one_behind_others_is_d
         left.is_empty(),
         "the processor decided its queue before stopping"
     );
+}
+
+#[tokio::test]
+async fn deciding_a_batch_again_after_a_crash_counts_nothing_twice_and_mends_a_lost_storm_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let fake = Arc::new(FakeInvestigator::default());
+    let intake = intake_inbox(&store, &fake, config(50), None);
+    let now = Utc::now();
+    let b = body(0..30);
+    let parse = || parse_webhook(AlertSource::Alertmanager, &b).unwrap();
+    let storm_key = r#"{alertname="NodeDown"}"#;
+
+    // Entry 7 decided: 30 groups, one storm with 30 - 4 alerts attached.
+    let (first, _, log) = intake.decide_batch(parse(), now, Some(7)).await.unwrap();
+    assert_eq!((first.groups.len(), log.len()), (30, 30));
+    let storm = intake.storms().get(storm_key).unwrap().unwrap();
+    assert_eq!((storm.members, storm.alerts, storm.batch), (30, 26, 7));
+
+    // Decided again (the crash came before the checkpoint, after every write).
+    let (again, follow, log) = intake.decide_batch(parse(), now, Some(7)).await.unwrap();
+    assert!(again.groups.is_empty() && follow.is_empty() && again.queued == 0);
+    assert!(
+        log.iter()
+            .all(|r| r.outcome == Outcome::Deduped && r.batch == Some(7))
+    );
+    let g = intake.store().group(&first.groups[0]).unwrap().unwrap();
+    assert_eq!(g.received, 1);
+    assert_eq!(intake.storms().get(storm_key).unwrap().unwrap().alerts, 26);
+
+    // A torn write: the groups reached the disk, the storm did not. Deciding again
+    // attaches the alerts to the storm once, and still counts none twice in its group.
+    let mut lost = storm.clone();
+    lost.status = StormStatus::Resolved;
+    lost.batch = 6;
+    intake.storms().put(&lost).unwrap();
+    intake.decide_batch(parse(), now, Some(7)).await.unwrap();
+    let mended = intake.storms().get(storm_key).unwrap().unwrap();
+    assert_eq!((mended.status, mended.batch), (StormStatus::Firing, 7));
+    let g = intake.store().group(&first.groups[0]).unwrap().unwrap();
+    assert_eq!(g.received, 1);
+
+    // The next entry is decided as usual.
+    let (next, ..) = intake.decide_batch(parse(), now, Some(8)).await.unwrap();
+    assert_eq!(next.groups.len(), 30);
+    let g = intake.store().group(&first.groups[0]).unwrap().unwrap();
+    assert_eq!(g.received, 2);
 }

@@ -143,6 +143,36 @@ impl Intake {
         Ok(Outcome::Storm)
     }
 
+    /// For an alert of group `t` that holds inbox entry `seq` already (decided before a
+    /// crash, its group written and its storm maybe not): passes it through its storm
+    /// again, unless the storm was written with that batch too. Its outcome is decided on
+    /// the group as it is now.
+    pub(super) fn storm_again(
+        &self,
+        views: &mut StormViews,
+        t: &mut Touched,
+        alert: &Alert,
+        seq: u64,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError> {
+        let cfg = &self.inner.config;
+        let Some(key) = storm::storm_key(&cfg.storm_by, &alert.labels) else {
+            return Ok(());
+        };
+        if cfg.storm_threshold == 0 {
+            return Ok(());
+        }
+        let written = match views.get(&key) {
+            Some(v) => v.storm.batch >= seq,
+            None => self.inner.storms.get(&key)?.is_some_and(|s| s.batch >= seq),
+        };
+        if !written {
+            let base = self.decide(t, alert, now);
+            self.storm_outcome(views, t, alert, base, now)?;
+        }
+        Ok(())
+    }
+
     /// Writes the batch's storms once each (after its groups, whose new `statuses` it
     /// reads); returns the submissions and resolution notes to follow.
     pub(super) fn write_storms(
@@ -150,6 +180,7 @@ impl Intake {
         views: StormViews,
         statuses: &HashMap<String, AlertStatus>,
         now: DateTime<Utc>,
+        seq: Option<u64>,
     ) -> Result<Vec<Action>, StoreError> {
         let inner = &self.inner;
         let cfg = &inner.config;
@@ -217,6 +248,9 @@ impl Intake {
             }
             actions.extend(self.settle_storm(&mut view, now)?);
             if view.dirty {
+                if let Some(seq) = seq {
+                    view.storm.batch = seq;
+                }
                 inner.storms.put(&view.storm)?;
             }
         }

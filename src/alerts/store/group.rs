@@ -39,6 +39,10 @@ pub struct AlertGroup {
     pub pending_since: Option<DateTime<Utc>>,
     /// Investigations started for this group so far.
     pub investigations: u32,
+    /// The alert inbox entry of the last batch absorbed (0: none, or decided in place):
+    /// a batch decided again after a crash skips the groups that already hold it.
+    #[serde(skip)]
+    pub batch: u64,
     /// Fingerprints whose sample `absorb` changed since the group was read (written with
     /// the group).
     #[serde(skip)]
@@ -106,6 +110,7 @@ impl AlertGroup {
             investigation_id: None,
             pending_since: None,
             investigations: 0,
+            batch: 0,
             touched: BTreeSet::new(),
             ranks: BTreeMap::new(),
         }

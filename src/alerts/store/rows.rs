@@ -35,6 +35,9 @@ pub(super) struct GroupRow {
     /// The fingerprint of the group's last alert (its sample is `last_alert`).
     #[serde(default)]
     pub last_fingerprint: String,
+    /// The alert inbox entry of the last batch absorbed (0: none, or decided in place).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub batch: u64,
     /// Schema 1: the samples inside the row.
     #[serde(default, rename = "alerts", skip_serializing)]
     pub samples: BTreeMap<String, Alert>,
@@ -53,6 +56,10 @@ impl GroupRow {
             || self.legacy_last_alert.is_some()
             || !self.legacy_firing.is_empty()
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The key of a group member (a sample or a firing fingerprint).
@@ -99,6 +106,7 @@ pub(super) fn row_of(g: &AlertGroup) -> GroupRow {
         pending_since: g.pending_since,
         investigations: g.investigations,
         last_fingerprint: g.last_alert.fingerprint.clone(),
+        batch: g.batch,
         samples: BTreeMap::new(),
         legacy_last_alert: None,
         legacy_firing: BTreeSet::new(),
@@ -131,6 +139,7 @@ pub(super) fn group_of(
         investigation_id: row.investigation_id,
         pending_since: row.pending_since,
         investigations: row.investigations,
+        batch: row.batch,
         touched: BTreeSet::new(),
         ranks,
     }

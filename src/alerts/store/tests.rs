@@ -95,6 +95,7 @@ fn a_schema_1_store_with_samples_inside_the_groups_is_migrated_on_first_start() 
         records.push(("alert_groups", key.to_string(), row));
     }
     let log = AlertRecord {
+        batch: None,
         received_at: now,
         group_key: "new".into(),
         outcome: Outcome::Queued,
@@ -244,6 +245,7 @@ fn the_sweep_removes_old_alerts_and_quiet_groups_with_their_samples() {
     for (at, key) in [(old, "quiet"), (old, "quiet"), (now, "busy")] {
         alerts
             .log_alert(&AlertRecord {
+                batch: None,
                 received_at: at,
                 group_key: key.into(),
                 outcome: Outcome::Deduped,
@@ -273,6 +275,7 @@ fn a_schema_2_alert_log_in_sled_moves_into_the_journal_once_even_after_a_stop_mi
     let dir = tempfile::tempdir().unwrap();
     let now = Utc::now();
     let record = |i: i64| AlertRecord {
+        batch: None,
         received_at: now - chrono::Duration::hours(i),
         group_key: format!("g{i}"),
         outcome: Outcome::Queued,

@@ -138,6 +138,7 @@ mod tests {
         got: i64,
     ) -> AlertRecord {
         AlertRecord {
+            batch: None,
             received_at: at(got),
             group_key: "g".into(),
             outcome: Outcome::Queued,
