@@ -8,8 +8,8 @@
 //! two cores. The inbox write is one `write` and a shared `fdatasync`.
 //!
 //! A small batch (`DECIDED_ANSWER_MAX` alerts or fewer) that finds no other one waiting
-//! is answered after its decisions, as before (`queued`, `groups` and `storms` filled in,
-//! 200): deciding it costs well under a millisecond, and whoever tries the webhook by hand
+//! is answered after its decisions are made and flushed, as before (`queued`, `groups` and
+//! `storms` filled in, 200): deciding it costs well under a millisecond, and whoever tries the webhook by hand
 //! sees what it did. A larger one, or one with others ahead of it, is answered once on
 //! disk (`deferred`, 202), and its decisions show in the API moments later: in the storm
 //! bench the first of each round of four 100-alert webhooks waited 11 ms (p50) for its
@@ -47,7 +47,7 @@ pub const DECIDED_ANSWER_MAX: usize = 20;
 /// coming (a crash decides at most this much again).
 const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// A checkpoint is taken sooner once no batch came for this long.
-const CHECKPOINT_QUIET: Duration = Duration::from_millis(100);
+const CHECKPOINT_QUIET: Duration = Duration::from_millis(50);
 
 async fn sleep_until(at: Option<Instant>) {
     if let Some(at) = at {
@@ -317,9 +317,17 @@ impl Intake {
                 "cannot decide an accepted alert batch; it stays in the inbox and is decided at the next start"
             ),
         }
-        self.add_backlog(-1);
         if let Some(reply) = job.reply {
+            // A 200 means decided and durable, as it always did: the webhook waiting for
+            // it had no batch ahead of it, so this flush delays no other.
+            let result = match result {
+                Ok(summary) => self.inner.store.flush().await.map(|()| summary),
+                Err(e) => Err(e),
+            };
+            self.add_backlog(-1);
             let _ = reply.send(result);
+        } else {
+            self.add_backlog(-1);
         }
     }
 
