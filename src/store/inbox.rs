@@ -27,6 +27,9 @@ use super::StoreError;
 
 /// A file is closed and a new one started past this size.
 const FILE_BYTES: u64 = 8 << 20;
+/// A checkpoint covering every entry of the open file closes it (so it can go) past this
+/// size: an idle inbox keeps at most this much of bodies already processed.
+const COVERED_BYTES: u64 = 64 << 10;
 /// `seq`, `ms` and `kind`: the frame bytes before the body.
 const HEAD: usize = 17;
 
@@ -235,6 +238,18 @@ impl Inbox {
             File::open(&self.inner.dir)?.sync_all()
         };
         write().map_err(|e| io_error("cannot write", &path, e))?;
+        {
+            let mut open = self.lock_open();
+            if open.bytes >= COVERED_BYTES && open.next_seq <= done + 1 {
+                let first = open.next_seq;
+                let next = self.file_path(first);
+                open.file = Arc::new(create(&self.inner.dir, &next)?);
+                let closed = std::mem::replace(&mut open.first, first);
+                let path = self.file_path(closed);
+                open.closed.push((closed, path));
+                open.bytes = 0;
+            }
+        }
         self.remove_done(done)
     }
 

@@ -120,11 +120,27 @@ impl Intake {
         let Some(group) = self.inner.store.group(key)? else {
             return Ok(true);
         };
-        match group.pending_since {
-            Some(since) if self.storm_forming(key, &group.last_alert.labels)? => {
-                Ok(self.hold_until(since).await)
-            }
-            _ => Ok(true),
+        let Some(since) = group.pending_since else {
+            return Ok(true);
+        };
+        // Batches answered and not yet decided may hold more groups of this alert (a
+        // storm arriving as one webhook per instance): they are decided first.
+        self.until_decided(since).await;
+        match self.storm_forming(key, &group.last_alert.labels)? {
+            true => Ok(self.hold_until(since).await),
+            false => Ok(true),
+        }
+    }
+
+    /// Waits until no answered batch is waiting to be decided, or `alerts.storm_hold`
+    /// after `since`, or shutdown.
+    async fn until_decided(&self, since: DateTime<Utc>) {
+        let hold = self.inner.config.storm_hold.get();
+        while self.backlog() > 0
+            && (Utc::now() - since).to_std().unwrap_or_default() < hold
+            && !self.inner.holds.is_cancelled()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
     }
 

@@ -40,7 +40,7 @@ use crate::store::inbox::{Entry, Inbox};
 /// Body bytes of the batches waiting for the processor at most (their parsed alerts take
 /// some 2–3 times as much memory); past it a webhook waits for room, after its batch is on
 /// disk. A body larger than this on its own waits until the queue is empty.
-const QUEUE_BYTES: usize = 16 << 20;
+const QUEUE_BYTES: usize = 8 << 20;
 /// The largest batch answered with its decisions (when no batch is ahead of it).
 pub const DECIDED_ANSWER_MAX: usize = 20;
 /// Longest time from a decided batch to the checkpoint covering it while batches keep

@@ -148,3 +148,32 @@ async fn concurrent_writers_share_syncs_and_lose_nothing() {
     let seqs: Vec<u64> = pending.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=320).collect::<Vec<_>>());
 }
+
+#[tokio::test]
+async fn a_checkpoint_covering_a_large_open_file_closes_and_removes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (inbox, _) = Inbox::open(dir.path(), "alerts").unwrap();
+    let body = vec![b'x'; 40 << 10];
+    let a = inbox.append(at(1), 1, &body).unwrap();
+    let b = inbox.append(at(2), 1, &body).unwrap();
+    inbox.sync(b).await.unwrap();
+    inbox.finished(a);
+    inbox.checkpoint(a).unwrap();
+    assert_eq!(
+        files(dir.path()).len(),
+        1,
+        "entry 2 is not processed: the file stays"
+    );
+    inbox.finished(b);
+    inbox.checkpoint(b).unwrap();
+    let left = files(dir.path());
+    assert_eq!(left.len(), 1);
+    let size = std::fs::metadata(dir.path().join("inbox/alerts").join(&left[0]))
+        .unwrap()
+        .len();
+    assert_eq!(size, 0, "a new, empty file replaced it");
+    drop(inbox);
+    let (inbox, pending) = Inbox::open(dir.path(), "alerts").unwrap();
+    assert!(pending.is_empty());
+    assert_eq!(inbox.append(at(3), 1, b"x").unwrap(), 3);
+}
