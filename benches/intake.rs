@@ -11,6 +11,10 @@ use sre_agent::App;
 use sre_agent::config::{Config, ConfigSource};
 use tokio_util::sync::CancellationToken;
 
+#[path = "support/decided.rs"]
+mod support;
+use support::decided;
+
 const CLIENTS: usize = 16;
 const SUSTAINED_FOR: Duration = Duration::from_secs(5);
 
@@ -41,23 +45,6 @@ fn rss_kib(field: &str) -> u64 {
         .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
-}
-
-/// Waits until every answered batch is decided (`sre_agent_alert_backlog` back at 0), so
-/// rates count alerts decided, not only answered.
-async fn decided(http: &reqwest::Client, base: &str) -> anyhow::Result<()> {
-    loop {
-        let metrics = http
-            .get(format!("{base}/metrics"))
-            .send()
-            .await?
-            .text()
-            .await?;
-        if metrics.lines().any(|l| l == "sre_agent_alert_backlog 0") {
-            return Ok(());
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {

@@ -21,6 +21,10 @@ use sre_agent::agent::store::InvestigationStore;
 use sre_agent::alerts::store::AlertStore;
 use sre_agent::store::Store;
 
+#[path = "support/decided.rs"]
+mod support;
+use support::decided;
+
 const CLIENTS: usize = 16;
 const FILL_BATCH: usize = 100;
 const FILL_CONCURRENCY: usize = 4;
@@ -172,7 +176,8 @@ async fn fill(http: &reqwest::Client, url: &str, from: u64, to: u64) {
     for t in tasks {
         t.await.unwrap();
     }
-    decided(http, url).await;
+    let base = url.trim_end_matches("/webhook/alertmanager");
+    decided(http, base).await.unwrap();
 }
 
 /// `CLIENTS` posters of single alerts for `secs`; returns their latencies and the seconds
@@ -205,29 +210,10 @@ async fn sustained(
     for t in tasks {
         all.extend(t.await.unwrap());
     }
-    decided(http, url).await;
+    let base = url.trim_end_matches("/webhook/alertmanager");
+    decided(http, base).await.unwrap();
     all.sort();
     (all, start.elapsed().as_secs_f64())
-}
-
-/// Waits until every answered batch is decided (`sre_agent_alert_backlog` back at 0), so
-/// rates count alerts decided, not only answered. `webhook` is the daemon's webhook URL.
-async fn decided(http: &reqwest::Client, webhook: &str) {
-    let base = webhook.trim_end_matches("/webhook/alertmanager");
-    loop {
-        let metrics = http
-            .get(format!("{base}/metrics"))
-            .send()
-            .await
-            .unwrap()
-            .text()
-            .await
-            .unwrap();
-        if metrics.lines().any(|l| l == "sre_agent_alert_backlog 0") {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
 }
 
 /// `n` GETs of `path`; returns sorted latencies and the last body.

@@ -19,6 +19,10 @@ use sre_agent::App;
 use sre_agent::config::{Config, ConfigSource};
 use tokio_util::sync::CancellationToken;
 
+#[path = "support/decided.rs"]
+mod support;
+use support::decided;
+
 const ALERTS: usize = 10_000;
 const INSTANCES: usize = 1_000;
 
@@ -158,7 +162,7 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
     let cpu_start = cpu_time();
     let mut latencies = Vec::new();
     let mut slowest = Vec::new();
-    let (mut decided, mut deferred) = (Vec::new(), Vec::new());
+    let (mut answered_decided, mut deferred) = (Vec::new(), Vec::new());
     for wave in bodies.chunks(in_flight) {
         let posts = wave.iter().map(|body| {
             let req = http.post(&url).body(body.clone());
@@ -177,30 +181,19 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
             if was_deferred {
                 deferred.push(t);
             } else {
-                decided.push(t);
+                answered_decided.push(t);
             }
         }
         slowest.push(last);
     }
     let acked = start.elapsed().as_secs_f64();
     // Batches answered before their decisions (202) are decided by now.
-    loop {
-        let metrics = http
-            .get(format!("{base}/metrics"))
-            .send()
-            .await?
-            .text()
-            .await?;
-        if metrics.lines().any(|l| l == "sre_agent_alert_backlog 0") {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    decided(&http, &base).await?;
     let secs = start.elapsed().as_secs_f64();
     let cpu = (cpu_time() - cpu_start).as_secs_f64();
     latencies.sort();
     slowest.sort();
-    decided.sort();
+    answered_decided.sort();
     deferred.sort();
 
     // Wait for the storm's investigation (and a follow-up, if any) to finish.
@@ -263,7 +256,7 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
     };
     println!(
         "{prefix}answers: {}; {}",
-        answers("decided first (200)", &decided),
+        answers("decided first (200)", &answered_decided),
         answers("deferred (202)", &deferred)
     );
     println!(
