@@ -149,12 +149,7 @@ async fn the_second_investigation_after_a_restart_recalls_the_first_cause_and_ve
     );
     assert_ne!(code, 0);
     assert!(err.contains("maybe"), "{err}");
-    let metrics = reqwest::get(format!("{}/metrics", daemon.base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = daemon.metrics().await;
     assert_eq!(
         metric_value(&metrics, "sre_agent_feedback_total{verdict=\"wrong\"}"),
         Some(1.0)

@@ -199,12 +199,7 @@ async fn kill_9_in_a_storm_loses_no_answered_alert() {
             );
         }
     }
-    let metrics = reqwest::get(format!("{}/metrics", daemon.base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = daemon.metrics().await;
     assert!(
         metrics.contains("\nsre_agent_alert_backlog 0\n"),
         "{metrics}"

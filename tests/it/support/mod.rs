@@ -155,6 +155,16 @@ pub struct Daemon {
 }
 
 impl Daemon {
+    /// The daemon's `/metrics` text.
+    pub async fn metrics(&self) -> String {
+        reqwest::get(format!("{}/metrics", self.base))
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    }
+
     /// Starts `sre-agent serve --config FILE` in `dir` with `env`, and waits for /readyz.
     pub async fn start(dir: &Path, config_file: &Path, env: &[(&str, &str)]) -> Daemon {
         // The test's own HTTP client needs the provider too (when this test runs alone).

@@ -128,12 +128,7 @@ async fn an_ask_over_the_daily_count_gets_429_naming_the_budget_over_http_and_in
             && err.contains("alerts.max_investigations_per_day"),
         "{err}"
     );
-    let metrics = reqwest::get(format!("{}/metrics", daemon.base))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = daemon.metrics().await;
     let series = r#"sre_agent_budget_rejections_total{budget="count",trigger="ask"}"#;
     assert_eq!(metric_value(&metrics, series), Some(2.0), "{metrics}");
 }
