@@ -122,7 +122,7 @@ impl Intake {
     /// crash): returns once it is on disk and, when it is small and no batch is ahead of
     /// it, decided.
     /// Follow-ups run on the processor's task tracker. Without an inbox (unit tests),
-    /// decides and flushes in place.
+    /// decides and flushes in place, and runs the follow-ups on a task of their own.
     pub async fn accept(
         &self,
         source: AlertSource,
@@ -130,7 +130,13 @@ impl Intake {
         batch: WebhookBatch,
     ) -> Result<Accepted, StoreError> {
         let Some(p) = &self.inner.pipeline else {
-            let (summary, _) = self.ingest(batch).await?;
+            let (summary, follow_ups) = self.ingest(batch).await?;
+            let intake = self.clone();
+            tokio::spawn(async move {
+                for f in follow_ups {
+                    f.run(&intake).await;
+                }
+            });
             return Ok(Accepted::Decided(summary));
         };
         let at = Utc::now();
