@@ -93,7 +93,7 @@ impl Sweep {
             match outcome {
                 Ok(mut facts) => {
                     report.ran += 1;
-                    facts.sort_by(|a, b| b.severity.cmp(&a.severity));
+                    facts.sort_by_key(|f| std::cmp::Reverse(f.severity));
                     facts.truncate(MAX_FACTS_PER_ANALYZER);
                     report.facts.extend(facts);
                 }
