@@ -23,14 +23,15 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::promql::{escape, expr_from_generator_url, identity_selector, metric_names, value_expr};
-use super::topics::{self, PlannedCall};
+
 use super::{Investigation, Trigger};
 use crate::config::Config;
 use crate::integrations::{GrafanaClient, PrometheusClient, UpstreamError};
 use crate::tools::ToolRegistry;
 
-/// Most calls gathered before the first LLM call (each costs prompt tokens).
-const MAX_CALLS: usize = 5;
+/// Most calls gathered before the first LLM call (each costs prompt tokens; the health
+/// sweep's facts cover the rest).
+const MAX_CALLS: usize = 4;
 /// How far back the range queries look: a day for filesystems (a fill rate needs it), six
 /// hours for the rest (a finer step, so "since when" is exact to two minutes).
 const FILESYSTEM_LOOKBACK: &str = "24h";
@@ -38,6 +39,13 @@ const LOOKBACK: &str = "6h";
 const QUERY: &str = "prometheus_query";
 const QUERY_RANGE: &str = "prometheus_query_range";
 const OVERVIEW: &str = crate::tools::overview::PrometheusInstanceOverview::NAME;
+
+/// A tool call decided before the loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedCall {
+    pub name: &'static str,
+    pub arguments: Value,
+}
 
 /// Finds the evidence to gather for an investigation.
 #[derive(Clone, Default)]
@@ -51,8 +59,6 @@ pub struct EvidencePlanner {
 struct AlertFacts {
     labels: BTreeMap<String, String>,
     generator_url: Option<String>,
-    /// Label values and annotations, for `topics`.
-    text: String,
     /// Set for a storm's investigation.
     storm: Option<StormFacts>,
 }
@@ -85,36 +91,23 @@ impl EvidencePlanner {
     }
 
     /// The calls to run before the first LLM call of `inv`, only with tools `tools` has:
-    /// Prometheus evidence (the rule, the instances named) and the overview calls of the
-    /// other integrations the alert or question is about (`topics.rs`). Failures to read
-    /// rules or instances only mean less evidence.
+    /// the alert's rule and the series it reads, or the overview of the instances a
+    /// question names (matched against the `instance` values in the data). The other
+    /// integrations are covered by the health sweep. Failures to read rules or instances
+    /// only mean less evidence.
     pub async fn plan(&self, inv: &Investigation, tools: &ToolRegistry) -> Vec<PlannedCall> {
         let overview = tools.get(OVERVIEW).is_some();
-        let prometheus = self.prometheus.is_some() && tools.get(QUERY).is_some();
-        let (mut calls, mut topic_calls) = match inv.trigger {
+        if self.prometheus.is_none() || tools.get(QUERY).is_none() {
+            return Vec::new();
+        }
+        let mut calls = match inv.trigger {
             Trigger::Alert => match inv.context.as_deref().and_then(alert_facts) {
-                Some(facts) => {
-                    let rule = match prometheus {
-                        true => self.for_alert(&facts, overview).await,
-                        false => Vec::new(),
-                    };
-                    (rule, topics::calls(&facts.text, &facts.labels, false))
-                }
-                None => (Vec::new(), Vec::new()),
+                Some(facts) => self.for_alert(&facts, overview).await,
+                None => Vec::new(),
             },
-            Trigger::Ask | Trigger::Schedule => {
-                let named = match prometheus {
-                    true => self.for_question(&inv.prompt, overview).await,
-                    false => Vec::new(),
-                };
-                (named, topics::calls(&inv.prompt, &BTreeMap::new(), true))
-            }
+            Trigger::Ask | Trigger::Schedule => self.for_question(&inv.prompt, overview).await,
         };
         calls.retain(|c| tools.get(c.name).is_some());
-        topic_calls.retain(|c| tools.get(c.name).is_some());
-        // Room for the two most specific overview calls.
-        calls.truncate(MAX_CALLS - topic_calls.len().min(2));
-        calls.extend(topic_calls);
         calls.truncate(MAX_CALLS);
         calls
     }
@@ -369,25 +362,8 @@ fn alert_facts(context: &str) -> Option<AlertFacts> {
             .unwrap_or_default();
         StormFacts { instances }
     });
-    let annotations = alert
-        .get("annotations")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.values()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default();
-    let text = labels
-        .values()
-        .map(String::as_str)
-        .chain([annotations.as_str()])
-        .collect::<Vec<_>>()
-        .join(" ");
     Some(AlertFacts {
         labels,
-        text,
         storm,
         generator_url: alert
             .get("generator_url")
