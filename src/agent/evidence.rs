@@ -40,6 +40,48 @@ const QUERY: &str = "prometheus_query";
 const QUERY_RANGE: &str = "prometheus_query_range";
 const OVERVIEW: &str = crate::tools::overview::PrometheusInstanceOverview::NAME;
 
+/// An alerting rule's query, by the language of its datasource.
+#[derive(Debug, PartialEq)]
+enum Rule {
+    Promql(String),
+    Logql(String),
+}
+
+/// Whether a query of unknown datasource is LogQL: a stream selector followed by a line
+/// filter or a parser stage, which PromQL has no syntax for.
+fn looks_like_logql(q: &str) -> bool {
+    let Some(close) = q.find('}') else {
+        return false;
+    };
+    let after = q[close + 1..].trim_start();
+    let filter = ["|=", "|~", "!=", "!~"].iter().any(|op| {
+        after
+            .strip_prefix(op)
+            .is_some_and(|rest| rest.trim_start().starts_with(['"', '`']))
+    });
+    let stage = [
+        "| json",
+        "| logfmt",
+        "| pattern",
+        "| regexp",
+        "| line_format",
+        "| label_format",
+        "| unwrap",
+        "| decolorize",
+    ]
+    .iter()
+    .any(|p| after.starts_with(p));
+    filter || stage
+}
+
+/// The Loki query of a rule over the last hour.
+fn loki(q: &str) -> PlannedCall {
+    PlannedCall {
+        name: "loki_query",
+        arguments: json!({ "query": q, "since": "1h" }),
+    }
+}
+
 /// A tool call decided before the loop.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PlannedCall {
@@ -116,7 +158,12 @@ impl EvidencePlanner {
         if let Some(storm) = &facts.storm {
             return self.for_storm(facts, storm).await;
         }
-        let Some(expr) = self.rule_expr(facts).await else {
+        let expr = match self.rule_expr(facts).await {
+            Some(Rule::Logql(q)) => return vec![loki(&q)],
+            Some(Rule::Promql(e)) => Some(e),
+            None => None,
+        };
+        let Some(expr) = expr else {
             return match facts.labels.get("instance") {
                 // A probed endpoint: every series of its probe now (status code, timings,
                 // TLS), and its success and status code over the lookback, whose step
@@ -168,7 +215,12 @@ impl EvidencePlanner {
 
     /// A storm: the rule across every instance, not one of them.
     async fn for_storm(&self, facts: &AlertFacts, storm: &StormFacts) -> Vec<PlannedCall> {
-        let Some(expr) = self.rule_expr(facts).await else {
+        let expr = match self.rule_expr(facts).await {
+            Some(Rule::Logql(q)) => return vec![loki(&q)],
+            Some(Rule::Promql(e)) => Some(e),
+            None => None,
+        };
+        let Some(expr) = expr else {
             let listed: Vec<String> = storm
                 .instances
                 .iter()
@@ -199,14 +251,14 @@ impl EvidencePlanner {
         ]
     }
 
-    /// The expression of the rule behind the alert.
-    async fn rule_expr(&self, facts: &AlertFacts) -> Option<String> {
+    /// The expression of the rule behind the alert, in the language of its datasource.
+    async fn rule_expr(&self, facts: &AlertFacts) -> Option<Rule> {
         if let Some(expr) = facts
             .generator_url
             .as_deref()
             .and_then(expr_from_generator_url)
         {
-            return Some(expr);
+            return Some(Rule::Promql(expr));
         }
         let name = facts.labels.get("alertname")?;
         if let Some(prom) = &self.prometheus
@@ -217,18 +269,30 @@ impl EvidencePlanner {
                 .flat_map(|g| &g.rules)
                 .find(|r| r.kind == "alerting" && &r.name == name);
             if let Some(rule) = found {
-                return Some(rule.query.clone());
+                return Some(Rule::Promql(rule.query.clone()));
             }
         }
         let grafana = self.grafana.as_ref()?;
         let rules = grafana.alert_rules().await.ok()?;
         let rule = rules.iter().find(|r| &r.title == name)?;
         // The rule's data queries; the condition and other server-side expressions
-        // (math, reduce, threshold) are not PromQL.
-        rule.data
+        // (math, reduce, threshold) are not queries of a datasource.
+        let query = rule
+            .data
             .iter()
             .filter(|q| q.datasource_uid != "__expr__" && q.ref_id != rule.condition)
-            .find_map(|q| q.text().map(str::to_string))
+            .find(|q| q.text().is_some())?;
+        let text = query.text()?.to_string();
+        let kind = query
+            .model
+            .pointer("/datasource/type")
+            .and_then(Value::as_str);
+        match kind {
+            Some("loki") => Some(Rule::Logql(text)),
+            Some("prometheus") => Some(Rule::Promql(text)),
+            _ if looks_like_logql(&text) => Some(Rule::Logql(text)),
+            _ => Some(Rule::Promql(text)),
+        }
     }
 
     async fn for_question(&self, question: &str, overview: bool) -> Vec<PlannedCall> {

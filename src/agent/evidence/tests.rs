@@ -147,3 +147,24 @@ async fn a_storm_queries_its_rule_across_every_instance() {
         vec![r#"prometheus_query up{instance=~"10\\.0\\.0\\.1:9100|nas:9100"}"#]
     );
 }
+
+#[test]
+fn a_rule_of_unknown_datasource_is_logql_only_with_a_line_filter_or_a_parser_stage() {
+    for logql in [
+        r#"sum(count_over_time({app="web"} |= "error" [5m])) > 10"#,
+        r#"{job="nginx"} |~ `5\d\d`"#,
+        r#"rate({unit="x.service"} | json | level="error" [1m])"#,
+        r#"{app="ü"} != "debug""#,
+    ] {
+        assert!(super::looks_like_logql(logql), "{logql}");
+    }
+    for promql in [
+        r#"up{job="node"} != 1"#,
+        r#"sum(rate(http_requests_total{code=~"5.."}[5m])) > 1"#,
+        r#"count_over_time({__name__="up"}[5m])"#,
+        "node_load1 > 4",
+        "",
+    ] {
+        assert!(!super::looks_like_logql(promql), "{promql}");
+    }
+}
