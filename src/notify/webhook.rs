@@ -268,6 +268,100 @@ mod tests {
         assert!(!md.contains("/investigations/") && md.contains("Was this right?"));
     }
 
+    /// An alert whose text carries chat markup and whose links are scripts.
+    fn hostile() -> (Investigation, crate::alerts::Alert) {
+        let mut inv = investigation();
+        inv.title = "Disk <!channel> @everyone".into();
+        if let Some(f) = inv.finding.as_mut() {
+            f.summary = "see <https://evil.example|your bank> & <@U024BE7LH> @here".into();
+        }
+        let mut a = alert();
+        a.labels
+            .insert("team".into(), "<!here> @everyone <@&1234> @channel".into());
+        a.annotations.insert(
+            "summary".into(),
+            "<https://evil.example|click here> @here".into(),
+        );
+        a.generator_url = Some("javascript:alert(1)".into());
+        a.dashboard_url = Some(" JaVaScRiPt:alert(2)".into());
+        a.panel_url = Some("data:text/html,<script>alert(3)</script>".into());
+        a.silence_url = Some("https://am.example.com/#/silences/new".into());
+        (inv, a)
+    }
+
+    #[test]
+    fn slack_text_escapes_its_markup_and_discord_content_pings_nobody() {
+        let (inv, a) = hostile();
+        let subject = Subject {
+            inv: &inv,
+            alert: Some(&a),
+            public_url: None,
+        };
+        let body: serde_json::Value =
+            serde_json::from_str(&render("http://x", WebhookFormat::Slack, &subject).body).unwrap();
+        let text = body["text"].as_str().unwrap();
+        for raw in [
+            "<!channel>",
+            "<!here>",
+            "<https://evil.example|",
+            "<@U024BE7LH>",
+            "<@&1234>",
+            "@everyone",
+            "@here",
+            "@channel",
+            " & ",
+        ] {
+            assert!(!text.contains(raw), "Slack text holds {raw:?}: {text}");
+        }
+        assert!(text.contains("&lt;!channel&gt;"), "{text}");
+        assert!(text.contains("&lt;https://evil.example|your bank&gt;"));
+        assert!(text.contains(" &amp; "));
+        let content = body["content"].as_str().unwrap();
+        for raw in ["@everyone", "@here", "<@U024BE7LH>", "<@&1234>"] {
+            assert!(
+                !content.contains(raw),
+                "Discord content holds {raw:?}: {content}"
+            );
+        }
+        assert!(content.contains("@\u{200B}everyone"), "{content}");
+        assert_eq!(
+            body["allowed_mentions"],
+            serde_json::json!({"parse": []}),
+            "{body}"
+        );
+        // Mail addresses are not mentions.
+        let mut inv = inv.clone();
+        inv.title = "mail ops@example.org".into();
+        let subject = Subject {
+            inv: &inv,
+            alert: None,
+            public_url: None,
+        };
+        let body: serde_json::Value =
+            serde_json::from_str(&render("http://x", WebhookFormat::Slack, &subject).body).unwrap();
+        assert!(body["content"].as_str().unwrap().contains("ops@example.org"));
+    }
+
+    #[test]
+    fn ntfy_and_email_links_are_only_web_links() {
+        let (inv, a) = hostile();
+        let subject = Subject {
+            inv: &inv,
+            alert: Some(&a),
+            public_url: None,
+        };
+        let ntfy = render("http://ntfy/topic", WebhookFormat::Ntfy, &subject).body;
+        let html = subject.html();
+        for text in [&ntfy, &subject.markdown(), &html] {
+            let lower = text.to_ascii_lowercase();
+            assert!(!lower.contains("javascript:"), "{text}");
+            assert!(!lower.contains("data:text"), "{text}");
+            assert!(text.contains("https://am.example.com/#/silences/new"), "{text}");
+        }
+        assert!(!html.contains("<script>") && !html.contains("<!here>"), "{html}");
+        assert!(html.contains("&lt;!here&gt;"), "{html}");
+    }
+
     #[test]
     fn only_network_errors_408_429_and_5xx_are_retried() {
         assert!(is_retryable(None));

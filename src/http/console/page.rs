@@ -195,7 +195,20 @@ mod tests {
         assert_eq!(safe_url(" JaVaScRiPt:alert(1)"), None);
         assert_eq!(safe_url("data:text/html,x"), None);
         assert_eq!(local_path("/investigations/1?x=y"), "/investigations/1?x=y");
-        for bad in ["//evil.example/", "https://evil.example/", "/\\evil", "x"] {
+        for bad in [
+            "//evil.example/",
+            "https://evil.example/",
+            "/\\evil",
+            "x",
+            "/\t/evil.example",
+            "/%09/evil.example",
+            "/%2F/evil.example",
+            "/%2f%2fevil.example",
+            "/%5Cevil.example",
+            "/\r\n/evil.example",
+            "/%0d%0aSet-Cookie:x",
+            "",
+        ] {
             assert_eq!(local_path(bad), "/", "{bad}");
         }
     }
