@@ -22,7 +22,7 @@ mod worker;
 
 pub use email::{EmailMessage, InlineImage, Mailer};
 pub use outbox::Notifier;
-pub use report::{ReportDelivery, ReportLedger};
+pub use report::{PeriodHolder, ReportDelivery, ReportLedger};
 
 use crate::integrations::UpstreamError;
 use crate::store::StoreError;

@@ -339,7 +339,12 @@ mod tests {
         };
         let body: serde_json::Value =
             serde_json::from_str(&render("http://x", WebhookFormat::Slack, &subject).body).unwrap();
-        assert!(body["content"].as_str().unwrap().contains("ops@example.org"));
+        assert!(
+            body["content"]
+                .as_str()
+                .unwrap()
+                .contains("ops@example.org")
+        );
     }
 
     #[test]
@@ -356,9 +361,15 @@ mod tests {
             let lower = text.to_ascii_lowercase();
             assert!(!lower.contains("javascript:"), "{text}");
             assert!(!lower.contains("data:text"), "{text}");
-            assert!(text.contains("https://am.example.com/#/silences/new"), "{text}");
+            assert!(
+                text.contains("https://am.example.com/#/silences/new"),
+                "{text}"
+            );
         }
-        assert!(!html.contains("<script>") && !html.contains("<!here>"), "{html}");
+        assert!(
+            !html.contains("<script>") && !html.contains("<!here>"),
+            "{html}"
+        );
         assert!(html.contains("&lt;!here&gt;"), "{html}");
     }
 

@@ -268,7 +268,10 @@ async fn an_api_send_of_the_period_a_queued_catch_up_holds_during_an_smtp_outage
     assert_eq!(catch_up["period"], period.as_str());
 
     let api = api_send(&app, &period).await;
-    assert_eq!(api["status"], "generated", "not queued a second time: {api}");
+    assert_eq!(
+        api["status"], "generated",
+        "not queued a second time: {api}"
+    );
     let note = api["delivery_error"].as_str().unwrap_or_default();
     assert!(
         note.contains(&period) && note.contains("already"),

@@ -90,15 +90,17 @@ async fn a_json_endpoint_refuses_a_body_not_declared_json_with_415_and_stores_no
 }
 
 #[tokio::test]
-async fn a_state_changing_request_from_another_sites_origin_is_refused_and_the_own_origin_passes()
-{
+async fn a_state_changing_request_from_another_sites_origin_is_refused_and_the_own_origin_passes() {
     let app = spawn_app("").await;
     let own = app.base.clone();
     for (path, body) in json_routes() {
         for (origin, fetch_site) in [
             (Some("https://evil.example"), None),
             (Some("http://127.0.0.1.evil.example"), None),
-            (Some(&*format!("http://localhost:{}", app.addr.port() + 1)), None),
+            (
+                Some(&*format!("http://localhost:{}", app.addr.port() + 1)),
+                None,
+            ),
             (Some("null"), None),
             (None, Some("cross-site")),
         ] {

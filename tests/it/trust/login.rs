@@ -92,7 +92,11 @@ async fn try_login(
         .post(app.url("/login"))
         .header(COOKIE, jar.header())
         .header("content-type", "application/x-www-form-urlencoded")
-        .body(form_body(&[("token", token), ("next", "/"), ("_csrf", csrf)]))
+        .body(form_body(&[
+            ("token", token),
+            ("next", "/"),
+            ("_csrf", csrf),
+        ]))
         .send()
         .await
         .unwrap()
@@ -125,9 +129,11 @@ async fn wrong_tokens_are_throttled_per_client_with_429_and_retry_after() {
             .parse()
             .unwrap();
         assert!((1..=60).contains(&wait), "Retry-After {wait}");
-        assert!(resp.headers().get(SET_COOKIE).is_none_or(|c| {
-            !c.to_str().unwrap().starts_with("sre_session=")
-        }));
+        assert!(
+            resp.headers()
+                .get(SET_COOKIE)
+                .is_none_or(|c| { !c.to_str().unwrap().starts_with("sre_session=") })
+        );
     }
     // Another client is not held back by the guesser.
     let other = client_from(Ipv4Addr::new(127, 0, 0, 2));
@@ -161,7 +167,11 @@ async fn after_logout_a_copy_of_the_session_cookie_opens_nothing() {
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status(), StatusCode::SEE_OTHER, "the console asks for a login");
+    assert_eq!(
+        resp.status(),
+        StatusCode::SEE_OTHER,
+        "the console asks for a login"
+    );
     let resp = client()
         .get(app.url("/api/v1/investigations"))
         .header(COOKIE, &copy)
@@ -171,10 +181,8 @@ async fn after_logout_a_copy_of_the_session_cookie_opens_nothing() {
     assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
     // Across a restart too.
     let dir = app.stop().await;
-    let config = crate::support::test_config(
-        dir.path(),
-        &format!("[server]\napi_token = \"{TOKEN}\"\n"),
-    );
+    let config =
+        crate::support::test_config(dir.path(), &format!("[server]\napi_token = \"{TOKEN}\"\n"));
     let app = crate::support::spawn_app_with(config, dir).await;
     let resp = client()
         .get(app.url("/api/v1/investigations"))
