@@ -29,6 +29,12 @@ pub enum ApiError {
     PayloadTooLarge(usize),
     #[error("request headers are larger than the limit of {0} bytes")]
     HeadersTooLarge(usize),
+    /// A body that is not declared as the JSON the route reads.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// A Host this daemon does not answer to (`http/browser.rs`).
+    #[error("{0}")]
+    MisdirectedRequest(String),
     #[error("{0}")]
     Unavailable(String),
     #[error("the request took longer than {0:?} (server.request_timeout)")]
@@ -51,6 +57,8 @@ impl ApiError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::MisdirectedRequest(_) => StatusCode::MISDIRECTED_REQUEST,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::OverBudget(_) => StatusCode::TOO_MANY_REQUESTS,

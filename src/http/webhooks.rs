@@ -1,5 +1,6 @@
 //! `POST /webhook/grafana` and `POST /webhook/alertmanager`: the sender's token or basic
-//! credentials are checked by a route layer before the body is read (`auth.rs`); here the
+//! credentials are checked by a route layer before the body is read (`auth.rs`), then that
+//! the body is declared JSON (`browser.rs`, as both senders do); here the
 //! body is bounded, its Grafana HMAC signature checked (fresh, and never accepted twice),
 //! parsed, and answered 2xx only once the alerts are on disk (the alert inbox, see
 //! `alerts::intake::pipeline`); decisions follow at once, investigations in the background.
@@ -36,6 +37,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
     Router::new()
         .route("/webhook/grafana", post(grafana))
         .route("/webhook/alertmanager", post(alertmanager))
+        .route_layer(axum::middleware::from_fn(super::browser::require_json))
         .route_layer(from_fn_with_state(state.clone(), auth::webhook_sender))
         .layer(Extension(Arc::new(SeenSignatures::default())))
         .layer(DefaultBodyLimit::disable())

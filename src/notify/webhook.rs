@@ -1,12 +1,15 @@
 //! Webhook notifications: the body and headers for each `[[notify.webhooks]]` format, and
 //! one POST attempt. `json` = the investigation with its finding; `slack` = `{"text"}`
-//! plus `content` (Mattermost, Discord); `ntfy` = plain text with Title/Priority/Tags.
+//! (Slack, Mattermost: `&`, `<`, `>` escaped) plus `content` (Discord: mentions broken,
+//! `allowed_mentions` empty); `ntfy` = markdown text with Title/Priority/Tags. Every link
+//! in them is a web URL (`markup::safe_url`).
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::NotifyError;
+use super::markup::{break_mentions, slack_text};
 use super::templates::Subject;
 use crate::config::{WebhookFormat, redact_secret_url};
 use crate::integrations::read_capped;
@@ -36,9 +39,12 @@ pub fn render(url: &str, format: WebhookFormat, subject: &Subject) -> WebhookReq
         }
         WebhookFormat::Slack => {
             let md = subject.markdown();
+            // `text` is Slack's (and Mattermost's), `content` Discord's: each escaped its
+            // own way, and Discord told to notify no one whatever the text says.
             let body = serde_json::json!({
-                "text": truncate(&md, 3_500),
-                "content": truncate(&md, 2_000),
+                "text": slack_text(&truncate(&md, 3_500)),
+                "content": break_mentions(&truncate(&md, 2_000)),
+                "allowed_mentions": {"parse": []},
             });
             ("application/json", Vec::new(), body.to_string())
         }
@@ -213,7 +219,19 @@ mod tests {
         let slack: serde_json::Value =
             serde_json::from_str(&render("http://x", WebhookFormat::Slack, &subject).body).unwrap();
         assert!(slack["text"].as_str().unwrap().contains("Bad deploy"));
-        assert_eq!(slack["text"], slack["content"]);
+        // The same message, escaped for Slack in `text` and left as written for Discord.
+        assert!(
+            slack["text"]
+                .as_str()
+                .unwrap()
+                .contains("Bad deploy &lt;script&gt;")
+        );
+        assert!(
+            slack["content"]
+                .as_str()
+                .unwrap()
+                .contains("Bad deploy <script>")
+        );
         let json: serde_json::Value =
             serde_json::from_str(&render("http://x", WebhookFormat::Json, &subject).body).unwrap();
         assert_eq!(json["investigation"]["id"], inv.id.as_str());

@@ -239,7 +239,13 @@ async fn a_follow_up_is_a_new_investigation_linked_to_its_parent_with_its_findin
         let resp = http.post(&url).json(&body).send().await.unwrap();
         assert_eq!(resp.status().as_u16(), status, "{body}");
     }
-    let resp = http.post(&url).body("not json").send().await.unwrap();
+    let resp = http
+        .post(&url)
+        .header("content-type", "application/json")
+        .body("not json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 400);
     let resp = http
         .post(app.url("/api/v1/investigations/nope/followup"))
