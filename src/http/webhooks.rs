@@ -58,6 +58,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
         (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
         (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
         (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
     ))]
@@ -81,6 +82,7 @@ pub(super) async fn grafana(
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
         (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
         (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
         (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
     ))]
