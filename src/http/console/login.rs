@@ -91,7 +91,6 @@ pub async fn submit(
         let body = form(&csrf, &next, Some("That is not the API token."));
         return Ok(respond(StatusCode::UNAUTHORIZED, body));
     }
-    keys.logins().succeeded(client);
     let cookie = set_cookie(SESSION_COOKIE, &session, Some(SESSION_SECONDS));
     Ok((
         StatusCode::SEE_OTHER,

@@ -149,7 +149,12 @@ impl IntoResponse for PageError {
                 }
             }
         };
-        respond(status, body)
+        let mut resp = respond(status, body);
+        if let ApiError::TooManyGuesses(seconds) = self.0 {
+            resp.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        resp
     }
 }
 

@@ -193,3 +193,41 @@ async fn after_logout_a_copy_of_the_session_cookie_opens_nothing() {
     assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn wrong_api_tokens_count_like_wrong_logins_and_a_client_past_the_limit_gets_429() {
+    let app = app_with_token().await;
+    let guesser = client_from(Ipv4Addr::LOCALHOST);
+    let get = |client: &reqwest::Client, path: &str, token: &str| {
+        client.get(app.url(path)).bearer_auth(token).send()
+    };
+    // A missing token is not a guess.
+    for _ in 0..10 {
+        let resp = guesser
+            .get(app.url("/api/v1/investigations"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED);
+    }
+    for i in 0..5 {
+        let resp = get(&guesser, "/api/v1/investigations", &format!("guess-{i}"))
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), StatusCode::UNAUTHORIZED, "guess {i}");
+    }
+    for path in ["/api/v1/investigations", "/status"] {
+        let resp = get(&guesser, path, TOKEN).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::TOO_MANY_REQUESTS, "{path}");
+        let wait: u64 = resp.headers()[RETRY_AFTER]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=60).contains(&wait), "Retry-After {wait}");
+    }
+    let other = client_from(Ipv4Addr::new(127, 0, 0, 3));
+    let resp = get(&other, "/api/v1/investigations", TOKEN).await.unwrap();
+    assert_eq!(resp.status(), StatusCode::OK);
+    app.stop().await;
+}
