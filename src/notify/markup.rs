@@ -3,7 +3,8 @@
 //! `<https://…|…>`) escaped the way Slack asks (`&`, `<`, `>`), mentions (`@everyone`,
 //! `@here`, `@channel`, `@name`, Discord's `<@…>`) broken with a zero-width space so chat
 //! shows them without notifying anyone, and links limited to web URLs: the one check the
-//! console's pages use too.
+//! console's pages use too; a markdown link in alert text whose target is not one
+//! (`[click](javascript:…)`) is left as text.
 
 /// Put after the `@` of a mention: invisible, and no chat service reads a mention through it.
 const ZERO_WIDTH_SPACE: char = '\u{200B}';
@@ -31,6 +32,30 @@ pub fn markdown_url(url: &str) -> String {
             c => out.push(c),
         }
     }
+    out
+}
+
+/// `md` with every markdown link whose target is not a web URL turned into text: its `(`
+/// escaped, so `[label](javascript:…)` shows as written.
+pub fn inert_links(md: &str) -> String {
+    let mut out = String::with_capacity(md.len());
+    let mut rest = md;
+    while let Some((before, after)) = rest.split_once("](") {
+        out.push_str(before);
+        let target = after
+            .trim_start()
+            .trim_start_matches('<')
+            .split(|c: char| c.is_whitespace() || c == ')' || c == '>')
+            .next()
+            .unwrap_or("");
+        out.push_str(if safe_url(target).is_some() {
+            "]("
+        } else {
+            "]\\("
+        });
+        rest = after;
+    }
+    out.push_str(rest);
     out
 }
 
@@ -108,6 +133,11 @@ mod tests {
             slack_text("<!channel> <https://evil|x> a&b"),
             "&lt;!channel&gt; &lt;https://evil|x&gt; a&amp;b"
         );
+        assert_eq!(
+            inert_links("[a](https://x/y) [b](javascript:alert(1)) [c]( <data:x>) [d](/x) e](f"),
+            "[a](https://x/y) [b]\\(javascript:alert(1)) [c]\\( <data:x>) [d]\\(/x) e]\\(f"
+        );
+        assert_eq!(inert_links("no links ü"), "no links ü");
         assert_eq!(
             markdown_url("https://x/a b)(c)[d]<e>"),
             "https://x/a%20b%29%28c%29%5Bd%5D%3Ce%3E"

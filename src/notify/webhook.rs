@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::NotifyError;
-use super::markup::{break_mentions, slack_text};
+use super::markup::{break_mentions, inert_links, slack_text};
 use super::templates::Subject;
 use crate::config::{WebhookFormat, redact_secret_url};
 use crate::integrations::read_capped;
@@ -42,8 +42,8 @@ pub fn render(url: &str, format: WebhookFormat, subject: &Subject) -> WebhookReq
             // `text` is Slack's (and Mattermost's), `content` Discord's: each escaped its
             // own way, and Discord told to notify no one whatever the text says.
             let body = serde_json::json!({
-                "text": slack_text(&truncate(&md, 3_500)),
-                "content": break_mentions(&truncate(&md, 2_000)),
+                "text": slack_text(&inert_links(&truncate(&md, 3_500))),
+                "content": break_mentions(&inert_links(&truncate(&md, 2_000))),
                 "allowed_mentions": {"parse": []},
             });
             ("application/json", Vec::new(), body.to_string())
@@ -58,7 +58,7 @@ pub fn render(url: &str, format: WebhookFormat, subject: &Subject) -> WebhookReq
             (
                 "text/plain; charset=utf-8",
                 headers,
-                truncate(&subject.markdown(), 4_000),
+                inert_links(&truncate(&subject.markdown(), 4_000)),
             )
         }
     };
@@ -298,7 +298,7 @@ mod tests {
             .insert("team".into(), "<!here> @everyone <@&1234> @channel".into());
         a.annotations.insert(
             "summary".into(),
-            "<https://evil.example|click here> @here".into(),
+            "<https://evil.example|click here> @here [reset](javascript:alert(4))".into(),
         );
         a.generator_url = Some("javascript:alert(1)".into());
         a.dashboard_url = Some(" JaVaScRiPt:alert(2)".into());
@@ -375,8 +375,24 @@ mod tests {
         };
         let ntfy = render("http://ntfy/topic", WebhookFormat::Ntfy, &subject).body;
         let html = subject.html();
+        let slack: serde_json::Value =
+            serde_json::from_str(&render("http://x", WebhookFormat::Slack, &subject).body).unwrap();
+        for text in [
+            slack["text"].as_str().unwrap(),
+            slack["content"].as_str().unwrap(),
+            &ntfy,
+        ] {
+            assert!(
+                !text.contains("](javascript:"),
+                "a live markdown link: {text}"
+            );
+            assert!(text.contains("[reset]\\(javascript:"), "{text}");
+        }
         for text in [&ntfy, &subject.markdown(), &html] {
-            let lower = text.to_ascii_lowercase();
+            // The only `javascript:` left is the annotation's text, never a link.
+            let lower = text
+                .to_ascii_lowercase()
+                .replace("(javascript:alert(4))", "");
             assert!(!lower.contains("javascript:"), "{text}");
             assert!(!lower.contains("data:text"), "{text}");
             assert!(
