@@ -22,7 +22,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::promql::{escape, expr_from_generator_url, identity_selector, metric_names, value_expr};
+use super::promql::{
+    escape, expr_from_generator_url, fires_below, identity_selector, metric_names, value_expr,
+    without_comments,
+};
 use super::topics::{self, PlannedCall};
 use super::{Investigation, Trigger};
 use crate::config::Config;
@@ -191,10 +194,11 @@ impl EvidencePlanner {
             };
         };
         let value = value_expr(&expr);
-        let below = expr
-            .strip_prefix(value.as_str())
-            .is_some_and(|rest| rest.trim_start().starts_with('<'));
-        let worst = if below { "bottomk" } else { "topk" };
+        let worst = if fires_below(&expr) {
+            "bottomk"
+        } else {
+            "topk"
+        };
         let lookback = match filesystem_ratio(&metric_names(&expr), "") {
             Some(_) => FILESYSTEM_LOOKBACK,
             None => LOOKBACK,
@@ -206,8 +210,15 @@ impl EvidencePlanner {
         ]
     }
 
-    /// The expression of the rule behind the alert.
+    /// The expression of the rule behind the alert, without its `# comments` (it is
+    /// wrapped in `count(…)`, where a comment would swallow the closing parenthesis).
     async fn rule_expr(&self, facts: &AlertFacts) -> Option<String> {
+        let expr = without_comments(&self.rule_text(facts).await?);
+        Some(expr.trim().to_string()).filter(|e| !e.is_empty())
+    }
+
+    /// The expression of the rule behind the alert, as written.
+    async fn rule_text(&self, facts: &AlertFacts) -> Option<String> {
         if let Some(expr) = facts
             .generator_url
             .as_deref()
