@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::args::{ArgError, arg, lookback, parse_duration, required};
+use super::args::{ArgError, ago, arg, parse_duration, required};
 use super::compact::{Unit, compact_logs, compact_matrix, compact_vector, format_number};
 use super::no_data::loki_no_lines;
 use super::prometheus::auto_step;
@@ -70,7 +70,7 @@ impl Tool for LokiQuery {
             );
         }
         let end = Utc::now();
-        let start = end - lookback(since)?;
+        let start = ago(end, since)?;
         let result = self
             .client
             .query_range(
@@ -152,7 +152,7 @@ impl Tool for LokiErrorSummary {
             since.as_secs().max(1)
         );
         let end = Utc::now();
-        let start = end - lookback(since)?;
+        let start = ago(end, since)?;
         let lines_query = format!("{selector} {ERROR_FILTER}");
         let (counts, lines) = tokio::join!(
             self.client.query(&counts_query, Some(end)),
