@@ -16,6 +16,9 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::telemetry::Metrics;
+use crate::telemetry::supervise::contained;
+
 /// What one client may hold.
 #[derive(Clone, Copy, Debug)]
 pub struct ConnectionLimits {
@@ -28,6 +31,7 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: ConnectionLimits,
+    metrics: Arc<Metrics>,
     token: CancellationToken,
 ) {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -55,7 +59,9 @@ pub async fn serve(
         let _ = stream.set_nodelay(true);
         let service = TowerToHyperService::new(router.clone());
         let token = token.clone();
-        connections.spawn(async move {
+        let metrics = metrics.clone();
+        // Handler panics answer 500 (`panics.rs`); anything else ends this connection only.
+        let connection = async move {
             let conn = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_timeout)
@@ -71,6 +77,9 @@ pub async fn serve(
                 }
             }
             drop(permit);
+        };
+        connections.spawn(async move {
+            contained("http_connection", &metrics, connection).await;
         });
     }
     drop(listener);

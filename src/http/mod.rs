@@ -13,6 +13,7 @@ mod investigations;
 mod limits;
 mod listener;
 mod openapi;
+mod panics;
 mod rejections;
 mod reports;
 mod request_metrics;
@@ -63,6 +64,10 @@ pub fn router(state: AppState) -> Router {
         .layer(Extension(session::ConsoleKeys::new(
             server.api_token.as_ref(),
         )))
+        .layer(middleware::from_fn_with_state(
+            state.metrics.clone(),
+            panics::catch_panic,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             request_metrics::track,
