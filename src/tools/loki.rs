@@ -193,4 +193,31 @@ mod tests {
         assert_eq!(err, ArgError::StreamSelector("{job=\"api\"".into()));
         assert!(err.to_string().contains("stream selector"));
     }
+
+    #[test]
+    fn logql_arguments_of_arbitrary_utf8_are_a_selector_or_an_error() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+
+        let config = Config {
+            cases: 1000,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let strategy = (any::<String>(), any::<String>());
+        TestRunner::new(config)
+            .run(&strategy, |(selector, since)| {
+                let args = json!({"selector": selector, "since": since});
+                if let Ok(s) = selector_arg(&args) {
+                    let braced = s.starts_with('{') && s.ends_with('}');
+                    prop_assert!(braced, "{:?}", s);
+                }
+                if let Ok((_, d)) = since_arg(&args, "1h") {
+                    prop_assert!(!d.is_zero() && d <= Duration::from_secs(30 * 86400));
+                    prop_assert!(super::super::args::ago(chrono::Utc::now(), d).is_ok());
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
 }
