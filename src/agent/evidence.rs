@@ -22,8 +22,10 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::promql::{escape, expr_from_generator_url, identity_selector, metric_names, value_expr};
-
+use super::promql::{
+    escape, expr_from_generator_url, fires_below, identity_selector, metric_names, value_expr,
+    without_comments,
+};
 use super::{Investigation, Trigger};
 use crate::config::Config;
 use crate::integrations::{GrafanaClient, PrometheusClient, UpstreamError};
@@ -236,10 +238,11 @@ impl EvidencePlanner {
             };
         };
         let value = value_expr(&expr);
-        let below = expr
-            .strip_prefix(value.as_str())
-            .is_some_and(|rest| rest.trim_start().starts_with('<'));
-        let worst = if below { "bottomk" } else { "topk" };
+        let worst = if fires_below(&expr) {
+            "bottomk"
+        } else {
+            "topk"
+        };
         let lookback = match filesystem_ratio(&metric_names(&expr), "") {
             Some(_) => FILESYSTEM_LOOKBACK,
             None => LOOKBACK,
@@ -251,8 +254,20 @@ impl EvidencePlanner {
         ]
     }
 
-    /// The expression of the rule behind the alert, in the language of its datasource.
+    /// The expression of the rule behind the alert, in the language of its datasource,
+    /// without its `# comments` (it is wrapped in `count(…)`, where a comment would swallow
+    /// the closing parenthesis).
     async fn rule_expr(&self, facts: &AlertFacts) -> Option<Rule> {
+        let clean =
+            |e: String| Some(without_comments(&e).trim().to_string()).filter(|e| !e.is_empty());
+        match self.rule_text(facts).await? {
+            Rule::Promql(e) => clean(e).map(Rule::Promql),
+            Rule::Logql(e) => clean(e).map(Rule::Logql),
+        }
+    }
+
+    /// The expression of the rule behind the alert, as written.
+    async fn rule_text(&self, facts: &AlertFacts) -> Option<Rule> {
         if let Some(expr) = facts
             .generator_url
             .as_deref()

@@ -20,6 +20,9 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::telemetry::Metrics;
+use crate::telemetry::supervise::contained;
+
 /// What one client may hold.
 #[derive(Clone, Copy, Debug)]
 pub struct ConnectionLimits {
@@ -32,6 +35,7 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: ConnectionLimits,
+    metrics: Arc<Metrics>,
     token: CancellationToken,
 ) {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -62,7 +66,9 @@ pub async fn serve(
             peer,
         };
         let token = token.clone();
-        connections.spawn(async move {
+        let metrics = metrics.clone();
+        // Handler panics answer 500 (`panics.rs`); anything else ends this connection only.
+        let connection = async move {
             let conn = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_timeout)
@@ -78,6 +84,9 @@ pub async fn serve(
                 }
             }
             drop(permit);
+        };
+        connections.spawn(async move {
+            contained("http_connection", &metrics, connection).await;
         });
     }
     drop(listener);

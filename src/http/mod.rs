@@ -17,6 +17,7 @@ mod limits;
 mod listener;
 mod login_throttle;
 mod openapi;
+mod panics;
 mod rejections;
 mod reports;
 mod request_metrics;
@@ -74,6 +75,10 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::from_fn(rejections::json_errors))
         .layer(middleware::from_fn(rejections::header_limit))
         .layer(Extension(console_keys(&state)))
+        .layer(middleware::from_fn_with_state(
+            state.metrics.clone(),
+            panics::catch_panic,
+        ))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             request_metrics::track,

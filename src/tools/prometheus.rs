@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
 use super::ToolOutput;
-use super::args::{ArgError, arg, parse_duration, parse_time, required};
+use super::args::{ArgError, ago, arg, parse_duration, parse_time, required};
 use super::compact::{
     Unit, compact_matrix, compact_matrix_with, compact_vector_with, fit_lines, format_labels,
     value_note,
@@ -221,10 +221,10 @@ impl Tool for PrometheusQueryRange {
             .map(|t| parse_time(t, now))
             .transpose()?
             .unwrap_or(now);
-        let start = arg(&args, "start")
-            .map(|t| parse_time(t, now))
-            .transpose()?
-            .unwrap_or(end - chrono::Duration::hours(1));
+        let start = match arg(&args, "start") {
+            Some(t) => parse_time(t, now)?,
+            None => ago(end, Duration::from_secs(3600))?,
+        };
         if end <= start {
             return Err(
                 ArgError::Invalid(format!("end ({end}) must be after start ({start})")).into(),

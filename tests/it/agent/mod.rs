@@ -10,6 +10,7 @@ use crate::support::{TestApp, eventually, metric_value, spawn_app};
 
 mod cli;
 mod dispatch;
+mod panics;
 mod small_models;
 
 pub const WAIT: Duration = Duration::from_secs(20);
