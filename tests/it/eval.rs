@@ -150,3 +150,66 @@ async fn a_wrong_scripted_answer_fails_with_the_reasons() {
         );
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_world_with_four_hosts_of_node_exporter_background_loads_in_a_few_seconds() {
+    if !tools_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("scenario.toml"),
+        r#"[trigger]
+kind = "ask"
+question = "Which host has the least free memory?"
+[world]
+duration = "6h"
+background = [{ exporter = "node", instances = ["cedar-07", "nas", "pve2:9100", "kube-3"], noise = 0.02 },
+              { exporter = "process", instances = ["nas"] }]
+[expect]
+facts = ["nas"]
+"#,
+    )
+    .unwrap();
+    sre_agent::install_crypto_provider();
+    let scenario = Scenario::load(dir.path()).unwrap();
+    let started = std::time::Instant::now();
+    let world = sre_agent::eval::World::build(&scenario, chrono::Utc::now())
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    let url = &world.prometheus.as_ref().unwrap().url;
+    let http = reqwest::Client::new();
+    let count = |q: &str| {
+        let http = http.clone();
+        let url = format!("{url}/api/v1/query");
+        let q = q.to_string();
+        async move {
+            let v: Value = http
+                .get(url)
+                .query(&[("query", q)])
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            v["data"]["result"][0]["value"][1]
+                .as_str()
+                .unwrap_or("0")
+                .parse::<f64>()
+                .unwrap()
+        }
+    };
+    let series = count("count({__name__=~\".+\"})").await;
+    assert!(series > 4.0 * 400.0, "only {series} series");
+    assert_eq!(count("count(up{job=\"node\"})").await, 4.0);
+    // Counters were backfilled with a rate: CPU time grows on every host.
+    let busy = count("count(rate(node_cpu_seconds_total{mode=\"idle\"}[5m]) > 0)").await;
+    assert!(busy >= 4.0, "{busy}");
+    // node_time_seconds follows the clock: no background host looks skewed.
+    let skew = count("max(abs(node_time_seconds - timestamp(node_time_seconds)))").await;
+    assert!(skew < 60.0, "skew {skew}");
+    eprintln!("background world: {series} series loaded in {took:?}");
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+}
