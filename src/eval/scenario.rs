@@ -27,6 +27,9 @@ pub struct Scenario {
 pub struct ScenarioSpec {
     #[serde(default)]
     pub description: String,
+    /// Names `--rename` renames besides those it finds in the world (see `eval::rename`).
+    #[serde(default)]
+    pub rename: Vec<String>,
     pub trigger: TriggerSpec,
     #[serde(default)]
     pub world: WorldSpec,
