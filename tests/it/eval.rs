@@ -20,6 +20,16 @@ fn shipped() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("eval/scenarios")
 }
 
+/// The shipped scenarios, or those whose names contain `SRE_EVAL_ONLY` (comma-separated)
+/// when it is set, for working on a few.
+fn shipped_scenarios() -> Vec<Scenario> {
+    let mut all = Scenario::load_all(&shipped()).expect("shipped scenarios load");
+    if let Ok(only) = std::env::var("SRE_EVAL_ONLY") {
+        all.retain(|s| only.split(',').any(|o| s.name.contains(o.trim())));
+    }
+    all
+}
+
 /// The fake LLM's replies from `scripted.json`: turns of `{"tool_calls": [{name,
 /// arguments}]}` (ids call_1, call_2, … in order), `{"finding": {…}}` or `{"content": "…"}`.
 fn script(turns: &[Value]) -> Vec<Reply> {
@@ -110,7 +120,7 @@ async fn every_shipped_scenario_passes_with_its_scripted_answers() {
     if !tools_available() {
         return;
     }
-    let scenarios = Scenario::load_all(&shipped()).expect("shipped scenarios load");
+    let scenarios = shipped_scenarios();
     let started = std::time::Instant::now();
     let (suite, _) = run_suite(&scenarios, PARALLEL).await;
     eprintln!(
@@ -120,11 +130,30 @@ async fn every_shipped_scenario_passes_with_its_scripted_answers() {
     );
     let table = suite.to_text();
     assert!(suite.all_passed(), "{table}");
-    assert!(suite.runs >= 15, "only {} scenarios shipped", suite.runs);
+    if std::env::var("SRE_EVAL_ONLY").is_err() {
+        assert!(suite.runs >= 60, "only {} scenarios shipped", suite.runs);
+    }
+    // The world must answer every call the scripted model makes (ids call_N); calls the
+    // agent makes on its own (alert-first evidence and the like) are the agent's and are
+    // reported, not failed, here.
+    let mut scripted_errors = Vec::new();
+    for s in &suite.scenarios {
+        for e in &s.runs[0].tool_errors {
+            if e.contains(" (call_") {
+                scripted_errors.push(format!("{}: {e}", s.name));
+            } else {
+                eprintln!("agent's own call failed in {}: {e}", s.name);
+            }
+        }
+    }
+    assert!(
+        scripted_errors.is_empty(),
+        "scripted calls failed:\n{}",
+        scripted_errors.join("\n")
+    );
     for s in &suite.scenarios {
         let r = &s.runs[0];
         assert!(!r.tools_called.is_empty(), "{}: no tool called", s.name);
-        assert!(r.tool_errors.is_empty(), "{}: {:?}", s.name, r.tool_errors);
         assert!(
             r.prompt_tokens > 0 && r.completion_tokens > 0,
             "{}: tokens",
@@ -248,7 +277,7 @@ facts = ["nas"]
 /// Renames every shipped scenario from `seed`, runs the suite, and checks that it passes
 /// and that nothing the daemon sent the model holds an original name.
 async fn renamed_suite_passes_and_leaks_no_name(seed: u64) {
-    let scenarios = Scenario::load_all(&shipped()).expect("shipped scenarios load");
+    let scenarios = shipped_scenarios();
     let into = tempfile::tempdir().unwrap();
     let mut renamed = Vec::new();
     let mut originals = Vec::new();
@@ -264,12 +293,14 @@ async fn renamed_suite_passes_and_leaks_no_name(seed: u64) {
         );
         renamed.push(r);
     }
-    let named = originals.iter().filter(|o| !o.is_empty()).count();
-    assert!(
-        named + 1 >= scenarios.len(),
-        "only {named} of {} scenarios have names to rename",
-        scenarios.len()
-    );
+    // Every scenario's world has names a user chose.
+    let unnamed: Vec<&str> = scenarios
+        .iter()
+        .zip(&originals)
+        .filter(|(_, o)| o.is_empty())
+        .map(|(s, _)| s.name.as_str())
+        .collect();
+    assert!(unnamed.is_empty(), "nothing to rename in {unnamed:?}");
     let started = std::time::Instant::now();
     let (suite, sent) = run_suite(&renamed, PARALLEL).await;
     eprintln!(

@@ -184,7 +184,7 @@ pub fn collect(scenario: &Scenario) -> Result<BTreeSet<String>, EvalError> {
         files_under(&scenario.dir.join(dir), &mut files);
         for f in files {
             if let Ok(text) = std::fs::read_to_string(&f)
-                && let Ok(v) = serde_json::from_str::<Value>(&text)
+                && let Ok(v) = serde_json::from_str::<Value>(&filled(text))
             {
                 walk_json(&v, NAME_FIELDS, &mut names);
             }
@@ -206,6 +206,11 @@ pub fn collect(scenario: &Scenario) -> Result<BTreeSet<String>, EvalError> {
     let structural = structure(scenario);
     names.retain(|n| spec.rename.contains(n) || !structural.contains(n));
     Ok(names)
+}
+
+/// `text` with its `{{now…}}` placeholders filled: some JSON files are invalid until then.
+fn filled(text: String) -> String {
+    super::super::scenario::fill_placeholders(&text, chrono::Utc::now()).unwrap_or(text)
 }
 
 fn json_keys(v: &Value, out: &mut BTreeSet<String>) {
