@@ -109,7 +109,7 @@ async fn run_suite(scenarios: &[Scenario], parallel: usize) -> (SuiteOutcome, Ve
 }
 
 /// Scenario runs at once: each is a Prometheus and a daemon, mostly waiting.
-const PARALLEL: usize = 4;
+const PARALLEL: usize = 3;
 
 fn tools_available() -> bool {
     require_tool("prometheus") && require_tool("promtool")

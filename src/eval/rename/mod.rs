@@ -38,12 +38,22 @@ fn is_word(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
+/// Whether a token may start right after `before`: it ends in no letter, digit or `_`, or
+/// in a percent-escape (`%22` of a URL-encoded `"` in an alert's `generatorURL`).
+fn boundary_before(before: &str) -> bool {
+    let b = before.as_bytes();
+    let escaped = b.len() >= 3
+        && b[b.len() - 3] == b'%'
+        && b[b.len() - 2].is_ascii_hexdigit()
+        && b[b.len() - 1].is_ascii_hexdigit();
+    escaped || !before.chars().next_back().is_some_and(is_word)
+}
+
 /// Whether `name` occurs in `text` as a whole token.
 pub fn contains_token(text: &str, name: &str) -> bool {
     text.match_indices(name).any(|(i, _)| {
-        let before = text[..i].chars().next_back();
         let after = text[i + name.len()..].chars().next();
-        !before.is_some_and(is_word) && !after.is_some_and(is_word)
+        boundary_before(&text[..i]) && !after.is_some_and(is_word)
     })
 }
 
@@ -62,24 +72,21 @@ impl Renaming {
     pub fn apply(&self, text: &str) -> String {
         let mut out = String::with_capacity(text.len());
         let mut i = 0;
-        let mut prev: Option<char> = None;
         'scan: while i < text.len() {
             let rest = &text[i..];
-            if !prev.is_some_and(is_word) {
+            if boundary_before(&text[..i]) {
                 for (from, to) in &self.pairs {
                     if rest.starts_with(from.as_str())
                         && !rest[from.len()..].chars().next().is_some_and(is_word)
                     {
                         out.push_str(to);
                         i += from.len();
-                        prev = from.chars().next_back();
                         continue 'scan;
                     }
                 }
             }
             let c = rest.chars().next().expect("i < len is a char boundary");
             out.push(c);
-            prev = Some(c);
             i += c.len_utf8();
         }
         out
@@ -281,6 +288,15 @@ mod tests {
         assert!(to(&a, "pve1").chars().any(|c| c.is_ascii_digit()));
     }
 
+    fn to_api(r: &Renaming) -> String {
+        r.pairs()
+            .iter()
+            .find(|(f, _)| f == "api")
+            .unwrap()
+            .1
+            .clone()
+    }
+
     #[test]
     fn a_pod_keeps_its_suffix_after_its_renamed_deployment_and_escaped_regexes_follow() {
         let r = Renaming::generate(
@@ -288,6 +304,8 @@ mod tests {
             3,
             "",
         );
+        let url = r.apply("g0.expr=up%7Bjob%3D%22api%22%7D+%3D%3D+0");
+        assert!(!contains_token(&url, "api") && url.contains(&format!("%22{}%22", to_api(&r))));
         let toml = r.apply(r#"facts = ["nas\\.home\\.lan"]"#);
         assert!(!toml.contains("nas"), "{toml}");
         let out = r.apply(r#"pod "api-6c9f7b8d4-k2x7p" of "api"; fact nas\.home\.lan"#);
