@@ -196,7 +196,7 @@ impl Swap {
         for (labels, out) in &pages_out {
             let inn = pages_in.get(labels).copied().unwrap_or(0.0);
             let both = inn + out;
-            if !(both >= SWAPPING_PAGES_PER_SECOND) {
+            if both.is_nan() || both < SWAPPING_PAGES_PER_SECOND {
                 continue;
             }
             let sel = selector(pick(labels, &["instance", "job"]));

@@ -250,10 +250,8 @@ pub fn long_span(scope: &Scope) -> i64 {
 pub fn by_host(v: &[Sample]) -> HashMap<String, f64> {
     let mut out = HashMap::new();
     for s in v {
-        if let Some(h) = host(&s.metric) {
-            if s.value.is_finite() {
-                out.entry(h).or_insert(s.value);
-            }
+        if let Some(h) = host(&s.metric).filter(|_| s.value.is_finite()) {
+            out.entry(h).or_insert(s.value);
         }
     }
     out

@@ -18,8 +18,9 @@ const RESIDENT: &str = r#"namedprocess_namegroup_memory_bytes{memtype="resident"
 const LEAK_MIN_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 /// …and at least this share of the memory the process had at the span's start.
 const LEAK_MIN_SHARE: f64 = 0.10;
-/// Share of the steps over the span that must not fall (a steady climb, not a sawtooth).
-const STEADY_SHARE: f64 = 0.7;
+/// Share of the memory's movement over the span a rising straight line must explain (R²):
+/// a steady climb, not a sawtooth.
+const STEADY_FIT: f64 = 0.8;
 /// Time until the host's memory is gone under which a leak is critical, a warning; beyond
 /// the longer one it is only noted.
 const CRIT_ETA: f64 = 3600.0;
@@ -154,17 +155,30 @@ impl ProcessMemory {
     }
 }
 
-/// Whether `values` climb steadily: most steps do not fall, and the last value is near
-/// the highest.
+/// Whether `values` (equally spaced) climb steadily: a rising straight line explains
+/// most of their movement (a garbage collector's sawtooth does not), and the last value
+/// is near the highest (the climb goes on).
 fn steady(values: &[f64]) -> bool {
     if values.len() < 3 {
         return false;
     }
-    let steps = values.len() - 1;
-    let rising = values.windows(2).filter(|w| w[1] >= w[0]).count();
+    let n = values.len() as f64;
+    let mean_x = (n - 1.0) / 2.0;
+    let mean_y = values.iter().sum::<f64>() / n;
+    let (mut sxy, mut sxx, mut syy) = (0.0, 0.0, 0.0);
+    for (i, y) in values.iter().enumerate() {
+        let (dx, dy) = (i as f64 - mean_x, y - mean_y);
+        sxy += dx * dy;
+        sxx += dx * dx;
+        syy += dy * dy;
+    }
+    if sxy <= 0.0 || syy <= 0.0 {
+        return false;
+    }
+    let r_squared = sxy * sxy / (sxx * syy);
     let max = values.iter().copied().fold(f64::MIN, f64::max);
     let last = values.last().copied().unwrap_or(0.0);
-    rising as f64 >= STEADY_SHARE * steps as f64 && last >= 0.95 * max
+    r_squared >= STEADY_FIT && last >= 0.9 * max
 }
 
 /// When the climb began: the last point near the lowest value of the window.
@@ -189,6 +203,13 @@ mod tests {
         assert!(!steady(&saw));
         let fell_back: Vec<f64> = climb.iter().copied().chain([100.0]).collect();
         assert!(!steady(&fell_back));
+        // A leak under a collector's sawtooth still climbs.
+        let leaking_saw: Vec<f64> = (0..40)
+            .map(|i| 100.0 + 10.0 * i as f64 + 30.0 * (i % 4) as f64)
+            .collect();
+        assert!(steady(&leaking_saw));
+        let flat = [5.0; 10];
+        assert!(!steady(&flat));
         assert!(!steady(&[1.0, 2.0]));
     }
 
