@@ -94,7 +94,12 @@ impl ContainerMemory {
             }
             let used = 100.0 * s.value / lim;
             let id = super::identity(&s.metric);
-            let slope = steepest(&slopes, &id, MATERIAL_SHARE * lim, false);
+            // Growth that has stopped has no ETA: the last ten minutes must still grow.
+            let ongoing = slopes
+                .first()
+                .and_then(|(_, by)| by.get(&id))
+                .is_some_and(|d| *d > 0.0);
+            let slope = steepest(&slopes, &id, MATERIAL_SHARE * lim, false).filter(|_| ongoing);
             let eta = slope.map(|d| (lim - s.value).max(0.0) / d);
             let severity = match (used, eta) {
                 (u, _) if u >= CRIT_PERCENT => Severity::Critical,

@@ -20,7 +20,9 @@ const WARN_PERCENT: f64 = 90.0;
 const CRIT_PERCENT: f64 = 98.0;
 /// Share of CPU time spent waiting on I/O worth a look: the disks, not the CPUs, are slow.
 const IOWAIT_PERCENT: f64 = 20.0;
-/// Share of the host a consumer must use to be named as what keeps it busy.
+/// Share of the host a consumer must use to be listed in the host's fact.
+const NAMED_PERCENT: f64 = 5.0;
+/// Share of the host a consumer must use to be its own fact, named as what keeps it busy.
 const CONSUMER_PERCENT: f64 = 20.0;
 
 const BUSY: &str = r#"sum without (cpu, mode) (rate(node_cpu_seconds_total{mode!="idle"}[5m]))"#;
@@ -102,7 +104,12 @@ impl Analyzer for CpuSaturation {
             let top: Vec<&Consumer> = consumers
                 .as_ref()
                 .and_then(|c| c.get(&host_name))
-                .map(|v| v.iter().take(3).collect())
+                .map(|v| {
+                    v.iter()
+                        .filter(|c| 100.0 * c.cpus >= NAMED_PERCENT * n)
+                        .take(3)
+                        .collect()
+                })
                 .unwrap_or_default();
             let query = format!(
                 "100 * (1 - avg without (cpu, mode) (rate(node_cpu_seconds_total{}[5m])))",

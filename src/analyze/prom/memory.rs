@@ -2,8 +2,8 @@
 //! `node_memory_MemTotal_bytes`, the Windows exporter's physical memory) and swap
 //! (`node_memory_SwapFree_bytes` against `node_memory_SwapTotal_bytes`, and pages swapped
 //! in and out from `node_vmstat_pswpin`/`pswpout`). How full, how fast available memory
-//! falls (the steepest material fall over ten minutes, an hour, the window) and when it is
-//! gone; since when it has been short.
+//! falls (the steepest material fall over ten minutes, an hour, the window, while the last
+//! ten minutes still fall) and when it is gone; since when it has been short.
 
 use async_trait::async_trait;
 
@@ -110,7 +110,13 @@ async fn exhaustion(
             continue;
         }
         let used = 100.0 * (1.0 - avail / size);
-        let slope = steepest(&slopes, &key, MATERIAL_SHARE * size, true);
+        // A fall that has stopped (a job that took its memory and holds it) has no ETA:
+        // the last ten minutes must still be falling.
+        let ongoing = slopes
+            .first()
+            .and_then(|(_, by)| by.get(&key))
+            .is_some_and(|d| *d < 0.0);
+        let slope = steepest(&slopes, &key, MATERIAL_SHARE * size, true).filter(|_| ongoing);
         let eta = slope.map(|d| avail.max(0.0) / -d);
         let severity = match (used, eta) {
             (u, _) if u >= t.crit => Severity::Critical,

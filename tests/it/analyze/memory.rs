@@ -151,7 +151,10 @@ async fn a_host_out_of_memory_and_swapping_is_critical_since_the_drop() {
     assert!(mem.value.unwrap().value > 97.0, "{all}");
     let began = (chrono::Utc::now() - mem.since.expect("since")).num_seconds();
     assert!((1100..1400).contains(&began), "{all}");
+    // Memory fell 20 minutes ago and has held since: no rate, no time to exhaustion.
+    assert_eq!(mem.eta_seconds, None, "{all}");
     let swap: Vec<_> = facts.iter().filter(|f| f.analyzer == "swap").collect();
+    assert!(swap.iter().all(|f| f.eta_seconds.is_none()), "{all}");
     assert_eq!(swap.len(), 2, "{all}");
     assert!(swap.iter().all(|f| f.entity.name == "elm-2"), "{all}");
     let moving = swap

@@ -175,3 +175,43 @@ async fn a_busy_host_names_its_top_process_and_a_disk_and_an_interface_in_troubl
     let v = net[0].value.unwrap().value;
     assert!((45.0..55.0).contains(&v), "{all}");
 }
+
+#[tokio::test]
+async fn a_node_kept_busy_by_a_container_names_the_container_from_the_kubelets_capture() {
+    let mut defs = calm_hosts(&["kind-worker", "kind-worker2"]);
+    let kubelet = super::world::Capture::load("kubelet_metrics_resource.prom");
+    defs.extend(kubelet.series("kind-worker:10250", "kubelet"));
+    // kind-worker: 95 % busy for the last 15 minutes, awx-web using 1.7 of its 2 CPUs.
+    cpu_modes(
+        &mut defs,
+        "kind-worker",
+        900,
+        &[("idle", 0.05), ("user", 0.9), ("system", 0.05)],
+    );
+    let c = counter(0.01, 1.7, 900);
+    set(
+        &mut defs,
+        "container_cpu_usage_seconds_total",
+        &[("container", "awx-web")],
+        move |_, ago| Some(c(ago)),
+    );
+    let Some(world) = World::build(&defs, 7200, 15).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(900)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let all = lines(&facts);
+    eprintln!("{all}");
+    let cpu: Vec<_> = facts.iter().filter(|f| f.analyzer == "cpu").collect();
+    assert_eq!(cpu.len(), 2, "{all}");
+    assert_eq!(cpu[0].entity.name, "kind-worker", "{all}");
+    let top = cpu[1];
+    assert_eq!(top.entity.kind, "container", "{all}");
+    assert_eq!(
+        top.entity.name, "awx/awx-web-5d5d7ccf85-7jjgm/awx-web",
+        "{all}"
+    );
+    assert_eq!(top.entity.host.as_deref(), Some("kind-worker"), "{all}");
+    let share = top.value.unwrap().value;
+    assert!((80.0..90.0).contains(&share), "{all}");
+}
