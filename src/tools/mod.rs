@@ -22,6 +22,7 @@ pub mod prometheus;
 pub mod promql;
 pub mod proxmox;
 mod registry;
+mod resolution;
 pub mod runbooks;
 mod schema;
 mod steps;

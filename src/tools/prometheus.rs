@@ -236,13 +236,30 @@ impl Tool for PrometheusQueryRange {
             Some(s) => parse_duration(s)?.max(min_step),
             None => min_step,
         };
-        let series = self.client.query_range(query, start, end, step).await?;
-        let header = format!(
+        let mut series = self.client.query_range(query, start, end, step).await?;
+        let mut header = format!(
             "{} to {} step {}\n",
             start.format("%Y-%m-%d %H:%M"),
             end.format("%Y-%m-%d %H:%M UTC"),
             humanize(step)
         );
+        if let Some((from, fine)) = super::resolution::reread_young(
+            &self.client,
+            query,
+            &mut series,
+            start,
+            end,
+            step,
+            auto_step,
+        )
+        .await
+        {
+            header.push_str(&format!(
+                "series starting inside the range re-read from {} at step {}\n",
+                from.format("%Y-%m-%d %H:%M:%S UTC"),
+                humanize(fine)
+            ));
+        }
         let budget = self.budget.saturating_sub(header.chars().count());
         if series.is_empty() {
             let text = self.hints.explain(query, start, end).await;

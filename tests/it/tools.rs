@@ -4,6 +4,7 @@
 
 mod compaction;
 mod figures;
+mod native;
 mod teach;
 
 use std::sync::Arc;

@@ -2,5 +2,9 @@
 //! series of real exporters (several hosts, thousands of series) with an incident written
 //! into a few of them. `world` is the harness every analyzer test uses.
 
+mod clock;
 mod filesystem;
+mod host;
+mod memory;
+mod saturation;
 pub mod world;
