@@ -4,7 +4,14 @@
 //! exporters emit (node_exporter, process-exporter, cAdvisor, kube-state-metrics,
 //! blackbox_exporter) and skips a variant it does not find.
 
+mod certs;
 mod filesystem;
+mod history;
+mod probes;
+mod reloads;
+mod restarts;
+mod targets;
+mod versions;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -21,7 +28,15 @@ const MAX_SERIES: usize = 20_000;
 /// The Prometheus analyzers, in the order their facts are listed.
 pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
     let p = Prom { client };
-    vec![Arc::new(filesystem::FilesystemSpace(p.clone()))]
+    vec![
+        Arc::new(filesystem::FilesystemSpace(p.clone())),
+        Arc::new(targets::TargetsDown(p.clone())),
+        Arc::new(probes::ProbeFailures(p.clone())),
+        Arc::new(certs::CertExpiry(p.clone())),
+        Arc::new(versions::VersionChanges(p.clone())),
+        Arc::new(restarts::ProcessRestarts(p.clone())),
+        Arc::new(reloads::ConfigReloads(p.clone())),
+    ]
 }
 
 /// The Prometheus client as analyzers use it.

@@ -2,5 +2,7 @@
 //! series of real exporters (several hosts, thousands of series) with an incident written
 //! into a few of them. `world` is the harness every analyzer test uses.
 
+mod availability;
+mod captured;
 mod filesystem;
 pub mod world;
