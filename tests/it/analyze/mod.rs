@@ -4,5 +4,6 @@
 
 mod availability;
 mod captured;
+mod changes;
 mod filesystem;
 pub mod world;

@@ -1,0 +1,240 @@
+//! `version_changes`, `process_restarts`, `config_reloads`: what changed in the window and
+//! when, on the real `/metrics` of Prometheus, Alertmanager and node_exporter for several
+//! hosts, where most targets did not change at all.
+
+use sre_agent::analyze::{Fact, FactClass, Severity};
+
+use super::captured::{When, target};
+use super::world::{SeriesDef, World, lines, series};
+
+const DAY: i64 = 86400;
+
+fn now() -> f64 {
+    chrono::Utc::now().timestamp() as f64
+}
+
+/// `defs` with the series named `name` answering `value` instead of the capture's.
+fn set(defs: &mut [SeriesDef], name: &str, value: impl Fn(i64) -> Option<f64> + Clone + 'static) {
+    for d in defs.iter_mut().filter(|d| d.name == name) {
+        d.value = Box::new(value.clone());
+    }
+}
+
+fn always() -> When {
+    Box::new(|_| true)
+}
+
+/// A captured target started `started_ago` seconds ago (a restart: a later start time
+/// from `restarted_ago` on).
+fn service(
+    file: &str,
+    instance: &str,
+    job: &str,
+    started_ago: i64,
+    restarted_ago: Option<i64>,
+) -> Vec<SeriesDef> {
+    let mut defs = target(
+        &[("instance", instance), ("job", job)],
+        vec![(always(), file)],
+    );
+    let t0 = now();
+    set(&mut defs, "process_start_time_seconds", move |ago| {
+        Some(match restarted_ago {
+            Some(r) if ago < r => t0 - r as f64,
+            _ => t0 - started_ago as f64,
+        })
+    });
+    defs
+}
+
+fn of<'a>(facts: &'a [Fact], analyzer: &str) -> Vec<&'a Fact> {
+    facts.iter().filter(|f| f.analyzer == analyzer).collect()
+}
+
+fn mins_ago(f: &Fact) -> f64 {
+    (chrono::Utc::now() - f.since.expect("a since")).num_seconds() as f64 / 60.0
+}
+
+#[tokio::test]
+async fn an_upgrade_and_its_restart_are_dated_while_unchanged_targets_stay_quiet() {
+    let mut defs = Vec::new();
+    // Prometheus on mon-1 upgraded 20 minutes ago: new version, new start time.
+    let mut prom = service(
+        "prometheus_self.prom",
+        "mon-1:9090",
+        "prometheus",
+        3 * DAY,
+        Some(1200),
+    );
+    let t0 = now();
+    set(
+        &mut prom,
+        "prometheus_config_last_reload_success_timestamp_seconds",
+        move |ago| {
+            Some(if ago < 1200 {
+                t0 - 1195.0
+            } else {
+                t0 - 3.0 * DAY as f64
+            })
+        },
+    );
+    set(&mut prom, "prometheus_build_info", |ago| {
+        (ago < 1200).then_some(1.0)
+    });
+    prom.push(series(
+        "prometheus_build_info",
+        &[
+            ("instance", "mon-1:9090"),
+            ("job", "prometheus"),
+            ("version", "2.41.0"),
+            ("branch", "HEAD"),
+        ],
+        |ago| (ago >= 1200).then_some(1.0),
+    ));
+    defs.extend(prom);
+    // Three node_exporters and an Alertmanager that have run for days.
+    for host in ["ash-1", "ash-2", "ash-3"] {
+        defs.extend(service(
+            "node_exporter.prom",
+            &format!("{host}:9100"),
+            "node",
+            5 * DAY,
+            None,
+        ));
+    }
+    let mut am = service(
+        "alertmanager_self.prom",
+        "mon-1:9093",
+        "alertmanager",
+        4 * DAY,
+        None,
+    );
+    set(
+        &mut am,
+        "alertmanager_config_last_reload_success_timestamp_seconds",
+        move |_| Some(t0 - 4.0 * DAY as f64),
+    );
+    defs.extend(am);
+    // A node_exporter crash-looping: restarted 3 times in the last half hour.
+    let mut flappy = service("node_exporter.prom", "ash-4:9100", "node", 5 * DAY, None);
+    set(&mut flappy, "process_start_time_seconds", move |ago| {
+        Some(
+            t0 - [300, 900, 1500, 5 * DAY]
+                .into_iter()
+                .find(|s| ago < *s)
+                .unwrap_or(5 * DAY) as f64,
+        )
+    });
+    defs.extend(flappy);
+    let Some(world) = World::build(&defs, 2 * 3600, 15).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(1200)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let versions = of(&facts, "version_changes");
+    assert_eq!(versions.len(), 1, "{}", lines(&facts));
+    let v = versions[0];
+    assert_eq!(v.class, FactClass::Change);
+    assert_eq!(v.entity.name, "prometheus");
+    assert_eq!(v.entity.host.as_deref(), Some("mon-1"));
+    assert!(
+        v.detail.as_deref().unwrap().contains("2.41.0 → 2.42.0+ds"),
+        "{}",
+        lines(&facts)
+    );
+    assert!((19.0..21.0).contains(&mins_ago(v)), "{}", lines(&facts));
+
+    let restarts = of(&facts, "process_restarts");
+    assert_eq!(restarts.len(), 2, "{}", lines(&facts));
+    let mon = restarts
+        .iter()
+        .find(|f| f.entity.labels["job"] == "prometheus")
+        .unwrap();
+    assert!((19.5..20.5).contains(&mins_ago(mon)), "{}", lines(&facts));
+    assert_eq!(mon.severity, Severity::Info);
+    let ash = restarts
+        .iter()
+        .find(|f| f.entity.host.as_deref() == Some("ash-4"))
+        .unwrap();
+    assert_eq!(ash.value.unwrap().value, 3.0, "{}", lines(&facts));
+    assert_eq!(ash.severity, Severity::Warning);
+    assert!((4.5..5.5).contains(&mins_ago(ash)), "{}", lines(&facts));
+    // Prometheus loaded its configuration when it started: not a reload.
+    assert!(of(&facts, "config_reloads").is_empty(), "{}", lines(&facts));
+}
+
+#[tokio::test]
+async fn a_config_reload_and_a_failed_one_are_told_apart_on_real_prometheus_and_alertmanager_output()
+ {
+    let t0 = now();
+    let mut defs = Vec::new();
+    // Prometheus reloaded its configuration 15 minutes ago (started two days ago).
+    let mut prom = service(
+        "prometheus_self.prom",
+        "mon-2:9090",
+        "prometheus",
+        2 * DAY,
+        None,
+    );
+    set(
+        &mut prom,
+        "prometheus_config_last_reload_success_timestamp_seconds",
+        move |ago| {
+            Some(if ago < 900 {
+                t0 - 900.0
+            } else {
+                t0 - 2.0 * DAY as f64
+            })
+        },
+    );
+    defs.extend(prom);
+    // Alertmanager: a broken configuration was reloaded 7 minutes ago (real output of it).
+    let phases: Vec<(When, &str)> = vec![
+        (
+            Box::new(|ago| ago < 420),
+            "alertmanager_self_failed_reload.prom",
+        ),
+        (always(), "alertmanager_self.prom"),
+    ];
+    let mut am = target(
+        &[("instance", "mon-2:9093"), ("job", "alertmanager")],
+        phases,
+    );
+    set(&mut am, "process_start_time_seconds", move |_| {
+        Some(t0 - 2.0 * DAY as f64)
+    });
+    set(
+        &mut am,
+        "alertmanager_config_last_reload_success_timestamp_seconds",
+        move |_| Some(t0 - 2.0 * DAY as f64),
+    );
+    defs.extend(am);
+    let Some(world) = World::build(&defs, 2 * 3600, 15).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(420)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let reloads = of(&facts, "config_reloads");
+    assert_eq!(reloads.len(), 2, "{}", lines(&facts));
+    let failed = reloads.iter().find(|f| f.what.contains("failed")).unwrap();
+    assert_eq!(failed.entity.name, "alertmanager");
+    assert_eq!(failed.severity, Severity::Warning);
+    assert!((6.5..7.5).contains(&mins_ago(failed)), "{}", lines(&facts));
+    assert!(
+        failed.detail.as_deref().unwrap().contains("loaded at"),
+        "{}",
+        lines(&facts)
+    );
+    let ok = reloads
+        .iter()
+        .find(|f| f.what == "config reloaded")
+        .unwrap();
+    assert_eq!(ok.entity.name, "prometheus");
+    assert_eq!(ok.severity, Severity::Info);
+    assert!((14.5..15.5).contains(&mins_ago(ok)), "{}", lines(&facts));
+    assert!(
+        of(&facts, "process_restarts").is_empty(),
+        "{}",
+        lines(&facts)
+    );
+}
