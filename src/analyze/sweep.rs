@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 
-use super::{AnalyzeError, Analyzer, Fact, Scope, prom};
+use super::{AnalyzeError, Analyzer, Fact, Scope, logs, prom};
 use crate::config::Config;
-use crate::integrations::PrometheusClient;
+use crate::integrations::{LokiClient, PrometheusClient};
 
 /// How long one analyzer may take before it is skipped.
 pub const ANALYZER_BUDGET: Duration = Duration::from_secs(5);
@@ -42,6 +42,10 @@ impl Sweep {
         if config.prometheus.url.is_some() {
             let client = Arc::new(PrometheusClient::new(&config.prometheus)?);
             analyzers.extend(prom::analyzers(client));
+        }
+        if config.loki.url.is_some() {
+            let client = Arc::new(LokiClient::new(&config.loki)?);
+            analyzers.extend(logs::analyzers(client));
         }
         Ok(Self {
             analyzers,

@@ -55,7 +55,7 @@ impl Analyzer for ProcessRestarts {
                     .on_host(host(&s.metric))
                     .with_labels(labels_map(&s.metric)),
                 if count > 0.0 {
-                    "restarts in the window"
+                    "restarts"
                 } else {
                     "started in the window"
                 },

@@ -6,4 +6,5 @@ mod availability;
 mod captured;
 mod changes;
 mod filesystem;
+mod logs;
 pub mod world;
