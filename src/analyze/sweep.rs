@@ -153,6 +153,28 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_catalog_holds_the_analyzers_of_the_configured_integrations_only() {
+        crate::install_crypto_provider();
+        let mut config = Config::default();
+        assert!(Sweep::from_config(&config).unwrap().is_empty());
+        config.loki.url = Some("http://loki:3100".parse().unwrap());
+        assert_eq!(
+            Sweep::from_config(&config).unwrap().names(),
+            ["log_error_bursts"]
+        );
+        config.prometheus.url = Some("http://prometheus:9090".parse().unwrap());
+        let names = Sweep::from_config(&config).unwrap().names();
+        for name in [
+            "targets_down",
+            "probe_failures",
+            "certificate_expiry",
+            "log_error_bursts",
+        ] {
+            assert!(names.contains(&name), "{names:?}");
+        }
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_failing_slow_or_panicking_analyzer_is_skipped_with_a_note_and_the_rest_report() {
         let sweep = Sweep::of(vec![
