@@ -10,6 +10,7 @@ mod history;
 mod probes;
 mod reloads;
 mod restarts;
+mod rollouts;
 mod targets;
 mod versions;
 
@@ -36,6 +37,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(versions::VersionChanges(p.clone())),
         Arc::new(restarts::ProcessRestarts(p.clone())),
         Arc::new(reloads::ConfigReloads(p.clone())),
+        Arc::new(rollouts::Rollouts(p.clone())),
     ]
 }
 

@@ -238,3 +238,143 @@ async fn a_config_reload_and_a_failed_one_are_told_apart_on_real_prometheus_and_
         lines(&facts)
     );
 }
+
+#[tokio::test]
+async fn a_rollout_its_new_image_and_a_stuck_rollout_are_dated_on_kube_state_metrics_series() {
+    let ksm = [
+        ("instance", "10.42.0.5:8080"),
+        ("job", "kube-state-metrics"),
+    ];
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut l = ksm.to_vec();
+        l.extend_from_slice(extra);
+        l
+    };
+    // The published kube-state-metrics scrape as background.
+    let mut defs = target(&ksm, vec![(always(), "kube_state_metrics.prom")]);
+    let step = |at: i64, before: f64, after: f64| {
+        move |ago: i64| Some(if ago < at { after } else { before })
+    };
+    for (ns, name, generation) in [
+        ("shop", "api", step(720, 7.0, 8.0)),
+        ("shop", "web", step(0, 3.0, 3.0)),
+        ("shop", "worker", step(1800, 2.0, 3.0)),
+        ("monitoring", "grafana", step(3 * 3600, 4.0, 5.0)),
+    ] {
+        let l = with(&[("namespace", ns), ("deployment", name)]);
+        defs.push(series(
+            "kube_deployment_metadata_generation",
+            &l,
+            generation,
+        ));
+        defs.push(series("kube_deployment_spec_replicas", &l, |_| Some(3.0)));
+        let updated = if name == "api" {
+            step(720, 3.0, 2.0)
+        } else {
+            step(0, 3.0, 3.0)
+        };
+        defs.push(series(
+            "kube_deployment_status_replicas_updated",
+            &l,
+            updated,
+        ));
+        for status in ["true", "false", "unknown"] {
+            let l = [
+                l.clone(),
+                vec![("condition", "Progressing"), ("status", status)],
+            ]
+            .concat();
+            let stuck = name == "worker";
+            defs.push(series("kube_deployment_status_condition", &l, move |ago| {
+                let failing = stuck && ago < 1200;
+                Some(f64::from(u8::from(
+                    (status == "false") == failing && status != "unknown",
+                )))
+            }));
+        }
+    }
+    defs.push(series(
+        "kube_statefulset_metadata_generation",
+        &with(&[("namespace", "monitoring"), ("statefulset", "loki")]),
+        |_| Some(2.0),
+    ));
+    let pods: [(&str, &str, i64, i64); 6] = [
+        (
+            "api-6d5-a",
+            "registry.example.net/shop/api:1.4.2",
+            720,
+            i64::MAX,
+        ),
+        (
+            "api-6d5-b",
+            "registry.example.net/shop/api:1.4.2",
+            720,
+            i64::MAX,
+        ),
+        (
+            "api-6d5-c",
+            "registry.example.net/shop/api:1.4.2",
+            0,
+            i64::MAX,
+        ),
+        ("api-7f9-x", "registry.example.net/shop/api:1.5.0", 0, 720),
+        ("api-7f9-y", "registry.example.net/shop/api:1.5.0", 0, 700),
+        ("web-55c-q", "docker.io/library/nginx:1.25", 0, i64::MAX),
+    ];
+    for (pod, image, gone_before, since) in pods {
+        let container = if pod.starts_with("api") {
+            "api"
+        } else {
+            "nginx"
+        };
+        defs.push(series(
+            "kube_pod_container_info",
+            &with(&[
+                ("namespace", "shop"),
+                ("pod", pod),
+                ("container", container),
+                ("image", image),
+            ]),
+            move |ago| (ago >= gone_before && ago < since).then_some(1.0),
+        ));
+    }
+    let Some(world) = World::build(&defs, 6 * 3600, 30).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(720)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let rollouts = of(&facts, "rollouts");
+    assert_eq!(rollouts.len(), 3, "{}", lines(&facts));
+    let api = rollouts
+        .iter()
+        .find(|f| f.entity.name == "shop/api" && f.entity.kind == "deployment")
+        .unwrap();
+    assert_eq!(api.severity, Severity::Info);
+    assert!((11.0..13.0).contains(&mins_ago(api)), "{}", lines(&facts));
+    let detail = api.detail.as_deref().unwrap();
+    assert!(
+        detail.contains("generation 7 → 8; 2 of 3 replicas updated"),
+        "{detail}"
+    );
+    let worker = rollouts
+        .iter()
+        .find(|f| f.entity.name == "shop/worker")
+        .unwrap();
+    assert_eq!(worker.what, "rollout failed");
+    assert_eq!(worker.severity, Severity::Warning);
+    assert!(
+        (29.0..31.0).contains(&mins_ago(worker)),
+        "{}",
+        lines(&facts)
+    );
+    let image = rollouts
+        .iter()
+        .find(|f| f.entity.kind == "container")
+        .unwrap();
+    assert_eq!(image.entity.name, "shop/api");
+    assert!((11.0..13.0).contains(&mins_ago(image)), "{}", lines(&facts));
+    assert_eq!(
+        image.detail.as_deref(),
+        Some("image registry.example.net/shop/api:1.4.2 → registry.example.net/shop/api:1.5.0")
+    );
+}
