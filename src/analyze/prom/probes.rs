@@ -19,6 +19,8 @@ use crate::integrations::prometheus::Labels;
 
 /// The failing probes.
 const FAILING: &str = "probe_success == 0";
+/// What a probe failing on its HTTP status is.
+const STATUS_FAILURE: &str = "failing with HTTP status";
 
 pub struct ProbeFailures(pub Prom);
 
@@ -66,6 +68,8 @@ impl Analyzer for ProbeFailures {
             let failing_since = last_transition(history(0)).map(|(t, _)| t);
             let code = ev.status.get(&key).copied();
             let (what, detail) = ev.explain(&key);
+            // The status is the figure only when it is what failed (not a body mismatch).
+            let code = code.filter(|c| *c > 0.0 && what == STATUS_FAILURE);
             let mut fact = Fact::new(
                 FactClass::Availability,
                 self.name(),
@@ -77,11 +81,11 @@ impl Analyzer for ProbeFailures {
                 .with_labels(labels_map(&s.metric)),
                 what,
                 Severity::Critical,
-                Source::promql(&queries[2 * i + usize::from(code.is_some_and(|c| c > 0.0))]),
+                Source::promql(&queries[2 * i + usize::from(code.is_some())]),
             )
             .since(failing_since);
             let mut detail = detail;
-            if let Some(c) = code.filter(|c| *c > 0.0) {
+            if let Some(c) = code {
                 fact = fact.value(Quantity::new(c, Unit::Plain));
                 if let Some((t, before)) = last_transition(history(1)) {
                     detail = format!(
@@ -152,10 +156,7 @@ impl Evidence {
             );
         }
         match code {
-            Some(c) if c > 0.0 => (
-                "failing with HTTP status".into(),
-                format!("probe took {duration}"),
-            ),
+            Some(c) if c > 0.0 => (STATUS_FAILURE.into(), format!("probe took {duration}")),
             _ if self.connect.get(key).is_some_and(|c| *c > 0.0) => (
                 "failing: connected but no answer".into(),
                 format!("no HTTP response; probe gave up after {duration}"),

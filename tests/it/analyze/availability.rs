@@ -203,6 +203,11 @@ async fn a_probe_whose_body_no_longer_matches_or_that_times_out_says_so() {
         "http://slow.example.org/",
         vec![(always(), "blackbox_http_timeout.prom")],
     ));
+    // A TCP probe (no HTTP series at all) refused.
+    defs.extend(probe(
+        "smtp.example.org:25",
+        vec![(always(), "blackbox_tcp_refused.prom")],
+    ));
     defs.extend(probe(
         "https://ok.example.org/",
         vec![(always(), "blackbox_http_200.prom")],
@@ -212,12 +217,20 @@ async fn a_probe_whose_body_no_longer_matches_or_that_times_out_says_so() {
     };
     let (facts, _) = world.sweep(None).await;
     let probes = only(&facts, "probe_failures");
-    assert_eq!(probes.len(), 2, "{}", lines(&facts));
+    assert_eq!(probes.len(), 3, "{}", lines(&facts));
+    let smtp = probes
+        .iter()
+        .find(|f| f.entity.name.contains("smtp"))
+        .unwrap();
+    assert_eq!(smtp.what, "failing", "{}", lines(&facts));
+    assert_eq!(smtp.entity.host.as_deref(), Some("smtp.example.org"));
+    assert_eq!(smtp.value, None, "{}", lines(&facts));
     let status = probes
         .iter()
         .find(|f| f.entity.name.contains("status"))
         .unwrap();
     assert!(status.what.contains("did not match"), "{}", lines(&facts));
+    assert_eq!(status.value, None, "the status is not what failed");
     assert!(status.since.is_some(), "{}", lines(&facts));
     let slow = probes
         .iter()

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::rc::Rc;
 
-use super::world::SeriesDef;
+use super::world::{SeriesDef, series};
 
 /// One sample of a capture: name, labels, value.
 pub type Sample = (String, BTreeMap<String, String>, f64);
@@ -103,14 +103,15 @@ pub fn target(extra: &[(&str, &str)], phases: Vec<(When, &str)>) -> Vec<SeriesDe
     all.into_iter()
         .map(|(id, labels)| {
             let phases = phases.clone();
-            SeriesDef {
-                name: id.0.clone(),
-                labels,
-                value: Box::new(move |ago| {
-                    let (_, values) = phases.iter().find(|(when, _)| when(ago))?;
-                    values.get(&id).copied().filter(|v| v.is_finite())
-                }),
-            }
+            let pairs: Vec<(&str, &str)> = labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let name = id.0.clone();
+            series(&name, &pairs, move |ago| {
+                let (_, values) = phases.iter().find(|(when, _)| when(ago))?;
+                values.get(&id).copied().filter(|v| v.is_finite())
+            })
         })
         .collect()
 }
