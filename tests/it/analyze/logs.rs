@@ -161,3 +161,46 @@ async fn without_a_service_name_label_the_app_label_names_the_service_and_calm_l
     let (facts, _) = sweep(vec![(pod("web", "web-1"), calm)], 300).await;
     assert!(facts.is_empty(), "{}", lines(&facts));
 }
+
+#[tokio::test]
+async fn a_service_name_with_quotes_and_backslashes_is_escaped_in_the_queries_built_from_it() {
+    let name = r#"web "edge" \ 1"#;
+    let burst = lines_every(240, 2, |i| format!("upstream connect error id={i}"));
+    let (facts, notes) = sweep(vec![(labels(&[("service_name", name)]), burst)], 240).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(facts.len(), 1, "{}", lines(&facts));
+    assert_eq!(facts[0].entity.name, name);
+    assert!(
+        facts[0]
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("upstream connect error id=<n>")
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_loki_skips_the_analyzer_with_a_note_naming_loki() {
+    sre_agent::install_crypto_provider();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = UpstreamConfig {
+        url: Some(format!("http://127.0.0.1:{port}").parse().unwrap()),
+        ..Default::default()
+    };
+    let client = Arc::new(LokiClient::new(&config).unwrap());
+    let report = Sweep::of(logs::analyzers(client))
+        .run(Scope::new(Utc::now(), None))
+        .await;
+    assert!(report.facts.is_empty());
+    assert_eq!(report.notes.len(), 1, "{:?}", report.notes);
+    assert!(
+        report.notes[0].starts_with("log_error_bursts: skipped ("),
+        "{:?}",
+        report.notes
+    );
+    assert!(report.notes[0].contains("Loki"), "{:?}", report.notes);
+}
