@@ -12,11 +12,15 @@
 //! - `fact.rs`, `quantity.rs`: the typed result and its units;
 //! - `sweep.rs`: the catalog of analyzers per integration, the parallel run with budget;
 //! - `rank.rs`: relevance by entities, time and severity;
+//! - `pattern.rs`: the pattern of a log line (numbers and ids as placeholders);
+//! - `logs.rs`: error bursts per service in Loki;
 //! - `prom/`: analyzers over Prometheus (node_exporter, process-exporter, cAdvisor,
 //!   kube-state-metrics, blackbox);
 //! - one file per other integration's analyzers.
 
 mod fact;
+pub mod logs;
+mod pattern;
 pub mod prom;
 mod quantity;
 pub mod rank;
@@ -26,6 +30,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 
 pub use fact::{Entity, Fact, FactClass, Rate, Severity, Source, host_of};
+pub use pattern::line_pattern;
 pub use quantity::{Quantity, Unit, human_bytes, human_seconds, round_sig};
 pub use rank::{Focus, Ranked, rank};
 pub use sweep::{Sweep, SweepReport};

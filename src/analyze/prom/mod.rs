@@ -4,15 +4,23 @@
 //! exporters emit (node_exporter, process-exporter, cAdvisor, kube-state-metrics,
 //! blackbox_exporter) and skips a variant it does not find.
 
+mod certs;
 mod clock;
 mod container_memory;
 mod context;
 mod cpu;
 mod disk_io;
 mod filesystem;
+mod history;
 mod memory;
 mod network;
+mod probes;
 mod process_memory;
+mod reloads;
+mod restarts;
+mod rollouts;
+mod targets;
+mod versions;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -39,7 +47,14 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(disk_io::DiskIo(p.clone())),
         Arc::new(network::NetworkErrors(p.clone())),
         Arc::new(clock::Clock(p.clone())),
-        Arc::new(context::HostContext(p)),
+        Arc::new(context::HostContext(p.clone())),
+        Arc::new(targets::TargetsDown(p.clone())),
+        Arc::new(probes::ProbeFailures(p.clone())),
+        Arc::new(certs::CertExpiry(p.clone())),
+        Arc::new(versions::VersionChanges(p.clone())),
+        Arc::new(restarts::ProcessRestarts(p.clone())),
+        Arc::new(reloads::ConfigReloads(p.clone())),
+        Arc::new(rollouts::Rollouts(p)),
     ]
 }
 

@@ -2,9 +2,13 @@
 //! series of real exporters (several hosts, thousands of series) with an incident written
 //! into a few of them. `world` is the harness every analyzer test uses.
 
+mod availability;
+mod captured;
+mod changes;
 mod clock;
 mod filesystem;
 mod host;
+mod logs;
 mod memory;
 mod saturation;
 pub mod world;

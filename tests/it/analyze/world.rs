@@ -16,7 +16,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use sre_agent::analyze::{Fact, Scope};
 use sre_agent::config::UpstreamConfig;
-use sre_agent::eval::prometheus::{PrometheusProcess, backfill, start};
+use sre_agent::eval::prometheus::{PrometheusProcess, backfill, start_scraping};
 use sre_agent::integrations::PrometheusClient;
 use tempfile::TempDir;
 
@@ -60,6 +60,16 @@ pub struct World {
 impl World {
     /// `None` when promtool/prometheus are missing (the test is skipped).
     pub async fn build(defs: &[SeriesDef], history_secs: i64, step_secs: i64) -> Option<Self> {
+        Self::build_scraping(defs, history_secs, step_secs, "").await
+    }
+
+    /// A world whose Prometheus also scrapes `scrape_configs` (YAML list items).
+    pub async fn build_scraping(
+        defs: &[SeriesDef],
+        history_secs: i64,
+        step_secs: i64,
+        scrape_configs: &str,
+    ) -> Option<Self> {
         sre_agent::install_crypto_provider();
         if !require_tool("promtool") || !require_tool("prometheus") {
             return None;
@@ -91,7 +101,9 @@ impl World {
         text.push_str("# EOF\n");
         let dir = tempfile::tempdir().unwrap();
         let data = backfill(dir.path(), &text).expect("backfill");
-        let prometheus = start(dir.path(), &data, &[]).await.expect("prometheus");
+        let prometheus = start_scraping(dir.path(), &data, &[], scrape_configs)
+            .await
+            .expect("prometheus");
         Some(Self {
             prometheus,
             _dir: dir,
