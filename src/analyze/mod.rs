@@ -17,6 +17,7 @@
 //! - one file per other integration's analyzers.
 
 mod fact;
+pub mod kube;
 pub mod prom;
 mod quantity;
 pub mod rank;

@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 
-use super::{AnalyzeError, Analyzer, Fact, Scope, prom};
+use super::{AnalyzeError, Analyzer, Fact, Scope, kube, prom};
 use crate::config::Config;
 use crate::integrations::PrometheusClient;
+use crate::integrations::kubernetes::KubeClient;
 
 /// How long one analyzer may take before it is skipped.
 pub const ANALYZER_BUDGET: Duration = Duration::from_secs(5);
@@ -42,6 +43,11 @@ impl Sweep {
         if config.prometheus.url.is_some() {
             let client = Arc::new(PrometheusClient::new(&config.prometheus)?);
             analyzers.extend(prom::analyzers(client));
+        }
+        if config.kubernetes.enabled {
+            let client = KubeClient::new(&config.kubernetes)
+                .map_err(|e| AnalyzeError::Other(e.to_string()))?;
+            analyzers.extend(kube::analyzers(Arc::new(client)));
         }
         Ok(Self {
             analyzers,

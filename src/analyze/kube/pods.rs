@@ -1,0 +1,166 @@
+//! `kube_pods`: pods not ready and why. Lists the pods (every allowed namespace) and the
+//! Warning events once, gives each pod the events about it, and asks each failure class in
+//! turn about each container: image pulls (`image_pull.rs`), crash loops, OOM kills and
+//! recent crashes (`crash.rs`), containers not ready for another reason (`not_ready.rs`);
+//! then the pod as a whole: unschedulable (`scheduling.rs`) or failed (`not_ready.rs`).
+//! A container gets one fact, from the first class that claims it.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use k8s_openapi::api::core::v1::{ContainerStatus, Event, Pod};
+
+use super::{MAX_FACTS, crash, image_pull, not_ready, scheduling, time, timestamp, upstream};
+use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope};
+use crate::integrations::kubernetes::KubeClient;
+
+pub const NAME: &str = "kube_pods";
+
+pub struct KubePods(pub Arc<KubeClient>);
+
+/// One pod as the failure classes see it: the pod, the Warning events about it (oldest
+/// first) and the window.
+pub struct PodView<'a> {
+    pub pod: &'a Pod,
+    pub events: Vec<&'a Event>,
+    pub scope: &'a Scope,
+}
+
+#[async_trait]
+impl Analyzer for KubePods {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let pods = self.0.pods(None, None).await.map_err(upstream)?;
+        let events = self.0.events(None, true).await.map_err(upstream)?;
+        Ok(analyze(&pods, &events, scope))
+    }
+}
+
+/// The facts about `pods` given the Warning `events` (oldest first).
+pub fn analyze(pods: &[Pod], events: &[Event], scope: &Scope) -> Vec<Fact> {
+    let mut by_pod: HashMap<(&str, &str), Vec<&Event>> = HashMap::new();
+    for e in events {
+        let o = &e.involved_object;
+        if o.kind.as_deref() != Some("Pod") {
+            continue;
+        }
+        let ns = o
+            .namespace
+            .as_deref()
+            .or(e.metadata.namespace.as_deref())
+            .unwrap_or_default();
+        if let Some(name) = o.name.as_deref() {
+            by_pod.entry((ns, name)).or_default().push(e);
+        }
+    }
+    let mut facts = Vec::new();
+    for pod in pods {
+        let key = (
+            pod.metadata.namespace.as_deref().unwrap_or_default(),
+            pod.metadata.name.as_deref().unwrap_or_default(),
+        );
+        let view = PodView {
+            pod,
+            events: by_pod.remove(&key).unwrap_or_default(),
+            scope,
+        };
+        facts.extend(pod_facts(&view));
+    }
+    facts.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| b.since.cmp(&a.since))
+    });
+    facts.truncate(MAX_FACTS);
+    facts
+}
+
+fn pod_facts(v: &PodView) -> Vec<Fact> {
+    let Some(status) = &v.pod.status else {
+        return Vec::new();
+    };
+    match status.phase.as_deref() {
+        Some("Succeeded") => return Vec::new(),
+        Some("Failed") => return not_ready::failed_pod(v).into_iter().collect(),
+        _ => {}
+    }
+    let mut facts = Vec::new();
+    let containers = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten());
+    for cs in containers {
+        let fact = image_pull::fact(v, cs)
+            .or_else(|| crash::fact(v, cs))
+            .or_else(|| not_ready::container(v, cs));
+        facts.extend(fact);
+    }
+    if facts.is_empty() {
+        facts.extend(scheduling::fact(v));
+    }
+    facts
+}
+
+impl PodView<'_> {
+    /// The newest Warning event about the pod with `reason` (any reason when `None`)
+    /// whose message passes `keep`.
+    pub fn event(&self, reason: Option<&str>, keep: impl Fn(&str) -> bool) -> Option<&Event> {
+        self.events
+            .iter()
+            .rev()
+            .find(|e| {
+                reason.is_none_or(|r| e.reason.as_deref() == Some(r))
+                    && keep(e.message.as_deref().unwrap_or_default())
+            })
+            .copied()
+    }
+
+    /// When the pod's condition `kind` last turned to `status`, if it has that status now.
+    pub fn condition_since(&self, kind: &str, status: &str) -> Option<DateTime<Utc>> {
+        let c = self
+            .pod
+            .status
+            .as_ref()?
+            .conditions
+            .as_ref()?
+            .iter()
+            .find(|c| c.type_ == kind && c.status == status)?;
+        c.last_transition_time.as_ref().and_then(time)
+    }
+
+    /// When the pod was created.
+    pub fn created(&self) -> Option<DateTime<Utc>> {
+        self.pod.metadata.creation_timestamp.as_ref().and_then(time)
+    }
+}
+
+/// When an event was first seen (its series' start, else its own time).
+pub fn first_seen(e: &Event) -> Option<DateTime<Utc>> {
+    e.first_timestamp
+        .as_ref()
+        .and_then(time)
+        .or_else(|| e.event_time.as_ref().and_then(|t| timestamp(&t.0)))
+        .or_else(|| e.last_timestamp.as_ref().and_then(time))
+}
+
+/// The reason a container waits, if it does.
+pub fn waiting_reason(cs: &ContainerStatus) -> Option<&str> {
+    cs.state.as_ref()?.waiting.as_ref()?.reason.as_deref()
+}
+
+/// The message of the container's waiting state, if any.
+pub fn waiting_message(cs: &ContainerStatus) -> Option<&str> {
+    cs.state
+        .as_ref()?
+        .waiting
+        .as_ref()?
+        .message
+        .as_deref()
+        .filter(|m| !m.trim().is_empty())
+}
