@@ -35,7 +35,7 @@ pub fn fact(v: &PodView, cs: &ContainerStatus) -> Option<Fact> {
         .or_else(|| waiting_message(cs))
         .unwrap_or_default();
     let detail = match message.contains(image.as_str()) {
-        true => message.to_string(),
+        true => once(message, &image),
         false => format!("image {image}: {message}"),
     };
     let since = v
@@ -64,4 +64,29 @@ pub fn fact(v: &PodView, cs: &ContainerStatus) -> Option<Fact> {
         .since(since)
         .detail(detail),
     )
+}
+
+/// `message` with `image` spelled out once: the runtime repeats it at every layer of its
+/// error ("failed to pull … failed to resolve reference …"), which would push the
+/// registry's answer at the end out of the fact's detail.
+fn once(message: &str, image: &str) -> String {
+    match message.split_once(image) {
+        Some((head, rest)) if !image.is_empty() => {
+            format!("{head}{image}{}", rest.replace(image, "…"))
+        }
+        _ => message.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_image_is_spelled_once_so_the_registrys_answer_stays_in_the_detail() {
+        let m = "Failed to pull image \"r/a:1\": failed to resolve reference \"r/a:1\": r/a:1: not found";
+        assert_eq!(
+            super::once(m, "r/a:1"),
+            "Failed to pull image \"r/a:1\": failed to resolve reference \"…\": …: not found"
+        );
+        assert_eq!(super::once("no image here", "r/a:1"), "no image here");
+    }
 }

@@ -151,6 +151,24 @@ pub fn labels_map(labels: &Labels) -> BTreeMap<String, String> {
     identity(labels).into_iter().collect()
 }
 
+/// How full a filesystem (or a storage, a datastore, a pool) may get, and how soon it may
+/// be full, before it is a warning or critical: one set of thresholds for every analyzer of
+/// space.
+pub(crate) use filesystem::{CRIT_ETA, CRIT_PERCENT, WARN_ETA, WARN_PERCENT};
+
+/// The severity of a space `used_percent` full and `eta` seconds from full, by the
+/// filesystem thresholds; `None` when it is fine.
+pub(crate) fn space_severity(used_percent: f64, eta: Option<f64>) -> Option<super::Severity> {
+    use super::Severity::{Critical, Warning};
+    match (used_percent, eta) {
+        (u, _) if u >= CRIT_PERCENT => Some(Critical),
+        (_, Some(e)) if e < CRIT_ETA => Some(Critical),
+        (u, _) if u >= WARN_PERCENT => Some(Warning),
+        (_, Some(e)) if e < WARN_ETA => Some(Warning),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
