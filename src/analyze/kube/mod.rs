@@ -143,17 +143,21 @@ pub fn owner(pod: &Pod) -> Option<(String, String)> {
             .and_then(|l| l.get("pod-template-hash"));
         let stripped = match hash {
             Some(h) => r.name.strip_suffix(&format!("-{h}")).map(str::to_string),
-            None => r.name.rsplit_once('-').and_then(|(base, tail)| {
-                let hashed = (5..=10).contains(&tail.len())
-                    && tail.chars().all(|c| HASH_ALPHABET.contains(c));
-                hashed.then(|| base.to_string())
-            }),
+            None => deployment_of(&r.name).map(str::to_string),
         };
         if let Some(d) = stripped.filter(|d| !d.is_empty()) {
             return Some(("deployment".into(), d));
         }
     }
     Some((r.kind.to_lowercase(), r.name.clone()))
+}
+
+/// The Deployment a ReplicaSet named `replicaset` belongs to: its name without a
+/// suffix that looks like a `pod-template-hash`.
+pub fn deployment_of(replicaset: &str) -> Option<&str> {
+    let (base, tail) = replicaset.rsplit_once('-')?;
+    let hashed = (5..=10).contains(&tail.len()) && tail.chars().all(|c| HASH_ALPHABET.contains(c));
+    (hashed && !base.is_empty()).then_some(base)
 }
 
 /// The entity of `pod` (`namespace/name`, on its node), with `container` when the fact is

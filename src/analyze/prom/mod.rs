@@ -5,6 +5,7 @@
 //! blackbox_exporter) and skips a variant it does not find.
 
 mod filesystem;
+mod kube_state;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -21,7 +22,10 @@ const MAX_SERIES: usize = 20_000;
 /// The Prometheus analyzers, in the order their facts are listed.
 pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
     let p = Prom { client };
-    vec![Arc::new(filesystem::FilesystemSpace(p.clone()))]
+    vec![
+        Arc::new(filesystem::FilesystemSpace(p.clone())),
+        Arc::new(kube_state::KubeStatePods(p.clone())),
+    ]
 }
 
 /// The Prometheus client as analyzers use it.

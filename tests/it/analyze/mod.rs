@@ -7,4 +7,5 @@ mod appliances;
 mod filesystem;
 mod kube;
 mod kube_cluster;
+mod kube_state;
 pub mod world;
