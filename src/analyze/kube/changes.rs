@@ -8,8 +8,8 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 
-use super::rollouts::{NAME, key, workload};
-use super::time;
+use super::ROLLOUTS as NAME;
+use super::{key, time, workload};
 use crate::analyze::{Fact, FactClass, Quantity, Scope, Severity, Unit};
 
 /// The annotation a Deployment's controller puts on each of its ReplicaSets.

@@ -5,7 +5,8 @@
 
 use k8s_openapi::api::core::v1::{ContainerStateTerminated, ContainerStatus};
 
-use super::pods::{NAME, PodView, first_seen, waiting_message, waiting_reason};
+use super::PODS as NAME;
+use super::view::{PodView, first_seen, waiting_message, waiting_reason};
 use super::{describe_source, memory_limit, pod_entity, time};
 use crate::analyze::{Fact, FactClass, Quantity, Severity};
 

@@ -5,7 +5,8 @@
 
 use k8s_openapi::api::core::v1::ContainerStatus;
 
-use super::pods::{NAME, PodView, first_seen, waiting_message, waiting_reason};
+use super::PODS as NAME;
+use super::view::{PodView, first_seen, waiting_message, waiting_reason};
 use super::{describe_source, image_of, pod_entity};
 use crate::analyze::{Fact, FactClass, Severity};
 

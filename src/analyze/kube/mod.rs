@@ -13,6 +13,7 @@ mod not_ready;
 mod pods;
 mod rollouts;
 mod scheduling;
+mod view;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,11 +21,15 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde_json::json;
 
 use super::{AnalyzeError, Analyzer, Entity, Source};
 use crate::integrations::kubernetes::{KubeClient, KubeError};
+
+/// The analyzers' names.
+const PODS: &str = "kube_pods";
+const ROLLOUTS: &str = "kube_rollouts";
 
 /// Most facts one Kubernetes analyzer reports (most severe first, then newest).
 const MAX_FACTS: usize = 40;
@@ -195,6 +200,30 @@ pub fn describe_source(pod: &Pod) -> Source {
             "namespace": pod.metadata.namespace.as_deref().unwrap_or_default(),
             "name": pod.metadata.name.as_deref().unwrap_or_default(),
         }),
+    )
+}
+
+/// `(namespace, name)` of an object.
+pub fn key(m: &ObjectMeta) -> (String, String) {
+    (
+        m.namespace.clone().unwrap_or_default(),
+        m.name.clone().unwrap_or_default(),
+    )
+}
+
+/// The entity of a workload (`namespace/name`, labelled with its kind's name) and the
+/// tool call that lists its namespace's rollouts.
+pub fn workload(kind: &str, m: &ObjectMeta) -> (Entity, Source) {
+    let (ns, name) = key(m);
+    let labels = BTreeMap::from([
+        ("namespace".to_string(), ns.clone()),
+        (kind.to_string(), name.clone()),
+        ("workload".to_string(), name.clone()),
+    ]);
+    let source = Source::new("k8s_workloads", json!({ "namespace": ns }));
+    (
+        Entity::new(kind, format!("{ns}/{name}")).with_labels(labels),
+        source,
     )
 }
 

@@ -6,7 +6,8 @@
 
 use k8s_openapi::api::core::v1::ContainerStatus;
 
-use super::pods::{NAME, PodView, waiting_message, waiting_reason};
+use super::PODS as NAME;
+use super::view::{PodView, waiting_message, waiting_reason};
 use super::{describe_source, pod_entity, time};
 use crate::analyze::{Fact, FactClass, Severity};
 

@@ -4,21 +4,16 @@
 //! replicas; and, from the Deployments' ReplicaSets, the rollouts done in the window with
 //! the images they changed (`changes.rs`).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use serde_json::json;
 
-use super::{MAX_FACTS, changes, time, upstream};
-use crate::analyze::{
-    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source,
-};
+use super::ROLLOUTS as NAME;
+use super::{MAX_FACTS, changes, key, time, upstream, workload};
+use crate::analyze::{AnalyzeError, Analyzer, Fact, FactClass, Quantity, Scope, Severity};
 use crate::integrations::kubernetes::KubeClient;
-
-pub const NAME: &str = "kube_rollouts";
 
 pub struct KubeRollouts(pub Arc<KubeClient>);
 
@@ -116,30 +111,6 @@ impl Analyzer for KubeRollouts {
         facts.truncate(MAX_FACTS);
         Ok(facts)
     }
-}
-
-/// `(namespace, name)` of an object.
-pub fn key(m: &ObjectMeta) -> (String, String) {
-    (
-        m.namespace.clone().unwrap_or_default(),
-        m.name.clone().unwrap_or_default(),
-    )
-}
-
-/// The entity of a workload (`namespace/name`, labelled with its kind's name) and the
-/// tool call that lists its namespace's rollouts.
-pub fn workload(kind: &str, m: &ObjectMeta) -> (Entity, Source) {
-    let (ns, name) = key(m);
-    let labels = BTreeMap::from([
-        ("namespace".to_string(), ns.clone()),
-        (kind.to_string(), name.clone()),
-        ("workload".to_string(), name.clone()),
-    ]);
-    let source = Source::new("k8s_workloads", json!({ "namespace": ns }));
-    (
-        Entity::new(kind, format!("{ns}/{name}")).with_labels(labels),
-        source,
-    )
 }
 
 struct Counts {

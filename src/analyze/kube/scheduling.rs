@@ -3,7 +3,8 @@
 //! what the pod asks for (CPU and memory requests summed over its containers), since the
 //! first time the scheduler said so.
 
-use super::pods::{NAME, PodView, first_seen};
+use super::PODS as NAME;
+use super::view::{PodView, first_seen};
 use super::{describe_source, pod_entity, pod_resource};
 use crate::analyze::{Fact, FactClass, Quantity, Severity, round_sig};
 

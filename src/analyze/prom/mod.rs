@@ -6,6 +6,7 @@
 
 mod filesystem;
 mod kube_state;
+mod kube_state_workloads;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -25,6 +26,8 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
     vec![
         Arc::new(filesystem::FilesystemSpace(p.clone())),
         Arc::new(kube_state::KubeStatePods(p.clone())),
+        Arc::new(kube_state_workloads::KubeStateNodes(p.clone())),
+        Arc::new(kube_state_workloads::KubeStateRollouts(p.clone())),
     ]
 }
 

@@ -5,71 +5,12 @@
 //! a pod unschedulable for 9), so the analyzer meets the real pod names, label sets and
 //! the two pods that real cluster left Pending.
 
-use std::collections::BTreeMap;
-
 use sre_agent::analyze::{Fact, Severity};
 
+use super::exposition::exposition;
 use super::world::{SeriesDef, World, lines, series};
 
 const CAPTURE: &str = include_str!("../../fixtures/exporters/kube_state_metrics.prom");
-
-/// The series of an exposition text as `(name, labels, value)`: comments and blank lines
-/// skipped, label values unescaped.
-pub fn exposition(text: &str) -> Vec<(String, BTreeMap<String, String>, f64)> {
-    let mut out = Vec::new();
-    for line in text.lines().map(str::trim) {
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let (name, rest) = match line.find(['{', ' ']) {
-            Some(i) => line.split_at(i),
-            None => continue,
-        };
-        let mut labels = BTreeMap::new();
-        let mut rest = rest;
-        if let Some(body) = rest.strip_prefix('{') {
-            let mut chars = body.char_indices();
-            let mut key = String::new();
-            let mut end = body.len();
-            while let Some((i, c)) = chars.next() {
-                match c {
-                    '}' => {
-                        end = i + 1;
-                        break;
-                    }
-                    ',' | ' ' => {}
-                    '=' => {
-                        chars.next(); // the opening quote
-                        let mut value = String::new();
-                        while let Some((_, c)) = chars.next() {
-                            match c {
-                                '\\' => match chars.next().map(|(_, c)| c) {
-                                    Some('n') => value.push('\n'),
-                                    Some(other) => value.push(other),
-                                    None => {}
-                                },
-                                '"' => break,
-                                c => value.push(c),
-                            }
-                        }
-                        labels.insert(std::mem::take(&mut key), value);
-                    }
-                    c => key.push(c),
-                }
-            }
-            rest = &body[end..];
-        }
-        let Some(value) = rest
-            .split_whitespace()
-            .next()
-            .and_then(|v| v.parse::<f64>().ok())
-        else {
-            continue;
-        };
-        out.push((name.to_string(), labels, value));
-    }
-    out
-}
 
 /// Every series of the capture, as kube-state-metrics at `instance` serves it, constant
 /// over the history, except those `incident` replaces (same name and labels).
@@ -104,20 +45,6 @@ fn ksm(
         ("instance", "10.42.0.9:8080"),
     ]);
     series(name, &all, value)
-}
-
-#[test]
-fn the_exposition_reader_keeps_every_series_of_the_capture_with_its_labels() {
-    let s = exposition(CAPTURE);
-    assert_eq!(s.len(), 265);
-    let (name, labels, value) = &s[30];
-    assert_eq!(name, "kube_pod_status_phase");
-    assert_eq!(labels["namespace"], "monitoring");
-    assert_eq!(*value, 0.0);
-    let tricky = exposition("m{a=\"x\\\"y,z}\",b=\"\"} 2.5 1700000000\n");
-    assert_eq!(tricky[0].1["a"], "x\"y,z}");
-    assert_eq!(tricky[0].1["b"], "");
-    assert_eq!(tricky[0].2, 2.5);
 }
 
 #[tokio::test]
@@ -304,4 +231,225 @@ async fn pods_crash_looping_unschedulable_or_left_pending_are_found_in_real_kube
             "Pending since before the window:\n{all}"
         );
     }
+}
+
+#[tokio::test]
+async fn nodes_in_bad_conditions_stuck_or_short_workloads_and_spec_changes_from_kube_state_metrics()
+{
+    let mut incident = Vec::new();
+    for node in ["worker-1", "worker-2", "worker-3"] {
+        for condition in [
+            "Ready",
+            "MemoryPressure",
+            "DiskPressure",
+            "PIDPressure",
+            "NetworkUnavailable",
+        ] {
+            for status in ["true", "false", "unknown"] {
+                // worker-3 stopped reporting 14 minutes ago; worker-2 is short of memory
+                // for 25 minutes; every other condition is as it should be.
+                let healthy = if condition == "Ready" {
+                    "true"
+                } else {
+                    "false"
+                };
+                let bad = match (node, condition) {
+                    ("worker-3", _) => Some(("unknown", 840)),
+                    ("worker-2", "MemoryPressure") => Some(("true", 1500)),
+                    _ => None,
+                };
+                let value = move |ago: i64| {
+                    let now_status = match bad {
+                        Some((s, since)) if ago <= since => s,
+                        _ => healthy,
+                    };
+                    Some(if now_status == status { 1.0 } else { 0.0 })
+                };
+                incident.push(ksm(
+                    "kube_node_status_condition",
+                    &[("node", node), ("condition", condition), ("status", status)],
+                    value,
+                ));
+            }
+        }
+    }
+    let d = |name: &str, ns: &str, obj: &str, v: Box<dyn Fn(i64) -> Option<f64>>| SeriesDef {
+        name: name.to_string(),
+        labels: [
+            ("namespace", ns),
+            ("deployment", obj),
+            ("job", "kube-state-metrics"),
+            ("instance", "10.42.0.9:8080"),
+        ]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect(),
+        value: v,
+    };
+    // shop/checkout: a rollout 18 minutes ago whose new pods never came up; shop/api: fine.
+    incident.extend([
+        d(
+            "kube_deployment_spec_replicas",
+            "shop",
+            "checkout",
+            Box::new(|_| Some(2.0)),
+        ),
+        d(
+            "kube_deployment_status_replicas_updated",
+            "shop",
+            "checkout",
+            Box::new(|ago| Some(if ago <= 1080 { 1.0 } else { 2.0 })),
+        ),
+        d(
+            "kube_deployment_status_replicas_available",
+            "shop",
+            "checkout",
+            Box::new(|ago| Some(if ago <= 1080 { 1.0 } else { 2.0 })),
+        ),
+        d(
+            "kube_deployment_metadata_generation",
+            "shop",
+            "checkout",
+            Box::new(|ago| Some(if ago <= 1080 { 4.0 } else { 3.0 })),
+        ),
+        d(
+            "kube_deployment_spec_replicas",
+            "shop",
+            "api",
+            Box::new(|_| Some(3.0)),
+        ),
+        d(
+            "kube_deployment_status_replicas_updated",
+            "shop",
+            "api",
+            Box::new(|_| Some(3.0)),
+        ),
+        d(
+            "kube_deployment_status_replicas_available",
+            "shop",
+            "api",
+            Box::new(|_| Some(3.0)),
+        ),
+        d(
+            "kube_deployment_metadata_generation",
+            "shop",
+            "api",
+            Box::new(|_| Some(7.0)),
+        ),
+    ]);
+    for (status, since) in [("true", None), ("false", Some(480)), ("unknown", None)] {
+        let mut labels = vec![
+            ("namespace", "shop"),
+            ("deployment", "checkout"),
+            ("condition", "Progressing"),
+            ("status", status),
+        ];
+        incident.push(ksm(
+            "kube_deployment_status_condition",
+            &labels,
+            move |ago| {
+                let stuck = ago <= 480;
+                Some(match (since, status) {
+                    (Some(_), _) => f64::from(u8::from(stuck)),
+                    (None, "true") => f64::from(u8::from(!stuck)),
+                    _ => 0.0,
+                })
+            },
+        ));
+        labels[1] = ("deployment", "api");
+        incident.push(ksm(
+            "kube_deployment_status_condition",
+            &labels,
+            move |_| Some(f64::from(u8::from(status == "true"))),
+        ));
+    }
+    let sts = [("namespace", "monitoring"), ("statefulset", "loki")];
+    incident.extend([
+        ksm("kube_statefulset_replicas", &sts, |_| Some(1.0)),
+        ksm("kube_statefulset_status_replicas_updated", &sts, |_| {
+            Some(1.0)
+        }),
+        ksm("kube_statefulset_status_replicas_ready", &sts, |ago| {
+            Some(if ago <= 2400 { 0.0 } else { 1.0 })
+        }),
+        ksm("kube_statefulset_metadata_generation", &sts, |_| Some(2.0)),
+    ]);
+    let ds = [("namespace", "monitoring"), ("daemonset", "node-exporter")];
+    incident.extend([
+        ksm(
+            "kube_daemonset_status_desired_number_scheduled",
+            &ds,
+            |_| Some(3.0),
+        ),
+        ksm(
+            "kube_daemonset_status_updated_number_scheduled",
+            &ds,
+            |_| Some(3.0),
+        ),
+        ksm("kube_daemonset_status_number_available", &ds, |ago| {
+            Some(if ago <= 840 { 2.0 } else { 3.0 })
+        }),
+        ksm("kube_daemonset_metadata_generation", &ds, |_| Some(1.0)),
+    ]);
+    let Some(world) = World::build(&capture_with(incident), 3 * 3600, 60).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(20 * 60)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let all = lines(&facts);
+    let now = chrono::Utc::now();
+    let mins = |f: &Fact| (now - f.since.expect("a since")).num_minutes();
+    let find = |analyzer: &str, name: &str| -> Vec<&Fact> {
+        facts
+            .iter()
+            .filter(|f| f.analyzer == analyzer && f.entity.name == name)
+            .collect()
+    };
+
+    assert_eq!(
+        facts
+            .iter()
+            .filter(|f| f.analyzer == "kube_state_nodes")
+            .count(),
+        2,
+        "{all}"
+    );
+    let down = find("kube_state_nodes", "worker-3");
+    assert_eq!(down[0].what, "not ready (Ready=unknown)", "{all}");
+    assert!((13..=15).contains(&mins(down[0])), "{all}");
+    let pressure = find("kube_state_nodes", "worker-2");
+    assert_eq!(pressure[0].what, "MemoryPressure", "{all}");
+    assert!((24..=26).contains(&mins(pressure[0])), "{all}");
+
+    let checkout = find("kube_state_rollouts", "shop/checkout");
+    assert_eq!(checkout.len(), 2, "{all}");
+    let stuck = checkout
+        .iter()
+        .find(|f| f.severity == Severity::Critical)
+        .expect(&all);
+    assert_eq!(stuck.what, "rollout stuck (Progressing=False), available");
+    assert_eq!(
+        (stuck.value.unwrap().value, stuck.limit.unwrap().value),
+        (1.0, 2.0)
+    );
+    assert!((7..=9).contains(&mins(stuck)), "{all}");
+    let change = checkout
+        .iter()
+        .find(|f| f.severity == Severity::Info)
+        .expect(&all);
+    assert_eq!(
+        (change.what.as_str(), change.value.unwrap().value),
+        ("spec changed, generation", 4.0)
+    );
+    assert!((17..=19).contains(&mins(change)), "{all}");
+    let loki = find("kube_state_rollouts", "monitoring/loki");
+    assert_eq!(loki.len(), 1, "{all}");
+    assert_eq!(loki[0].what, "replicas available");
+    assert!((39..=41).contains(&mins(loki[0])), "{all}");
+    assert_eq!(
+        find("kube_state_rollouts", "monitoring/node-exporter").len(),
+        1,
+        "{all}"
+    );
+    assert!(find("kube_state_rollouts", "shop/api").is_empty(), "{all}");
 }

@@ -4,6 +4,7 @@
 //! other integrations run against fakes speaking their real wire formats (`kube_cluster`).
 
 mod appliances;
+mod exposition;
 mod filesystem;
 mod kube;
 mod kube_cluster;
