@@ -185,7 +185,7 @@ impl Analyzer for ProxmoxGuests {
                         )
                         .detail(format!("HA resource {sid} wants it started")),
                     );
-                } else if lookups < MAX_CONFIG_LOOKUPS {
+                } else if lookups < MAX_CONFIG_LOOKUPS && id.chars().all(|c| c.is_ascii_digit()) {
                     lookups += 1;
                     let path = format!("nodes/{}/{kind}/{id}/config", n.node);
                     let onboot = c

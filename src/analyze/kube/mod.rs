@@ -183,9 +183,7 @@ pub fn pod_entity(pod: &Pod, container: Option<&str>) -> Entity {
     }
     if let Some((kind, workload)) = owner(pod) {
         labels.insert("workload".into(), workload.clone());
-        if !labels.contains_key(&kind) {
-            labels.insert(kind, workload);
-        }
+        labels.entry(kind).or_insert(workload);
     }
     Entity::new("pod", format!("{ns}/{name}"))
         .on_host(node)

@@ -12,12 +12,14 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Event, Pod};
 
 use super::view::PodView;
-use super::{MAX_FACTS, crash, image_pull, not_ready, scheduling, upstream};
+use super::{MAX_FACTS, crash, image_pull, not_ready, scheduling, time, upstream};
 use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope};
 use crate::integrations::kubernetes::KubeClient;
 
-pub struct KubePods(pub Arc<KubeClient>);
+/// How long a pod may take to terminate before it counts as stuck.
+const DELETING_GRACE_SECS: i64 = 300;
 
+pub struct KubePods(pub Arc<KubeClient>);
 #[async_trait]
 impl Analyzer for KubePods {
     fn name(&self) -> &'static str {
@@ -74,6 +76,11 @@ fn pod_facts(v: &PodView) -> Vec<Fact> {
     let Some(status) = &v.pod.status else {
         return Vec::new();
     };
+    // A pod being deleted is not ready on purpose, for its grace period.
+    let deleting = v.pod.metadata.deletion_timestamp.as_ref().and_then(time);
+    if deleting.is_some_and(|t| (v.scope.now - t).num_seconds() < DELETING_GRACE_SECS) {
+        return Vec::new();
+    }
     match status.phase.as_deref() {
         Some("Succeeded") => return Vec::new(),
         Some("Failed") => return not_ready::failed_pod(v).into_iter().collect(),

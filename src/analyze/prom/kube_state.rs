@@ -233,11 +233,10 @@ impl Analyzer for KubeStatePods {
             if since.is_some_and(|t| ((scope.now - t).num_seconds() as f64) < GRACE_SECS) {
                 continue;
             }
-            let unschedulable = p
+            let unschedulable = !p
                 .vector(&format!("kube_pod_status_unschedulable{sel} == 1"))
                 .await?
-                .len()
-                > 0;
+                .is_empty();
             let requests: HashMap<String, f64> = p
                 .vector(&format!(
                     "sum by (resource) (kube_pod_container_resource_requests{sel})"

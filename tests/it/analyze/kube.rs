@@ -111,6 +111,7 @@ async fn pods_not_ready_are_reported_with_their_reason_the_event_behind_it_and_s
         "media/jellyfin-7c9d8b6f5-zq8xw",
         "media/thumbs-29012345-8kq2z",
         "shop/api-6b7f9c5d48-zz4wn",
+        "shop/api-6b7f9c5d48-old9z",
     ] {
         assert!(about(&facts, decoy).is_empty(), "{decoy} reported:\n{all}");
     }

@@ -85,9 +85,7 @@ fn event(
     reason: &str,
     message: &str,
     field: Option<&str>,
-    first: &str,
-    last: &str,
-    count: u32,
+    (first, last, count): (&str, &str, u32),
 ) -> Value {
     let mut obj = json!({"kind": "Pod", "namespace": ns, "name": pod, "apiVersion": "v1"});
     if let Some(f) = field {
@@ -228,6 +226,22 @@ pub fn objects(now: DateTime<Utc>) -> Vec<Value> {
             "containerStatuses": [{"name": "api", "ready": false, "restartCount": 0, "image": "registry.example.com/shop/api:7.1.0", "imageID": "",
                 "state": {"waiting": {"reason": "ContainerCreating"}}}]})));
 
+    // Decoy: a pod draining for its 10-minute grace period, not ready on purpose.
+    let mut draining = healthy(
+        "shop",
+        "api-6b7f9c5d48-old9z",
+        ("ReplicaSet", "api-6b7f9c5d48"),
+        "worker-3",
+        "registry.example.com/shop/api:7.1.0",
+        now,
+    );
+    draining["metadata"]["deletionTimestamp"] = json!((now + TimeDelta::minutes(7)).to_rfc3339());
+    draining["status"]["conditions"][1] = json!({"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": t(3)});
+    draining["status"]["containerStatuses"][0]["ready"] = json!(false);
+    o.push(draining);
+    o.push(event("shop", "api-6b7f9c5d48-old9z", "Unhealthy", "Readiness probe failed: Get \"http://10.42.3.7:8080/ready\": dial tcp 10.42.3.7:8080: connect: connection refused",
+        Some("spec.containers{api}"), (&t(3), &t(0), 18)));
+
     // Problem: an image that does not exist, for 18 minutes.
     let image = "registry.example.com/shop/checkout:2.4.1";
     o.push(pod("shop", "checkout-84d5f7b9c6-w7x2k", ("ReplicaSet", "checkout-84d5f7b9c6"), Some("worker-2"),
@@ -247,9 +261,7 @@ pub fn objects(now: DateTime<Utc>) -> Vec<Value> {
         "Failed",
         &pull_error,
         field,
-        &t(17),
-        &t(2),
-        8,
+        (&t(17), &t(2), 8),
     ));
     o.push(event(
         "shop",
@@ -257,9 +269,7 @@ pub fn objects(now: DateTime<Utc>) -> Vec<Value> {
         "Failed",
         "Error: ErrImagePull",
         field,
-        &t(17),
-        &t(2),
-        8,
+        (&t(17), &t(2), 8),
     ));
     o.push(event(
         "shop",
@@ -267,9 +277,7 @@ pub fn objects(now: DateTime<Utc>) -> Vec<Value> {
         "BackOff",
         &format!("Back-off pulling image \"{image}\""),
         field,
-        &t(17),
-        &t(1),
-        70,
+        (&t(17), &t(1), 70),
     ));
     o.push(event(
         "shop",
@@ -277,9 +285,7 @@ pub fn objects(now: DateTime<Utc>) -> Vec<Value> {
         "Failed",
         "Error: ImagePullBackOff",
         field,
-        &t(17),
-        &t(1),
-        70,
+        (&t(17), &t(1), 70),
     ));
 
     // Problem: a pod asking for more memory than any node has free, for 9 minutes.
@@ -297,9 +303,7 @@ pub fn objects(now: DateTime<Utc>) -> Vec<Value> {
         "FailedScheduling",
         unschedulable,
         None,
-        &t(9),
-        &t(1),
-        6,
+        (&t(9), &t(1), 6),
     ));
 
     // Problem: a StatefulSet's pod killed at its memory limit, over and over.
@@ -316,9 +320,7 @@ pub fn objects(now: DateTime<Utc>) -> Vec<Value> {
         "BackOff",
         "Back-off restarting failed container loki in pod loki-0_monitoring(uid-loki-0)",
         Some("spec.containers{loki}"),
-        &t(38),
-        &t(1),
-        40,
+        (&t(38), &t(1), 40),
     ));
 
     // Problem: a readiness probe failing for 12 minutes.
@@ -339,9 +341,7 @@ pub fn objects(now: DateTime<Utc>) -> Vec<Value> {
         "Unhealthy",
         "Readiness probe failed: HTTP probe failed with statuscode: 503",
         Some("spec.containers{cart}"),
-        &t(12),
-        &t(0),
-        72,
+        (&t(12), &t(0), 72),
     ));
 
     // Workloads and their revisions.
