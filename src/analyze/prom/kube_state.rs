@@ -333,3 +333,21 @@ impl KubeStatePods {
         Ok(facts)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::run_start;
+
+    #[test]
+    fn a_state_dates_from_the_first_point_of_its_last_unbroken_run_within_the_window() {
+        // Present at 1000-1120, absent, then again from 1600 on (steps of 40 s).
+        let v: Vec<(f64, f64)> = [1000.0, 1040.0, 1080.0, 1120.0, 1600.0, 1640.0, 1680.0]
+            .iter()
+            .map(|t| (*t, 1.0))
+            .collect();
+        assert_eq!(run_start(&v, 40.0, 900.0).unwrap().timestamp(), 1600);
+        // Present since the window began: older than what was looked at.
+        assert_eq!(run_start(&v[..4], 40.0, 1000.0), None);
+        assert_eq!(run_start(&[], 40.0, 0.0), None);
+    }
+}

@@ -461,3 +461,38 @@ async fn truenas_degraded_pools_with_their_faulted_devices_scrub_errors_alerts_s
     none(&facts, "UPSOnBattery");
     none(&facts, "NTPHealthCheck");
 }
+
+#[tokio::test]
+async fn a_truenas_without_the_smart_results_endpoint_still_reports_its_hot_disk() {
+    let routes = vec![
+        ("GET /api/v2.0/pool".into(), json!([])),
+        ("GET /api/v2.0/alert/list".into(), json!([])),
+        (
+            "GET /api/v2.0/disk".into(),
+            json!([
+            {"identifier": "x", "name": "sdc", "serial": "WD-1", "model": "WDC WD80EFZZ", "type": "HDD", "pool": "tank"}]),
+        ),
+        (
+            "POST /api/v2.0/disk/temperatures".into(),
+            json!({"sdc": 63, "sdd": null}),
+        ),
+    ];
+    let fake = FakeAppliance::start(routes, "Bearer k", json!({"message": "Not authorized"})).await;
+    let toml = format!("[truenas]\nurl = \"{}\"\napi_key = \"k\"\n", fake.url);
+    let (facts, notes, _) = sweep(&toml).await;
+    assert!(
+        notes.is_empty(),
+        "a missing endpoint is skipped silently: {notes:?}"
+    );
+    let f = one(&facts, "sdc");
+    assert_eq!(
+        (f.what.as_str(), f.severity),
+        ("temperature °C", Severity::Critical)
+    );
+    assert_eq!(f.entity.labels["pool"], "tank");
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|r| r.contains("smart/test/results"))
+    );
+}

@@ -216,3 +216,33 @@ async fn stuck_and_short_rollouts_are_reported_and_a_rollout_in_the_window_is_a_
     assert_eq!(ds[0].entity.labels["daemonset"], "node-exporter");
     assert!(about(&facts, "media/jellyfin").is_empty(), "{all}");
 }
+
+#[tokio::test]
+async fn a_cluster_that_refuses_the_service_account_is_a_note_per_analyzer_not_a_failure() {
+    sre_agent::install_crypto_provider();
+    let fake = crate::support::fake_kube::FakeKube::start().await;
+    fake.set_forbidden(true);
+    let dir = tempfile::tempdir().unwrap();
+    let config = sre_agent::config::KubernetesConfig {
+        enabled: true,
+        kubeconfig: Some(fake.write_kubeconfig(dir.path())),
+        ..Default::default()
+    };
+    let client =
+        std::sync::Arc::new(sre_agent::integrations::kubernetes::KubeClient::new(&config).unwrap());
+    let report = Sweep::of(sre_agent::analyze::kube::analyzers(client))
+        .run(Scope::new(Utc::now(), None))
+        .await;
+    assert!(report.facts.is_empty());
+    assert_eq!(report.notes.len(), 3, "{:?}", report.notes);
+    assert!(
+        report.notes[0].starts_with("kube_pods: skipped (Kubernetes API denied list pods"),
+        "{:?}",
+        report.notes
+    );
+    assert!(
+        report.notes.iter().all(|n| n.contains("403 Forbidden")),
+        "{:?}",
+        report.notes
+    );
+}
