@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use chrono::DateTime;
 use serde_json::json;
 
-use super::prom::space_severity;
+use super::prom::{slope, space_severity};
 use super::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
 };
@@ -132,17 +132,7 @@ fn history_slope(d: &PbsDatastoreUsage, total: f64) -> Option<f64> {
             v.is_finite().then_some((t as f64, v * total))
         })
         .collect();
-    if points.len() < 3 {
-        return None;
-    }
-    let n = points.len() as f64;
-    let (mt, mv) = points
-        .iter()
-        .fold((0.0, 0.0), |(a, b), (t, v)| (a + t / n, b + v / n));
-    let (num, den) = points.iter().fold((0.0, 0.0), |(num, den), (t, v)| {
-        (num + (t - mt) * (v - mv), den + (t - mt) * (t - mt))
-    });
-    (den > 0.0).then(|| num / den)
+    slope(&points)
 }
 
 #[async_trait]

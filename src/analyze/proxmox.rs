@@ -3,8 +3,9 @@
 //! or stopped against an expectation the API states (an HA resource that should be
 //! started, `onboot=1`); tasks that failed in the window; and what changed: the other
 //! tasks that acted on a guest (start, migrate, restore, …). `proxmox_storage`: storage
-//! nearly full (the filesystem analyzer's thresholds) or inactive. Each lists the nodes
-//! once and each online node's guests, tasks and storage once.
+//! nearly full or filling (the filesystem analyzer's thresholds; the fill rate and time
+//! until full from the storage's usage history over the last hour and day) or inactive.
+//! Each lists the nodes once and each online node's guests, tasks and storage once.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -14,8 +15,10 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::prom::space_severity;
-use super::{AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source};
+use super::prom::{slope, space_severity};
+use super::{
+    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
+};
 use crate::integrations::proxmox::{ProxmoxClient, PveGuest, PveTask};
 
 /// Task types that stop a guest (`qm stop|shutdown`, `pct stop|shutdown`).
@@ -26,6 +29,13 @@ const ROUTINE: [&str; 1] = ["vzdump"];
 const MAX_CONFIG_LOOKUPS: usize = 8;
 /// Most facts per analyzer.
 const MAX_FACTS: usize = 40;
+/// Storage at least this full has its usage history read for a fill rate.
+const TREND_FROM_PERCENT: f64 = 50.0;
+/// Most storages whose usage history is read (two requests each).
+const MAX_TREND_LOOKUPS: usize = 8;
+/// Share of the size a rise over the last hour must reach to count as a fill (a burst a
+/// healthy storage absorbs is not one).
+const MATERIAL_SHARE: f64 = 0.02;
 
 /// The Proxmox VE analyzers.
 pub fn analyzers(client: Arc<ProxmoxClient>) -> Vec<Arc<dyn Analyzer>> {
@@ -279,6 +289,7 @@ impl Analyzer for ProxmoxStorage {
         let c = &self.0;
         let mut facts = Vec::new();
         let mut shared_seen = HashSet::new();
+        let mut lookups = 0;
         for n in c.nodes().await?.iter().filter(|n| n.status == "online") {
             for s in c.storage(&n.node).await? {
                 let shared = s.shared == Some(1);
@@ -309,27 +320,86 @@ impl Analyzer for ProxmoxStorage {
                     continue;
                 };
                 let percent = 100.0 * used as f64 / total as f64;
-                let Some(severity) = space_severity(percent, None) else {
+                let free = s.avail.unwrap_or(total.saturating_sub(used));
+                let rate = match percent >= TREND_FROM_PERCENT && lookups < MAX_TREND_LOOKUPS {
+                    true => {
+                        lookups += 1;
+                        self.fill_rate(&n.node, &s.storage, total as f64).await
+                    }
+                    false => None,
+                };
+                let eta = rate.map(|r| free as f64 / r);
+                let Some(severity) = space_severity(percent, eta) else {
                     continue;
                 };
-                let free = s.avail.unwrap_or(total.saturating_sub(used));
-                facts.push(
-                    Fact::new(
-                        FactClass::Exhaustion,
-                        self.name(),
-                        entity,
-                        "space used",
-                        severity,
-                        source,
-                    )
-                    .value(Quantity::percent(percent))
-                    .limit(Quantity::bytes(total as f64))
-                    .detail(format!("{} free", Quantity::bytes(free as f64))),
-                );
+                let mut fact = Fact::new(
+                    FactClass::Exhaustion,
+                    self.name(),
+                    entity,
+                    "space used",
+                    severity,
+                    source,
+                )
+                .value(Quantity::percent(percent))
+                .limit(Quantity::bytes(total as f64))
+                .detail(format!("{} free", Quantity::bytes(free as f64)));
+                if let (Some(r), Some(e)) = (rate, eta) {
+                    fact = fact
+                        .rate(Rate::from_per_second(r, Unit::Bytes))
+                        .eta(e, "full");
+                }
+                facts.push(fact);
             }
         }
         facts.sort_by_key(|f| std::cmp::Reverse(f.severity));
         facts.truncate(MAX_FACTS);
         Ok(facts)
+    }
+}
+
+/// `GET /nodes/{node}/storage/{storage}/rrddata` item, the part read here.
+#[derive(Deserialize)]
+struct RrdPoint {
+    time: i64,
+    #[serde(default)]
+    used: Option<f64>,
+}
+
+impl ProxmoxStorage {
+    /// How fast `storage` fills, in bytes per second (rising only): the steeper of the
+    /// last hour's trend (when its rise is material) and the last day's; `None` when the
+    /// history is missing or flat.
+    async fn fill_rate(&self, node: &str, storage: &str, total: f64) -> Option<f64> {
+        let safe = |s: &str| {
+            !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+        };
+        if !safe(node) || !safe(storage) {
+            return None;
+        }
+        let path = format!("nodes/{node}/storage/{storage}/rrddata");
+        let mut best: Option<f64> = None;
+        for (timeframe, span) in [("hour", 3600.0), ("day", 86400.0)] {
+            let query = [
+                ("timeframe", timeframe.to_string()),
+                ("cf", "AVERAGE".to_string()),
+            ];
+            let Ok(points) = self.0.api().get::<Vec<RrdPoint>>(&path, &query).await else {
+                continue;
+            };
+            let points: Vec<(f64, f64)> = points
+                .iter()
+                .filter_map(|p| Some((p.time as f64, p.used.filter(|u| u.is_finite())?)))
+                .collect();
+            let Some(s) = slope(&points).filter(|s| *s > 0.0) else {
+                continue;
+            };
+            if span < 86400.0 && s * span < MATERIAL_SHARE * total {
+                continue;
+            }
+            best = Some(best.map_or(s, |b: f64| b.max(s)));
+        }
+        best
     }
 }

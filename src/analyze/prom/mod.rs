@@ -176,6 +176,23 @@ pub(crate) fn space_severity(used_percent: f64, eta: Option<f64>) -> Option<supe
     }
 }
 
+/// The least-squares slope of `points` (time in seconds, value), per second; `None` with
+/// fewer than three points or no spread in time.
+pub(crate) fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 3 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let (mt, mv) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (t, v)| (a + t / n, b + v / n));
+    let (num, den) = points.iter().fold((0.0, 0.0), |(num, den), (t, v)| {
+        (num + (t - mt) * (v - mv), den + (t - mt) * (t - mt))
+    });
+    let s = num / den;
+    (den > 0.0 && s.is_finite()).then_some(s)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

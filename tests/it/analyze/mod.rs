@@ -9,4 +9,5 @@ mod filesystem;
 mod kube;
 mod kube_cluster;
 mod kube_state;
+mod proxmox_storage;
 pub mod world;
