@@ -246,3 +246,50 @@ async fn a_cluster_that_refuses_the_service_account_is_a_note_per_analyzer_not_a
         report.notes
     );
 }
+
+/// The objects of a shipped eval scenario's cluster, its time placeholders filled.
+fn scenario_objects(name: &str, now: DateTime<Utc>) -> Vec<serde_json::Value> {
+    let path = format!(
+        "{}/eval/scenarios/{name}/kubernetes.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let text = sre_agent::eval::scenario::fill_placeholders(&text, now).unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+#[tokio::test]
+async fn the_shipped_scenarios_clusters_give_the_crash_loop_and_the_oom_kill_they_are_about() {
+    let now = Utc::now();
+    for (scenario, pod, what) in [
+        (
+            "crashloop-pod",
+            "media/worker-5d8c7b9f6-qz4lm",
+            "container worker CrashLoopBackOff, restarts",
+        ),
+        (
+            "oom-killed-pod",
+            "shop/api-6c9f7b8d4-k2x7p",
+            "container api OOMKilled at its memory limit",
+        ),
+    ] {
+        let cluster = Cluster::start(scenario_objects(scenario, now), &[]).await;
+        let report = Sweep::of(sre_agent::analyze::kube::analyzers(cluster.client.clone()))
+            .run(Scope::new(now, Some(now - TimeDelta::minutes(10))))
+            .await;
+        assert!(report.notes.is_empty(), "{scenario}: {:?}", report.notes);
+        let all = lines(&report.facts);
+        let found = about(&report.facts, pod);
+        assert_eq!(found.len(), 1, "{scenario}:\n{all}");
+        assert_eq!(found[0].what, what, "{scenario}:\n{all}");
+        assert_eq!(
+            report
+                .facts
+                .iter()
+                .filter(|f| f.entity.kind == "pod")
+                .count(),
+            1,
+            "{scenario}: only the pod it is about:\n{all}"
+        );
+    }
+}
