@@ -16,15 +16,20 @@
 //! - `logs.rs`: error bursts per service in Loki;
 //! - `prom/`: analyzers over Prometheus (node_exporter, process-exporter, cAdvisor,
 //!   kube-state-metrics, blackbox);
-//! - one file per other integration's analyzers.
+//! - `kube/`: analyzers over the Kubernetes API (pods, nodes, rollouts);
+//! - `proxmox.rs`, `pbs.rs`, `truenas.rs`: analyzers over the appliances' APIs.
 
 mod fact;
+pub mod kube;
 pub mod logs;
 mod pattern;
+pub mod pbs;
 pub mod prom;
+pub mod proxmox;
 mod quantity;
 pub mod rank;
 mod sweep;
+pub mod truenas;
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};

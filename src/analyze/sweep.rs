@@ -8,8 +8,12 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 
-use super::{AnalyzeError, Analyzer, Fact, Scope, logs, prom};
+use super::{AnalyzeError, Analyzer, Fact, Scope, kube, logs, pbs, prom, proxmox, truenas};
 use crate::config::Config;
+use crate::integrations::kubernetes::KubeClient;
+use crate::integrations::pbs::PbsClient;
+use crate::integrations::proxmox::ProxmoxClient;
+use crate::integrations::truenas::TruenasClient;
 use crate::integrations::{LokiClient, PrometheusClient};
 
 /// How long one analyzer may take before it is skipped.
@@ -46,6 +50,23 @@ impl Sweep {
         if config.loki.url.is_some() {
             let client = Arc::new(LokiClient::new(&config.loki)?);
             analyzers.extend(logs::analyzers(client));
+        }
+        if config.kubernetes.enabled {
+            let client = KubeClient::new(&config.kubernetes)
+                .map_err(|e| AnalyzeError::Other(e.to_string()))?;
+            analyzers.extend(kube::analyzers(Arc::new(client)));
+        }
+        if config.proxmox.url.is_some() {
+            let client = Arc::new(ProxmoxClient::new(&config.proxmox)?);
+            analyzers.extend(proxmox::analyzers(client));
+        }
+        if config.pbs.url.is_some() {
+            let client = Arc::new(PbsClient::new(&config.pbs)?);
+            analyzers.extend(pbs::analyzers(client, config.pbs.backup_interval.get()));
+        }
+        if config.truenas.url.is_some() {
+            let client = Arc::new(TruenasClient::new(&config.truenas)?);
+            analyzers.extend(truenas::analyzers(client));
         }
         Ok(Self {
             analyzers,
@@ -173,6 +194,46 @@ mod tests {
         ] {
             assert!(names.contains(&name), "{names:?}");
         }
+    }
+
+    #[test]
+    fn every_configured_integration_brings_its_analyzers_and_none_run_without_it() {
+        crate::install_crypto_provider();
+        assert!(Sweep::from_config(&Config::default()).unwrap().is_empty());
+        let url = || {
+            Some(crate::config::HttpUrl(
+                url::Url::parse("http://127.0.0.1:9").unwrap(),
+            ))
+        };
+        let secret = || Some(crate::config::Secret::new("s"));
+        let mut config = Config::default();
+        config.kubernetes.enabled = true;
+        config.kubernetes.in_cluster = true;
+        config.proxmox.url = url();
+        config.proxmox.token_id = Some("a@pve!b".into());
+        config.proxmox.token_secret = secret();
+        config.pbs.url = url();
+        config.pbs.token_id = Some("a@pbs!b".into());
+        config.pbs.token_secret = secret();
+        config.truenas.url = url();
+        config.truenas.api_key = secret();
+        let names = Sweep::from_config(&config).unwrap().names();
+        assert_eq!(
+            names,
+            vec![
+                "kube_pods",
+                "kube_nodes",
+                "kube_rollouts",
+                "proxmox_guests",
+                "proxmox_storage",
+                "pbs_tasks",
+                "pbs_datastores",
+                "pbs_backups",
+                "truenas_pools",
+                "truenas_alerts",
+                "truenas_disks",
+            ]
+        );
     }
 
     #[tokio::test(start_paused = true)]

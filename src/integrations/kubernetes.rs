@@ -5,7 +5,7 @@
 use std::fmt::Debug;
 
 use k8s_openapi::NamespaceResourceScope;
-use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::{Event, Node, Pod};
 use kube::api::{Api, ListParams, LogParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
@@ -297,6 +297,12 @@ impl KubeClient {
             self.list(ns, &lp).await?,
             self.list(ns, &lp).await?,
         ))
+    }
+
+    /// ReplicaSets in `ns` (or every allowed namespace): a Deployment's revisions, each
+    /// with its pod template and creation time.
+    pub async fn replicasets(&self, ns: Option<&str>) -> Result<Vec<ReplicaSet>, KubeError> {
+        self.list(ns, &ListParams::default()).await
     }
 }
 

@@ -19,6 +19,14 @@ pub struct PbsDatastoreUsage {
     pub avail: Option<i64>,
     #[serde(default)]
     pub estimated_full_date: Option<i64>,
+    /// Used share (0–1) per `history_delta` seconds from `history_start`; `null` where
+    /// nothing was recorded.
+    #[serde(default)]
+    pub history: Option<Vec<Option<f64>>>,
+    #[serde(default)]
+    pub history_start: Option<i64>,
+    #[serde(default)]
+    pub history_delta: Option<i64>,
     #[serde(default)]
     pub error: Option<String>,
     #[serde(default)]

@@ -106,6 +106,9 @@ pub struct TruenasAlert {
     pub text: Option<String>,
     #[serde(default)]
     pub dismissed: bool,
+    /// What the alert is about (`{"volume": "tank", "capacity": 81}`), as sent.
+    #[serde(default)]
+    pub args: Option<serde_json::Value>,
     #[serde(default)]
     pub datetime: Option<TruenasDate>,
 }

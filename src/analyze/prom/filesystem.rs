@@ -57,13 +57,13 @@ const VARIANTS: [Variant; 3] = [
 ];
 
 /// Used share at which a filesystem is worth a look, and at which it is critical.
-const WARN_PERCENT: f64 = 85.0;
-const CRIT_PERCENT: f64 = 95.0;
+pub(crate) const WARN_PERCENT: f64 = 85.0;
+pub(crate) const CRIT_PERCENT: f64 = 95.0;
 /// Share of the size a fall must reach over its span to count as a fill.
 const MATERIAL_SHARE: f64 = 0.02;
 /// Time to full under which a filesystem is worth a look, and critical.
-const WARN_ETA: f64 = 7.0 * 86400.0;
-const CRIT_ETA: f64 = 86400.0;
+pub(crate) const WARN_ETA: f64 = 7.0 * 86400.0;
+pub(crate) const CRIT_ETA: f64 = 86400.0;
 
 pub struct FilesystemSpace(pub Prom);
 

@@ -1,14 +1,21 @@
 //! The health sweep's analyzers against a real Prometheus holding backfilled series: the
 //! series of real exporters (several hosts, thousands of series) with an incident written
-//! into a few of them. `world` is the harness every analyzer test uses.
+//! into a few of them. `world` is the harness every analyzer test uses. The analyzers of
+//! other integrations run against fakes speaking their real wire formats (`kube_cluster`).
 
+mod appliances;
 mod availability;
 mod captured;
 mod changes;
 mod clock;
+mod exposition;
 mod filesystem;
 mod host;
+mod kube;
+mod kube_cluster;
+mod kube_state;
 mod logs;
 mod memory;
+mod proxmox_storage;
 mod saturation;
 pub mod world;

@@ -1,0 +1,310 @@
+//! Analyzers over TrueNAS (`TruenasClient`). `truenas_pools`: ZFS pools not ONLINE or not
+//! healthy, with the devices that are not ONLINE and their read/write/checksum errors (one
+//! fact per device too), scrubs that found errors, and pools nearly full (the filesystem
+//! analyzer's thresholds). `truenas_alerts`: the active (not dismissed) alerts of level
+//! WARNING and above, with their formatted text. `truenas_disks`: disks whose newest SMART
+//! self-test did not succeed, and disks hotter than their kind should run. An endpoint a
+//! TrueNAS version does not have (404) is skipped.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::DateTime;
+use serde_json::{Value, json};
+
+use super::prom::space_severity;
+use super::{
+    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
+};
+use crate::integrations::UpstreamError;
+use crate::integrations::truenas::{TruenasClient, TruenasDisk};
+
+/// Temperatures (°C) at which a spinning disk is a warning, and critical.
+pub const HDD_WARN_C: f64 = 50.0;
+pub const HDD_CRIT_C: f64 = 60.0;
+/// The same for solid-state disks, which run hotter by design.
+pub const SSD_WARN_C: f64 = 70.0;
+pub const SSD_CRIT_C: f64 = 80.0;
+/// Vdev states where the device is lost, not just impaired.
+const LOST: [&str; 3] = ["FAULTED", "UNAVAIL", "REMOVED"];
+/// Most facts per analyzer.
+const MAX_FACTS: usize = 40;
+
+/// The TrueNAS analyzers.
+pub fn analyzers(client: Arc<TruenasClient>) -> Vec<Arc<dyn Analyzer>> {
+    vec![
+        Arc::new(TruenasPools(client.clone())),
+        Arc::new(TruenasAlerts(client.clone())),
+        Arc::new(TruenasDisks(client)),
+    ]
+}
+
+fn pool_entity(pool: &str) -> Entity {
+    Entity::new("pool", pool).with_labels(BTreeMap::from([("pool".to_string(), pool.to_string())]))
+}
+
+fn disk_entity(disk: &str, info: Option<&TruenasDisk>, pool: Option<&str>) -> Entity {
+    let mut labels = BTreeMap::from([("disk".to_string(), disk.to_string())]);
+    let pool = pool.or_else(|| info.and_then(|d| d.pool.as_deref()));
+    if let Some(p) = pool {
+        labels.insert("pool".into(), p.to_string());
+    }
+    if let Some(s) = info.and_then(|d| d.serial.as_deref()) {
+        labels.insert("serial".into(), s.to_string());
+    }
+    if let Some(m) = info.and_then(|d| d.model.as_deref()) {
+        labels.insert("model".into(), m.to_string());
+    }
+    Entity::new("disk", disk).with_labels(labels)
+}
+
+fn sorted(mut facts: Vec<Fact>) -> Vec<Fact> {
+    facts.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| b.since.cmp(&a.since))
+    });
+    facts.truncate(MAX_FACTS);
+    facts
+}
+
+pub struct TruenasPools(pub Arc<TruenasClient>);
+
+#[async_trait]
+impl Analyzer for TruenasPools {
+    fn name(&self) -> &'static str {
+        "truenas_pools"
+    }
+
+    async fn run(&self, _: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let source = Source::new("truenas_pools", json!({}));
+        let mut facts = Vec::new();
+        for p in self.0.pools().await? {
+            let devices = p.unhealthy_devices();
+            let errors = |(d, s, r, w, c): &(String, String, u64, u64, u64)| {
+                format!("{d} {s} (read {r}, write {w}, checksum {c} errors)")
+            };
+            if p.status != "ONLINE" || p.healthy == Some(false) {
+                let mut detail: Vec<String> = p.status_detail.iter().cloned().collect();
+                if !devices.is_empty() {
+                    let list: Vec<String> = devices.iter().map(errors).collect();
+                    detail.push(format!("devices: {}", list.join(", ")));
+                }
+                let severity = match p.status.as_str() {
+                    "ONLINE" => Severity::Warning,
+                    _ => Severity::Critical,
+                };
+                facts.push(
+                    Fact::new(
+                        FactClass::Appliance,
+                        self.name(),
+                        pool_entity(&p.name),
+                        format!("pool {}", p.status),
+                        severity,
+                        source.clone(),
+                    )
+                    .detail(detail.join("; ")),
+                );
+            }
+            for d in &devices {
+                let (disk, status, r, w, c) = d;
+                let severity = match LOST.contains(&status.as_str()) {
+                    true => Severity::Critical,
+                    false => Severity::Warning,
+                };
+                facts.push(
+                    Fact::new(
+                        FactClass::Appliance,
+                        self.name(),
+                        disk_entity(disk, None, Some(&p.name)),
+                        format!("{status} in pool {}, errors", p.name),
+                        severity,
+                        source.clone(),
+                    )
+                    .value(Quantity::count((r + w + c) as f64))
+                    .detail(format!("read {r}, write {w}, checksum {c}")),
+                );
+            }
+            if let Some(scan) = &p.scan
+                && let Some(n) = scan.errors.filter(|n| *n > 0)
+            {
+                facts.push(
+                    Fact::new(
+                        FactClass::Appliance,
+                        self.name(),
+                        pool_entity(&p.name),
+                        format!(
+                            "{} found errors",
+                            scan.function.as_deref().unwrap_or("scan").to_lowercase()
+                        ),
+                        Severity::Warning,
+                        source.clone(),
+                    )
+                    .value(Quantity::count(n as f64))
+                    .detail(scan.state.clone().unwrap_or_default()),
+                );
+            }
+            if let (Some(size), Some(alloc)) = (p.size.filter(|s| *s > 0), p.allocated) {
+                let percent = 100.0 * alloc as f64 / size as f64;
+                if let Some(severity) = space_severity(percent, None) {
+                    facts.push(
+                        Fact::new(
+                            FactClass::Exhaustion,
+                            self.name(),
+                            pool_entity(&p.name),
+                            "space used",
+                            severity,
+                            source.clone(),
+                        )
+                        .value(Quantity::percent(percent))
+                        .limit(Quantity::bytes(size as f64))
+                        .detail(format!(
+                            "{} free",
+                            Quantity::bytes(size.saturating_sub(alloc) as f64)
+                        )),
+                    );
+                }
+            }
+        }
+        Ok(sorted(facts))
+    }
+}
+
+pub struct TruenasAlerts(pub Arc<TruenasClient>);
+
+#[async_trait]
+impl Analyzer for TruenasAlerts {
+    fn name(&self) -> &'static str {
+        "truenas_alerts"
+    }
+
+    async fn run(&self, _: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let mut facts = Vec::new();
+        for a in self.0.alerts().await?.into_iter().filter(|a| !a.dismissed) {
+            let severity = match a.level.as_str() {
+                "CRITICAL" | "ALERT" | "EMERGENCY" => Severity::Critical,
+                "WARNING" | "ERROR" => Severity::Warning,
+                _ => continue,
+            };
+            let mut labels = BTreeMap::from([
+                ("klass".to_string(), a.klass.clone()),
+                ("level".to_string(), a.level.clone()),
+            ]);
+            // What the alert is about (`volume`, `disk`, …), when the args say it plainly.
+            if let Some(Value::Object(args)) = &a.args {
+                for (k, v) in args.iter().take(8) {
+                    let v = match v {
+                        Value::String(s) => s.clone(),
+                        Value::Number(n) => n.to_string(),
+                        _ => continue,
+                    };
+                    labels.entry(k.clone()).or_insert(v);
+                }
+            }
+            let text = a.formatted.clone().or(a.text.clone()).unwrap_or_default();
+            facts.push(
+                Fact::new(
+                    FactClass::Appliance,
+                    self.name(),
+                    Entity::new("alert", a.klass.clone()).with_labels(labels),
+                    format!("{} alert", a.level),
+                    severity,
+                    Source::new("truenas_alerts", json!({})),
+                )
+                .since(
+                    a.datetime
+                        .and_then(|d| DateTime::from_timestamp_millis(d.millis)),
+                )
+                .detail(text),
+            );
+        }
+        Ok(sorted(facts))
+    }
+}
+
+pub struct TruenasDisks(pub Arc<TruenasClient>);
+
+/// `Ok(None)` for an endpoint this TrueNAS does not have.
+fn optional<T>(r: Result<T, UpstreamError>) -> Result<Option<T>, UpstreamError> {
+    match r {
+        Ok(v) => Ok(Some(v)),
+        Err(UpstreamError::Status {
+            status: 404 | 405, ..
+        }) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+#[async_trait]
+impl Analyzer for TruenasDisks {
+    fn name(&self) -> &'static str {
+        "truenas_disks"
+    }
+
+    async fn run(&self, _: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let disks = self.0.disks().await?;
+        let info = |name: &str| disks.iter().find(|d| d.name == name);
+        let source = Source::new("truenas_disks", json!({}));
+        let mut facts = Vec::new();
+        for r in optional(self.0.smart_results().await)?.unwrap_or_default() {
+            // smartctl lists the newest self-test first.
+            let Some(t) = r.tests.first() else {
+                continue;
+            };
+            if matches!(t.status.as_str(), "SUCCESS" | "RUNNING" | "ABORTED" | "") {
+                continue;
+            }
+            let mut detail = format!(
+                "{}: {}",
+                t.description,
+                t.status_verbose.as_deref().unwrap_or(&t.status)
+            );
+            if let Some(h) = t.lifetime {
+                detail.push_str(&format!(" at {h} power-on hours"));
+            }
+            facts.push(
+                Fact::new(
+                    FactClass::Appliance,
+                    self.name(),
+                    disk_entity(&r.disk, info(&r.disk), None),
+                    format!("SMART test {}", t.status),
+                    Severity::Critical,
+                    source.clone(),
+                )
+                .detail(detail),
+            );
+        }
+        for (name, temp) in optional(self.0.temperatures().await)?.unwrap_or_default() {
+            let Some(temp) = temp.filter(|t| t.is_finite()) else {
+                continue;
+            };
+            let d = info(&name);
+            let solid = d
+                .and_then(|d| d.kind.as_deref())
+                .is_some_and(|k| k != "HDD");
+            let (warn, crit) = match solid {
+                true => (SSD_WARN_C, SSD_CRIT_C),
+                false => (HDD_WARN_C, HDD_CRIT_C),
+            };
+            let severity = match temp {
+                t if t >= crit => Severity::Critical,
+                t if t >= warn => Severity::Warning,
+                _ => continue,
+            };
+            facts.push(
+                Fact::new(
+                    FactClass::Appliance,
+                    self.name(),
+                    disk_entity(&name, d, None),
+                    "temperature °C",
+                    severity,
+                    source.clone(),
+                )
+                .value(Quantity::new(temp, Unit::Plain))
+                .limit(Quantity::new(warn, Unit::Plain)),
+            );
+        }
+        Ok(sorted(facts))
+    }
+}
