@@ -8,5 +8,5 @@ pub mod model;
 pub mod store;
 pub mod storm;
 
-pub use intake::{Accepted, Intake, IntakeSummary, Investigator, NewInvestigation};
+pub use intake::{Accepted, Intake, IntakeSummary, Investigator, NewInvestigation, Settle};
 pub use model::{Alert, AlertSource, AlertStatus, WebhookBatch, label_fingerprint, parse_webhook};
