@@ -29,6 +29,8 @@ mod request;
 mod storm;
 
 #[cfg(test)]
+mod cancel_tests;
+#[cfg(test)]
 mod fake;
 #[cfg(test)]
 mod pipeline_tests;

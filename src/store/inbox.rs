@@ -237,10 +237,15 @@ impl Inbox {
             let open = self.lock_open();
             (open.file.clone(), open.first, open.next_seq - 1, open.bytes)
         };
-        let fault = self.sync_fault();
-        let result = tokio::task::spawn_blocking(move || match fault {
-            Some(e) => Err(e),
-            None => file.sync_data(),
+        let (fault, stall) = (self.sync_fault(), self.sync_stall());
+        let result = tokio::task::spawn_blocking(move || {
+            if let Some(d) = stall {
+                std::thread::sleep(d);
+            }
+            match fault {
+                Some(e) => Err(e),
+                None => file.sync_data(),
+            }
         })
         .await
         .unwrap_or_else(|e| Err(std::io::Error::other(e)));
@@ -435,6 +440,11 @@ impl Inbox {
 
     #[cfg(not(test))]
     fn sync_fault(&self) -> Option<std::io::Error> {
+        None
+    }
+
+    #[cfg(not(test))]
+    fn sync_stall(&self) -> Option<std::time::Duration> {
         None
     }
 

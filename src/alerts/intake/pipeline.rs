@@ -142,6 +142,7 @@ impl Pipeline {
 }
 
 /// How a webhook's batch was taken.
+#[derive(Debug)]
 pub enum Accepted {
     /// Decided before the answer.
     Decided(IntakeSummary),

@@ -10,6 +10,8 @@ pub struct Faults {
     /// The next write stops after this many bytes with ENOSPC.
     pub write_stops_after: Option<usize>,
     pub sync_fails: bool,
+    /// Every sync first waits this long (a slow disk).
+    pub sync_stalls: Option<std::time::Duration>,
     pub truncate_fails: bool,
     pub create_fails: bool,
 }
@@ -31,6 +33,10 @@ impl Inbox {
 
     pub(super) fn sync_fault(&self) -> Option<std::io::Error> {
         std::mem::take(&mut self.inner.faults.lock().unwrap().sync_fails).then(enospc)
+    }
+
+    pub(super) fn sync_stall(&self) -> Option<std::time::Duration> {
+        self.inner.faults.lock().unwrap().sync_stalls
     }
 
     pub(super) fn truncate_fault(&self) -> Option<std::io::Error> {
