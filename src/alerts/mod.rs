@@ -1,6 +1,7 @@
 //! Alerts: one `Alert` model parsed from Grafana and Alertmanager payloads; grouping,
 //! dedupe, cooldown, storm coalescing (`storm.rs`) and the daily budget. Never calls the LLM.
 
+pub mod cap;
 mod dispatch;
 pub mod grouping;
 pub mod intake;

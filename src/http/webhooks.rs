@@ -136,6 +136,18 @@ async fn ingest(
     settle: Settle,
 ) -> Result<(StatusCode, Json<IntakeSummary>), ApiError> {
     let batch = parse_webhook(source, body).map_err(ApiError::BadRequest)?;
+    if batch.capped > 0 {
+        tracing::warn!(
+            source = source.as_str(),
+            alerts = batch.capped,
+            "alerts with labels or annotations over the intake's bounds were cut to them"
+        );
+        state
+            .metrics
+            .alerts_capped
+            .with_label_values(&[source.as_str()])
+            .inc_by(batch.capped as u64);
+    }
     if batch.truncated_alerts > 0 {
         tracing::warn!(
             source = source.as_str(),

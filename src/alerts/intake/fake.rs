@@ -203,6 +203,7 @@ pub(super) fn batch(alerts: Vec<Alert>) -> WebhookBatch {
         alerts,
         group_key: None,
         truncated_alerts: 0,
+        capped: 0,
     }
 }
 
