@@ -445,6 +445,21 @@ mod tests {
     }
 
     #[test]
+    fn a_signature_being_stored_asks_for_a_retry_is_a_replay_once_stored_and_free_once_lost() {
+        let seen = SeenSignatures::default();
+        let (sig, now) = (b"sig".as_slice(), 1_000);
+        seen.claim(sig, now + 300, now).unwrap();
+        let again = seen.claim(sig, now + 300, now).unwrap_err();
+        assert_eq!(again.status(), StatusCode::SERVICE_UNAVAILABLE, "{again}");
+        // Its batch was not stored (a failed sync, a request gone before the write).
+        seen.release(sig);
+        seen.claim(sig, now + 300, now).unwrap();
+        seen.stored(sig);
+        let replay = seen.claim(sig, now + 300, now).unwrap_err();
+        assert_eq!(replay.status(), StatusCode::UNAUTHORIZED, "{replay}");
+    }
+
+    #[test]
     fn hmac_applies_to_alertmanager_only_when_it_is_the_sole_method() {
         assert!(needs_hmac(&cfg(), AlertSource::Grafana));
         assert!(needs_hmac(&cfg(), AlertSource::Alertmanager));

@@ -198,8 +198,8 @@ impl Inbox {
             self.close_full(&mut open)?;
         }
         let seq = open.next_seq;
-        let frame = frame::encode(seq, at, kind, body);
-        if let Err(e) = self.write_frame(&open.file, &frame) {
+        let head = frame::head(seq, at, kind, body);
+        if let Err(e) = self.write_frame(&open.file, &head, body) {
             let path = self.file_path(open.first);
             tracing::error!(file = %path.display(), error = %e, "inbox: a write failed; its entry is not stored");
             // Cut off what part of the frame was written, so nothing follows a torn frame.
@@ -213,7 +213,7 @@ impl Inbox {
             )));
         }
         open.next_seq += 1;
-        open.bytes += frame.len() as u64;
+        open.bytes += (head.len() + body.len()) as u64;
         {
             let mut p = self.lock_progress();
             p.outstanding.insert(seq);
@@ -421,13 +421,15 @@ impl Inbox {
         Ok(())
     }
 
-    fn write_frame(&self, file: &File, frame: &[u8]) -> std::io::Result<()> {
+    fn write_frame(&self, file: &File, head: &[u8], body: &[u8]) -> std::io::Result<()> {
         #[cfg(test)]
-        if let Some((written, e)) = self.write_fault(frame.len()) {
+        if let Some((written, e)) = self.write_fault(head.len() + body.len()) {
+            let frame = [head, body].concat();
             let _ = (&*file).write_all(&frame[..written]);
             return Err(e);
         }
-        (&*file).write_all(frame)
+        (&*file).write_all(head)?;
+        (&*file).write_all(body)
     }
 
     fn truncate(&self, file: &File, len: u64) -> std::io::Result<()> {

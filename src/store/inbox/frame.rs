@@ -22,18 +22,27 @@ pub(super) const HEAD: usize = 17;
 /// a torn frame (a process hands out far fewer numbers between two syncs).
 const RESYNC_SPAN: u64 = 1 << 32;
 
-/// The bytes of one frame.
-pub(super) fn encode(seq: u64, at: DateTime<Utc>, kind: u8, body: &[u8]) -> Vec<u8> {
+/// The bytes of one frame before its body (the body is written after them as it is, not
+/// copied into one buffer: a webhook body can be megabytes).
+pub(super) fn head(seq: u64, at: DateTime<Utc>, kind: u8, body: &[u8]) -> [u8; 8 + HEAD] {
     let len = HEAD + body.len();
-    let mut out = Vec::with_capacity(8 + len);
-    out.extend_from_slice(&(len as u32).to_le_bytes());
-    out.extend_from_slice(&[0; 4]);
-    out.extend_from_slice(&seq.to_le_bytes());
-    out.extend_from_slice(&at.timestamp_millis().to_le_bytes());
-    out.push(kind);
+    let mut out = [0u8; 8 + HEAD];
+    out[..4].copy_from_slice(&(len as u32).to_le_bytes());
+    out[8..16].copy_from_slice(&seq.to_le_bytes());
+    out[16..24].copy_from_slice(&at.timestamp_millis().to_le_bytes());
+    out[24] = kind;
+    let mut crc = crc32fast::Hasher::new();
+    crc.update(&out[8..]);
+    crc.update(body);
+    out[4..8].copy_from_slice(&crc.finalize().to_le_bytes());
+    out
+}
+
+/// The bytes of one frame.
+#[cfg(test)]
+pub(super) fn encode(seq: u64, at: DateTime<Utc>, kind: u8, body: &[u8]) -> Vec<u8> {
+    let mut out = head(seq, at, kind, body).to_vec();
     out.extend_from_slice(body);
-    let crc = crc32fast::hash(&out[8..]);
-    out[4..8].copy_from_slice(&crc.to_le_bytes());
     out
 }
 
