@@ -1,6 +1,6 @@
 //! Fault injection: webhooks at a steady load for `FAULTS_SECS` (default 180) while the
 //! daemon binary is `kill -9`ed at random moments (every 2–6 s) and restarted, the data
-//! directory's filesystem (a tmpfs of 32 MiB) fills up and is freed twice, and every 25th
+//! directory's filesystem (a tmpfs of 128 MiB) fills up and is freed twice, and every 25th
 //! request is written and abandoned mid-request. Afterwards every alert that got a 2xx must
 //! be in the store exactly once and every investigation must have run to a final state.
 //! Prints `sent`, `acknowledged`, `found`, `lost` (must be 0), `duplicated`, `restarts`
@@ -21,7 +21,7 @@ use tokio::io::AsyncWriteExt as _;
 
 const POSTERS: u64 = 8;
 const LEAVE_EVERY: u64 = 25;
-const TMPFS: &str = "size=32m";
+const TMPFS: &str = "size=128m";
 
 /// The tmpfs holding the data directory; unmounted when dropped.
 struct Mount(PathBuf);
@@ -63,7 +63,10 @@ impl Daemon {
             .append(true)
             .open(&self.log)
             .unwrap();
-        self.child = Command::new(env!("CARGO_BIN_EXE_sre-agent"))
+        // `FAULTS_BINARY` runs another build (an older one, to compare).
+        let binary = std::env::var("FAULTS_BINARY")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_sre-agent").to_string());
+        self.child = Command::new(binary)
             .arg("serve")
             .env(
                 "SRE_AGENT_SERVER__LISTEN",
@@ -92,7 +95,17 @@ impl Daemon {
             }
             if Instant::now() >= deadline {
                 let log = std::fs::read_to_string(&self.log).unwrap_or_default();
-                panic!("daemon not ready after 120 s; its log:\n{log}");
+                let tail: Vec<&str> = log.lines().rev().take(20).collect();
+                let du = Command::new("du")
+                    .arg("-a")
+                    .arg(&self.data)
+                    .output()
+                    .unwrap();
+                panic!(
+                    "daemon not ready after 120 s; the end of its log:\n{}\nthe data directory:\n{}",
+                    tail.join("\n"),
+                    String::from_utf8_lossy(&du.stdout)
+                );
             }
             if self.child.try_wait().ok().flatten().is_some() {
                 tokio::time::sleep(Duration::from_millis(300)).await;
@@ -158,7 +171,7 @@ async fn post_steadily(port: u16, next: Arc<AtomicU64>, tally: Arc<Tally>, stop:
     while !stop.load(Ordering::Relaxed) {
         let id = next.fetch_add(1, Ordering::SeqCst);
         tally.sent.fetch_add(1, Ordering::Relaxed);
-        if id % LEAVE_EVERY == 0 {
+        if id.is_multiple_of(LEAVE_EVERY) {
             leave(port, &payload(id)).await;
             tally.left.fetch_add(1, Ordering::Relaxed);
         } else {
