@@ -175,7 +175,8 @@ async fn post_steadily(port: u16, next: Arc<AtomicU64>, tally: Arc<Tally>, stop:
             leave(port, &payload(id)).await;
             tally.left.fetch_add(1, Ordering::Relaxed);
         } else {
-            match http.post(&url).body(payload(id)).send().await {
+            let req = http.post(&url).header("content-type", "application/json");
+            match req.body(payload(id)).send().await {
                 Ok(r) if r.status().is_success() => {
                     tally.acked.lock().unwrap().insert(id);
                 }

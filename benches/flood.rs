@@ -160,7 +160,13 @@ async fn post_each(
                 }
                 let body = payload(vec![alert(i)]);
                 let t = Instant::now();
-                let r = http.post(&url).body(body).send().await.unwrap();
+                let r = http
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
                 assert!(r.status().is_success(), "{}", r.status());
                 lat.push(t.elapsed());
             }
