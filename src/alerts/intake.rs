@@ -20,7 +20,7 @@ use crate::alerts::store::{AlertGroup, AlertRecord, AlertStore, GroupState, Outc
 use crate::config::AlertsConfig;
 use crate::config::LabelMatcher;
 use crate::store::StoreError;
-use crate::store::inbox::{Entry, Inbox};
+use crate::store::inbox::{Backlog, Inbox};
 use crate::telemetry::Metrics;
 
 mod follow_up;
@@ -28,6 +28,8 @@ mod pipeline;
 mod request;
 mod storm;
 
+#[cfg(test)]
+mod cancel_tests;
 #[cfg(test)]
 mod fake;
 #[cfg(test)]
@@ -37,7 +39,7 @@ mod storm_tests;
 
 use follow_up::Action;
 pub use follow_up::FollowUp;
-pub use pipeline::Accepted;
+pub use pipeline::{Accepted, Settle};
 pub use request::{NewInvestigation, request_for, storm_request};
 
 /// What the intake needs from the investigation dispatcher.
@@ -140,7 +142,7 @@ impl Intake {
         storms: StormStore,
         investigator: Arc<dyn Investigator>,
         metrics: Arc<Metrics>,
-        inbox: Option<(Inbox, Vec<Entry>)>,
+        inbox: Option<(Inbox, Backlog)>,
     ) -> Result<Self, BadMatcher> {
         let ignore = config
             .ignore

@@ -63,6 +63,8 @@ pub struct WebhookBatch {
     pub alerts: Vec<Alert>,
     pub group_key: Option<String>,
     pub truncated_alerts: u64,
+    /// Alerts cut to the bounds of `alerts::cap` (a label or annotation too long, too many).
+    pub capped: usize,
 }
 
 #[derive(Deserialize)]
@@ -134,13 +136,20 @@ pub fn parse_webhook(source: AlertSource, body: &[u8]) -> Result<WebhookBatch, S
         ));
     }
     let group_status = raw.status.as_deref().map(parse_status);
+    let mut capped = 0;
+    let alerts = alerts
+        .into_iter()
+        .map(|a| {
+            let mut alert = convert(source, a, group_status);
+            capped += usize::from(super::cap::cap(&mut alert));
+            alert
+        })
+        .collect();
     Ok(WebhookBatch {
-        alerts: alerts
-            .into_iter()
-            .map(|a| convert(source, a, group_status))
-            .collect(),
+        alerts,
         group_key: raw.group_key.filter(|k| !k.is_empty()),
         truncated_alerts: raw.truncated_alerts,
+        capped,
     })
 }
 

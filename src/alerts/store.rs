@@ -3,7 +3,7 @@
 //! (`pending_since`) lives in the group record, so it is written atomically with the alert
 //! that caused it and made durable by the same flush.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::alerts::{Alert, AlertStatus};
 use crate::store::{Journal, Store, StoreError, Tree};
 
+mod cache;
 mod firing;
 mod group;
 mod outcome;
@@ -22,6 +23,7 @@ pub use group::{AlertGroup, FiringSet};
 use group::{SampleHead, SampleRank};
 pub use outcome::Outcome;
 
+use cache::{GroupCache, cached_bytes};
 use firing::FiringSets;
 use rows::{
     GroupRow, group_of, member_fingerprint, member_key, row_of, seen_group, seen_key, time_key,
@@ -29,25 +31,11 @@ use rows::{
 
 /// Most recent alerts kept per group (by fingerprint) for context and the API.
 pub const GROUP_SAMPLE: usize = 20;
-/// Groups kept decoded in memory, without their samples: a cached group holds its last
-/// alert and the rank of each sample (about 4 kB, so about 4 MiB at most; with its twenty
-/// samples decoded a group took some 45 kB, and the scale bench's daemon idled at 43 MiB
-/// with its 200 groups cached so, 33 MiB without, at ~146,000 alerts). Past this one group leaves for each that comes in. A miss costs a read of the
-/// group's row, its last alert and its samples' ranks, so the bound is above the groups a
-/// storm keeps busy at once (the storm bench's 1,000 instances).
-const GROUP_CACHE: usize = 1024;
 /// Groups whose firing count was checked against the firing tree this run (see
 /// `AlertStore::cached`); past this the set starts over (and counts are checked again).
-const COUNTED_CAP: usize = 100_000;
+const COUNTED_CAP: usize = 10_000;
 /// Most firing fingerprints tracked per group (to know when all have resolved).
 pub const GROUP_FIRING_CAP: usize = 2_000;
-
-/// Decoded groups (`GROUP_CACHE`) and the groups whose firing count this run has checked.
-#[derive(Default)]
-struct GroupCache {
-    groups: HashMap<String, AlertGroup>,
-    counted: HashSet<String>,
-}
 
 /// What intake decisions read of a group (cheap to copy, unlike the group's samples).
 #[derive(Clone, Debug, PartialEq)]
@@ -208,7 +196,7 @@ impl AlertStore {
         self.cached(&mut cache, key)?;
         let mut firing = self.firing.of(key);
         // Taken out, not copied: on an error below the next read reloads it from the tree.
-        let old = cache.groups.remove(key);
+        let old = cache.remove(key);
         let old_seen = old.as_ref().map(|g| seen_key(g.last_seen, key));
         let old_samples: Vec<String> = old
             .as_ref()
@@ -262,7 +250,8 @@ impl AlertStore {
         self.groups.insert(key, &row_of(&group))?;
         let state = GroupState::from(&group);
         group.alerts.clear();
-        cache.groups.insert(key.to_string(), group);
+        cache.make_room(cached_bytes(&group));
+        cache.insert(key.to_string(), group);
         Ok(Some(state))
     }
 
@@ -292,12 +281,8 @@ impl AlertStore {
                 }
                 cache.counted.insert(key.to_string());
             }
-            if cache.groups.len() >= GROUP_CACHE {
-                // Any one: a scan of the map per miss would cost more than a wrong choice.
-                let victim = cache.groups.keys().next().cloned();
-                victim.map(|v| cache.groups.remove(&v));
-            }
-            cache.groups.insert(key.to_string(), g);
+            cache.make_room(cached_bytes(&g));
+            cache.insert(key.to_string(), g);
         }
         Ok(cache.groups.get(key))
     }

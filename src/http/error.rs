@@ -132,6 +132,15 @@ impl From<SubmitError> for ApiError {
 
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> Self {
-        Self::Internal(e.to_string())
+        match e {
+            // Senders retry a 503; the detail (a path, an I/O error) stays in the log.
+            crate::store::StoreError::NotStored(detail) => {
+                tracing::error!(error = %detail, "request not stored");
+                Self::Unavailable(
+                    "the request could not be stored (storage is failing); try again".into(),
+                )
+            }
+            e => Self::Internal(e.to_string()),
+        }
     }
 }

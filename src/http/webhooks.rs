@@ -21,7 +21,7 @@ use sha2::Sha256;
 
 use super::ApiError;
 use super::auth;
-use crate::alerts::{Accepted, AlertSource, IntakeSummary, parse_webhook};
+use crate::alerts::{Accepted, AlertSource, IntakeSummary, Settle, parse_webhook};
 use crate::app::AppState;
 use crate::config::WebhookConfig;
 
@@ -97,7 +97,7 @@ pub(super) async fn alertmanager(
 
 async fn receive(
     state: AppState,
-    seen: &SeenSignatures,
+    seen: &Arc<SeenSignatures>,
     source: AlertSource,
     headers: HeaderMap,
     body: Body,
@@ -115,31 +115,43 @@ async fn receive(
                 );
             }
         })?;
-    let mut claimed = None;
+    let mut settle = Settle::default();
     if needs_hmac(cfg, source) {
         let now = unix_now();
         let signed = check_hmac(cfg, &headers, &body, now)?;
         let skew = cfg.hmac_max_skew.get().as_secs() as i64;
         let until = signed.sent_at.unwrap_or(now).max(now).saturating_add(skew);
         seen.claim(&signed.signature, until, now)?;
-        claimed = Some(signed.signature);
+        let (seen, signature) = (seen.clone(), signed.signature);
+        // Told even when this request ends before its batch is written or synced: a
+        // batch not stored must not make the sender's retry a replay.
+        settle = Settle::new(move |stored| match stored {
+            true => seen.stored(&signature),
+            false => seen.release(&signature),
+        });
     }
-    let result = ingest(&state, source, &body).await;
-    if result.is_err()
-        && let Some(signature) = claimed
-    {
-        // Not accepted, so the sender's retry of the same request must not be a replay.
-        seen.release(&signature);
-    }
-    result
+    ingest(&state, source, &body, settle).await
 }
 
 async fn ingest(
     state: &AppState,
     source: AlertSource,
     body: &[u8],
+    settle: Settle,
 ) -> Result<(StatusCode, Json<IntakeSummary>), ApiError> {
     let batch = parse_webhook(source, body).map_err(ApiError::BadRequest)?;
+    if batch.capped > 0 {
+        tracing::warn!(
+            source = source.as_str(),
+            alerts = batch.capped,
+            "alerts with labels or annotations over the intake's bounds were cut to them"
+        );
+        state
+            .metrics
+            .alerts_capped
+            .with_label_values(&[source.as_str()])
+            .inc_by(batch.capped as u64);
+    }
     if batch.truncated_alerts > 0 {
         tracing::warn!(
             source = source.as_str(),
@@ -147,10 +159,12 @@ async fn ingest(
             "sender truncated alerts (max_alerts / maxAlerts)"
         );
     }
-    Ok(match state.intake.accept(source, body, batch).await? {
-        Accepted::Decided(summary) => (StatusCode::OK, Json(summary)),
-        Accepted::Deferred(summary) => (StatusCode::ACCEPTED, Json(summary)),
-    })
+    Ok(
+        match state.intake.accept(source, body, batch, settle).await? {
+            Accepted::Decided(summary) => (StatusCode::OK, Json(summary)),
+            Accepted::Deferred(summary) => (StatusCode::ACCEPTED, Json(summary)),
+        },
+    )
 }
 
 /// Reads the body, failing with 413 past `max` bytes (by Content-Length or while reading).
@@ -248,30 +262,47 @@ pub fn check_hmac(
 /// replayed while its timestamp is still fresh (or, unsigned by time, for one window).
 #[derive(Default)]
 pub struct SeenSignatures {
-    /// signature → unix second after which it is forgotten.
-    until: Mutex<HashMap<Vec<u8>, i64>>,
+    /// signature → (unix second after which it is forgotten, its batch is stored).
+    until: Mutex<HashMap<Vec<u8>, (i64, bool)>>,
 }
 
 impl SeenSignatures {
-    /// Records `signature` until `until`; refuses one already recorded.
+    /// Records `signature` until `until`; refuses one already recorded: 401 once its batch
+    /// is stored, 503 while it is being stored (its sender's retry may still be needed).
     pub fn claim(&self, signature: &[u8], until: i64, now: i64) -> Result<(), ApiError> {
         let mut seen = self.until.lock().unwrap_or_else(|e| e.into_inner());
-        if seen.get(signature).is_some_and(|&t| t >= now) {
-            return Err(ApiError::Unauthorized(
-                "replayed X-Grafana-Alerting-Signature (this signed request was already accepted)"
-                    .into(),
-            ));
+        match seen.get(signature) {
+            Some(&(t, true)) if t >= now => {
+                return Err(ApiError::Unauthorized(
+                    "replayed X-Grafana-Alerting-Signature (this signed request was already accepted)"
+                        .into(),
+                ));
+            }
+            Some(&(t, false)) if t >= now => {
+                return Err(ApiError::Unavailable(
+                    "this signed request is still being stored; try again".into(),
+                ));
+            }
+            _ => {}
         }
         if seen.len() >= MAX_REMEMBERED_SIGNATURES {
-            seen.retain(|_, &mut t| t >= now);
+            seen.retain(|_, &mut (t, _)| t >= now);
         }
         if seen.len() >= MAX_REMEMBERED_SIGNATURES
-            && let Some(soonest) = seen.iter().min_by_key(|(_, t)| **t).map(|(k, _)| k.clone())
+            && let Some(soonest) = seen.iter().min_by_key(|(_, t)| t.0).map(|(k, _)| k.clone())
         {
             seen.remove(&soonest);
         }
-        seen.insert(signature.to_vec(), until);
+        seen.insert(signature.to_vec(), (until, false));
         Ok(())
+    }
+
+    /// Marks `signature`'s batch stored: a request with it again is a replay.
+    pub fn stored(&self, signature: &[u8]) {
+        let mut seen = self.until.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, stored)) = seen.get_mut(signature) {
+            *stored = true;
+        }
     }
 
     /// Forgets `signature` (its request was not accepted after all).
@@ -415,6 +446,21 @@ mod tests {
         let stale = headers(&[(TIMESTAMP_HEADER, ts.clone()), (SIGNATURE_HEADER, good)]);
         let err = check_hmac(&cfg(), &stale, body, now + 301).unwrap_err();
         assert!(err.to_string().contains("stale"), "{err}");
+    }
+
+    #[test]
+    fn a_signature_being_stored_asks_for_a_retry_is_a_replay_once_stored_and_free_once_lost() {
+        let seen = SeenSignatures::default();
+        let (sig, now) = (b"sig".as_slice(), 1_000);
+        seen.claim(sig, now + 300, now).unwrap();
+        let again = seen.claim(sig, now + 300, now).unwrap_err();
+        assert_eq!(again.status(), StatusCode::SERVICE_UNAVAILABLE, "{again}");
+        // Its batch was not stored (a failed sync, a request gone before the write).
+        seen.release(sig);
+        seen.claim(sig, now + 300, now).unwrap();
+        seen.stored(sig);
+        let replay = seen.claim(sig, now + 300, now).unwrap_err();
+        assert_eq!(replay.status(), StatusCode::UNAUTHORIZED, "{replay}");
     }
 
     #[test]

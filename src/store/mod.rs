@@ -167,6 +167,10 @@ pub enum StoreError {
     /// A storage failure outside sled (encoding a value, the flush thread).
     #[error("storage error: {0}")]
     Io(String),
+    /// A write or sync of a request failed (a full disk, an I/O error) and nothing of it
+    /// is kept: the sender may try again.
+    #[error("not stored: {0}")]
+    NotStored(String),
     #[error("stored record {key:?} in {tree} cannot be decoded: {reason}")]
     Decode {
         tree: &'static str,

@@ -110,6 +110,7 @@ pub struct Metrics {
     pub investigations: IntCounterVec,
     pub investigation_duration: Histogram,
     pub alerts_received: IntCounterVec,
+    pub alerts_capped: IntCounterVec,
     pub queue_depth: IntGauge,
     pub alert_backlog: IntGauge,
     pub budget_rejections: IntCounterVec,
@@ -239,6 +240,13 @@ impl Metrics {
                 ),
                 &["source", "outcome"]
             )?),
+            alerts_capped: reg!(IntCounterVec::new(
+                opts(
+                    "alerts_capped_total",
+                    "Alerts received with labels or annotations cut to the intake's bounds."
+                ),
+                &["source"]
+            )?),
             queue_depth: reg!(IntGauge::with_opts(opts(
                 "queue_depth",
                 "Investigations waiting in the durable queue."
@@ -338,6 +346,7 @@ impl Metrics {
             }
         }
         for s in ALERT_SOURCES {
+            self.alerts_capped.with_label_values(&[s]);
             for o in ALERT_OUTCOMES {
                 self.alerts_received.with_label_values(&[s, o]);
             }

@@ -27,5 +27,6 @@ mod retention;
 mod storm;
 mod tools;
 mod trust;
+mod webhook_cancel;
 mod webhooks;
 mod webhooks_e2e;

@@ -14,7 +14,7 @@ use crate::alerts::store::AlertStore;
 use crate::alerts::storm::StormStore;
 use crate::alerts::{Alert, AlertSource, AlertStatus, WebhookBatch};
 use crate::config::AlertsConfig;
-use crate::store::inbox::{Entry, Inbox};
+use crate::store::inbox::{Backlog, Inbox};
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
 
@@ -161,7 +161,7 @@ pub(super) fn intake_inbox(
     store: &Store,
     fake: &Arc<FakeInvestigator>,
     cfg: AlertsConfig,
-    inbox: Option<(Inbox, Vec<Entry>)>,
+    inbox: Option<(Inbox, Backlog)>,
 ) -> Intake {
     *fake.max_per_day.lock().unwrap() = Some(cfg.max_investigations_per_day);
     let alerts = AlertStore::open(store).unwrap();
@@ -203,6 +203,7 @@ pub(super) fn batch(alerts: Vec<Alert>) -> WebhookBatch {
         alerts,
         group_key: None,
         truncated_alerts: 0,
+        capped: 0,
     }
 }
 

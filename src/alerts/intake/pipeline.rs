@@ -15,6 +15,13 @@
 //! bench the first of each round of four 100-alert webhooks waited 11 ms (p50) for its
 //! decisions against 1.7 ms for the others. Senders read only the status.
 //!
+//! Cancellation: once a batch is written its job is queued at once (in the order of the
+//! inbox's numbers, under the inbox's write lock), and the processor syncs it itself before
+//! deciding it, so a request that ends early (the client left, `server.request_timeout`)
+//! still has its batch decided and the inbox checkpoint moves past it. A batch whose write
+//! or sync failed is answered 503 (senders retry), given up by the processor and never
+//! decided; its `Settle` learns which of the two happened.
+//!
 //! Durability: a batch in the inbox is decided again after a crash unless a checkpoint
 //! covers it. A checkpoint follows a store flush, so it never covers a batch whose group
 //! writes or logged alerts could still be lost. Deciding again is idempotent: each group
@@ -35,7 +42,7 @@ use tokio_util::task::TaskTracker;
 use super::{Intake, IntakeSummary};
 use crate::alerts::{AlertSource, WebhookBatch, parse_webhook};
 use crate::store::StoreError;
-use crate::store::inbox::{Entry, Inbox};
+use crate::store::inbox::{Backlog, Inbox};
 
 /// Body bytes of the batches waiting for the processor at most (their parsed alerts take
 /// some 2–3 times as much memory); past it a webhook waits for room, after its batch is on
@@ -55,6 +62,44 @@ async fn sleep_until(at: Option<Instant>) {
     }
 }
 
+/// Told once whether a batch given to `Intake::accept` was stored (on disk, to be
+/// decided) or not (its write or sync failed, or its request ended before the write), by
+/// whichever of the request and the processor learns it first; once every copy is dropped
+/// untold, it tells "not stored".
+#[derive(Clone, Default)]
+pub struct Settle(Option<Arc<Teller>>);
+
+/// What to call with "stored", once.
+type Tell = Box<dyn FnOnce(bool) + Send>;
+
+struct Teller(std::sync::Mutex<Option<Tell>>);
+
+impl Settle {
+    pub fn new(f: impl FnOnce(bool) + Send + 'static) -> Self {
+        Self(Some(Arc::new(Teller(std::sync::Mutex::new(Some(
+            Box::new(f),
+        ))))))
+    }
+
+    fn tell(&self, stored: bool) {
+        if let Some(t) = &self.0 {
+            let f = t.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+            if let Some(f) = f {
+                f(stored);
+            }
+        }
+    }
+}
+
+impl Drop for Teller {
+    fn drop(&mut self) {
+        let f = self.0.get_mut().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(f) = f {
+            f(false);
+        }
+    }
+}
+
 /// One batch for the processor.
 pub(super) struct Job {
     seq: u64,
@@ -66,6 +111,8 @@ pub(super) struct Job {
     _room: Option<OwnedSemaphorePermit>,
     /// False for a batch decided again after a crash whose alerts are in the log already.
     log: bool,
+    /// Told once the processor knows whether the batch is on disk.
+    settle: Settle,
 }
 
 /// The inbox and the processor's queue.
@@ -76,13 +123,13 @@ pub(super) struct Pipeline {
     room: Arc<Semaphore>,
     /// Taken by `Intake::start`: the queue's receiving end and the batches an earlier
     /// process left unprocessed.
-    start: std::sync::Mutex<Option<(mpsc::UnboundedReceiver<Job>, Vec<Entry>)>>,
+    start: std::sync::Mutex<Option<(mpsc::UnboundedReceiver<Job>, Backlog)>>,
     /// Batches accepted and not yet processed.
     backlog: AtomicUsize,
 }
 
 impl Pipeline {
-    pub(super) fn new(inbox: Inbox, left: Vec<Entry>) -> Self {
+    pub(super) fn new(inbox: Inbox, left: Backlog) -> Self {
         let (jobs, rx) = mpsc::unbounded_channel();
         Self {
             inbox,
@@ -95,6 +142,7 @@ impl Pipeline {
 }
 
 /// How a webhook's batch was taken.
+#[derive(Debug)]
 pub enum Accepted {
     /// Decided before the answer.
     Decided(IntakeSummary),
@@ -120,7 +168,8 @@ fn source_of(tag: u8) -> Option<AlertSource> {
 impl Intake {
     /// Takes a parsed webhook (`body` is what was parsed, kept to process again after a
     /// crash): returns once it is on disk and, when it is small and no batch is ahead of
-    /// it, decided.
+    /// it, decided. `settle` is told whether it was stored, even when this future is
+    /// dropped before then.
     /// Follow-ups run on the processor's task tracker. Without an inbox (unit tests),
     /// decides and flushes in place, and runs the follow-ups on a task of their own.
     pub async fn accept(
@@ -128,9 +177,11 @@ impl Intake {
         source: AlertSource,
         body: &[u8],
         batch: WebhookBatch,
+        settle: Settle,
     ) -> Result<Accepted, StoreError> {
         let Some(p) = &self.inner.pipeline else {
             let (summary, follow_ups) = self.ingest(batch).await?;
+            settle.tell(true);
             let intake = self.clone();
             tokio::spawn(async move {
                 for f in follow_ups {
@@ -145,30 +196,45 @@ impl Intake {
             deferred: true,
             ..Default::default()
         };
-        let seq = p.inbox.append(at, tag(source), body)?;
-        p.inbox.sync(seq).await?;
+        // Room is taken before the write: a request cancelled while it waits leaves
+        // nothing behind.
         let want = body.len().clamp(1, QUEUE_BYTES) as u32;
         let room = p.room.clone().acquire_many_owned(want).await.ok();
-        let alone = self.add_backlog(1) == 0;
-        let (reply, answer) = if alone && batch.alerts.len() <= DECIDED_ANSWER_MAX {
-            let (tx, rx) = oneshot::channel();
-            (Some(tx), Some(rx))
-        } else {
-            (None, None)
-        };
-        let job = Job {
-            seq,
-            at,
-            batch,
-            reply,
-            _room: room,
-            log: true,
-        };
-        if p.jobs.send(job).is_err() {
-            // Stopping: the next start processes it from the inbox.
+        let small = batch.alerts.len() <= DECIDED_ANSWER_MAX;
+        let told = settle.clone();
+        // Written and queued with no await between: from here the processor owns the
+        // batch, whatever happens to this request.
+        let (seq, answer, unsent) = p.inbox.append_then(at, tag(source), body, |seq| {
+            let alone = self.add_backlog(1) == 0;
+            let (reply, answer) = if alone && small {
+                let (tx, rx) = oneshot::channel();
+                (Some(tx), Some(rx))
+            } else {
+                (None, None)
+            };
+            let job = Job {
+                seq,
+                at,
+                batch,
+                reply,
+                _room: room,
+                log: true,
+                settle,
+            };
+            let unsent = p.jobs.send(job).err().map(|e| e.0.settle);
+            (seq, answer, unsent)
+        })?;
+        if let Some(settle) = unsent {
+            // Stopping: the next start decides it from the inbox.
             self.add_backlog(-1);
+            let synced = p.inbox.sync(seq).await;
+            settle.tell(synced.is_ok());
+            synced?;
             return Ok(Accepted::Deferred(deferred));
         }
+        let synced = p.inbox.sync(seq).await;
+        told.tell(synced.is_ok());
+        synced?;
         match answer {
             Some(rx) => match rx.await {
                 Ok(Ok(summary)) => Ok(Accepted::Decided(summary)),
@@ -206,17 +272,16 @@ impl Intake {
         // Batches logged before the crash are not logged twice (the log's lines are written
         // as each batch is decided, so a kill keeps them; the groups may have lost theirs).
         let mut logged = std::collections::HashSet::new();
-        if let (Some(first), Some(last)) = (
-            left.iter().map(|e| e.at).min(),
-            left.iter().map(|e| e.at).max(),
-        ) {
+        if let Some((first, last)) = left.span() {
             self.inner
                 .store
                 .for_each_alert(first, last + chrono::Duration::seconds(1), |r| {
                     logged.extend(r.batch);
                 })?;
         }
+        // One entry in memory at a time.
         for entry in left {
+            let entry = entry?;
             let Some(batch) =
                 source_of(entry.kind).and_then(|source| parse_webhook(source, &entry.body).ok())
             else {
@@ -236,6 +301,7 @@ impl Intake {
                     reply: None,
                     _room: None,
                     log: !logged.contains(&entry.seq),
+                    settle: Settle::default(),
                 },
                 tasks,
             )
@@ -287,14 +353,26 @@ impl Intake {
         Ok(count)
     }
 
-    /// Decides one batch, logs its alerts and spawns its follow-ups. On a failure the batch
-    /// stays in the inbox (no later checkpoint covers it), to be decided at the next start.
+    /// Decides one batch once it is on disk, logs its alerts and spawns its follow-ups. A
+    /// batch whose write or sync failed is given up (its sender was answered 503). On a
+    /// failure to decide, the batch stays in the inbox (no later checkpoint covers it), to
+    /// be decided at the next start.
     async fn process(&self, job: Job, tasks: &TaskTracker) {
         let p = self
             .inner
             .pipeline
             .as_ref()
             .expect("processing needs the inbox");
+        if let Err(e) = p.inbox.sync(job.seq).await {
+            p.inbox.finished(job.seq);
+            job.settle.tell(false);
+            self.add_backlog(-1);
+            if let Some(reply) = job.reply {
+                let _ = reply.send(Err(e));
+            }
+            return;
+        }
+        job.settle.tell(true);
         let result = match self.decide_batch(job.batch, job.at, Some(job.seq)).await {
             Ok((summary, follow_ups, log)) => match job.log {
                 true => self.inner.store.log_alerts(job.at, &log),

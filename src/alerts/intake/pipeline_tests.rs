@@ -66,7 +66,7 @@ async fn a_batch_a_crash_left_undecided_is_decided_at_start_with_its_arrival_tim
     drop(intake);
     // Checkpointed: nothing is left for the next start.
     let (_, left) = Inbox::open(dir.path(), "alerts").unwrap();
-    assert!(left.is_empty(), "{left:?}");
+    assert!(left.is_empty(), "{} left", left.len());
 }
 
 #[tokio::test]
@@ -82,7 +82,7 @@ async fn a_batch_alone_is_answered_with_its_decisions_and_one_behind_others_is_d
     let b = body(0..1);
     let parsed = parse_webhook(AlertSource::Alertmanager, &b).unwrap();
     let Accepted::Decided(summary) = intake
-        .accept(AlertSource::Alertmanager, &b, parsed)
+        .accept(AlertSource::Alertmanager, &b, parsed, Default::default())
         .await
         .unwrap()
     else {
@@ -100,7 +100,7 @@ async fn a_batch_alone_is_answered_with_its_decisions_and_one_behind_others_is_d
             let b = body(i * 10..i * 10 + 10);
             let parsed = parse_webhook(AlertSource::Alertmanager, &b).unwrap();
             intake
-                .accept(AlertSource::Alertmanager, &b, parsed)
+                .accept(AlertSource::Alertmanager, &b, parsed, Default::default())
                 .await
                 .unwrap()
         }

@@ -441,3 +441,33 @@ fn layout_5_buckets_of_8_byte_hashes_become_packed_hashes_once() {
         }
     });
 }
+
+#[test]
+fn the_group_cache_stays_within_its_byte_bound_whatever_the_alerts_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let alerts = AlertStore::open(&store).unwrap();
+    let now = Utc::now();
+    // Alerts as large as the intake lets through: 64 labels of 1,024 characters.
+    let mut big = alert("fp", AlertStatus::Firing);
+    for i in 0..crate::alerts::cap::LABELS_MAX - 1 {
+        big.labels.insert(
+            format!("l{i:02}"),
+            "x".repeat(crate::alerts::cap::LABEL_VALUE_CHARS),
+        );
+    }
+    for g in 0..300 {
+        absorb(&alerts, &format!("g{g}"), now, std::slice::from_ref(&big));
+        alerts.group_state(&format!("g{}", g / 2)).unwrap();
+    }
+    let cache = alerts.lock_cache();
+    assert!(
+        cache.bytes <= 4 << 20,
+        "{} bytes in {} groups",
+        cache.bytes,
+        cache.groups.len()
+    );
+    let counted: usize = cache.groups.values().map(cache::cached_bytes).sum();
+    assert_eq!(cache.bytes, counted, "the running count matches the groups");
+    assert!(cache.groups.len() < 300, "groups left for the bound");
+}

@@ -4,6 +4,19 @@ use chrono::{TimeZone, Utc};
 
 use super::{Entry, Inbox};
 
+/// Opens the inbox and reads its whole backlog.
+fn reopen(dir: &std::path::Path) -> (Inbox, Vec<Entry>) {
+    let (inbox, backlog) = Inbox::open(dir, "alerts").unwrap();
+    let count = backlog.len();
+    let pending: Vec<Entry> = backlog.collect::<Result<_, _>>().unwrap();
+    assert_eq!(
+        pending.len(),
+        count,
+        "the count at open matches what is read"
+    );
+    (inbox, pending)
+}
+
 fn at(s: i64) -> chrono::DateTime<Utc> {
     Utc.timestamp_opt(1_700_000_000 + s, 0).unwrap()
 }
@@ -21,7 +34,7 @@ fn files(dir: &std::path::Path) -> Vec<String> {
 #[tokio::test]
 async fn entries_not_checkpointed_come_back_in_order_after_a_restart() {
     let dir = tempfile::tempdir().unwrap();
-    let (inbox, pending) = Inbox::open(dir.path(), "alerts").unwrap();
+    let (inbox, pending) = reopen(dir.path());
     assert!(pending.is_empty());
     let a = inbox.append(at(1), 1, b"first").unwrap();
     let b = inbox.append(at(2), 2, b"second\nwith a newline").unwrap();
@@ -36,7 +49,7 @@ async fn entries_not_checkpointed_come_back_in_order_after_a_restart() {
     assert_eq!(inbox.backlog(), 1);
     drop(inbox);
 
-    let (inbox, pending) = Inbox::open(dir.path(), "alerts").unwrap();
+    let (inbox, pending) = reopen(dir.path());
     assert_eq!(
         pending,
         vec![Entry {
@@ -63,7 +76,7 @@ async fn a_torn_last_frame_is_skipped_and_the_entries_before_it_are_kept() {
     let bytes = std::fs::read(&path).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() - 3]).unwrap();
 
-    let (_, pending) = Inbox::open(dir.path(), "alerts").unwrap();
+    let (_, pending) = reopen(dir.path());
     assert_eq!(pending.len(), 1);
     assert_eq!(pending[0].body, b"kept");
 }
@@ -86,7 +99,7 @@ async fn a_corrupt_frame_ends_its_file() {
         .write_all(&bytes)
         .unwrap();
 
-    let (_, pending) = Inbox::open(dir.path(), "alerts").unwrap();
+    let (_, pending) = reopen(dir.path());
     let bodies: Vec<&[u8]> = pending.iter().map(|e| e.body.as_slice()).collect();
     assert_eq!(bodies, vec![b"good".as_slice()]);
 }
@@ -110,7 +123,7 @@ async fn checkpoints_remove_the_files_they_cover_and_keep_the_rest() {
     // The first file held 1..=8; the second 9..=16 still has 11..=16 to process.
     assert_eq!(files(dir.path()).len(), 2);
     drop(inbox);
-    let (inbox, pending) = Inbox::open(dir.path(), "alerts").unwrap();
+    let (inbox, pending) = reopen(dir.path());
     assert_eq!(pending.first().map(|e| e.seq), Some(11));
     assert_eq!(pending.len(), 10);
     for e in &pending {
@@ -119,7 +132,7 @@ async fn checkpoints_remove_the_files_they_cover_and_keep_the_rest() {
     inbox.checkpoint(20).unwrap();
     assert_eq!(files(dir.path()).len(), 1, "only the open file is left");
     drop(inbox);
-    let (_, pending) = Inbox::open(dir.path(), "alerts").unwrap();
+    let (_, pending) = reopen(dir.path());
     assert!(pending.is_empty());
 }
 
@@ -144,7 +157,7 @@ async fn concurrent_writers_share_syncs_and_lose_nothing() {
         t.await.unwrap();
     }
     drop(inbox);
-    let (_, pending) = Inbox::open(dir.path(), "alerts").unwrap();
+    let (_, pending) = reopen(dir.path());
     let seqs: Vec<u64> = pending.iter().map(|e| e.seq).collect();
     assert_eq!(seqs, (1..=320).collect::<Vec<_>>());
 }
@@ -173,7 +186,10 @@ async fn a_checkpoint_covering_a_large_open_file_closes_and_removes_it() {
         .len();
     assert_eq!(size, 0, "a new, empty file replaced it");
     drop(inbox);
-    let (inbox, pending) = Inbox::open(dir.path(), "alerts").unwrap();
+    let (inbox, pending) = reopen(dir.path());
     assert!(pending.is_empty());
     assert_eq!(inbox.append(at(3), 1, b"x").unwrap(), 3);
 }
+
+#[path = "fault_tests.rs"]
+mod faults;
