@@ -188,16 +188,45 @@ pub fn run_start(values: &[(f64, f64)], bad: impl Fn(f64) -> bool) -> Option<Dat
 
 /// Points a `since` range query asks for over the window.
 const SINCE_POINTS: u32 = 240;
+/// How many `since` range queries one analyzer run may make, so a fleet in the same bad
+/// state (fifty hosts without NTP) stays within the time budget; the rest are reported
+/// without since.
+const MAX_SINCE_LOOKUPS: usize = 12;
+
+/// The `since` lookups left to one analyzer run.
+#[derive(Debug)]
+pub struct Lookups(std::sync::atomic::AtomicUsize);
+
+impl Default for Lookups {
+    fn default() -> Self {
+        Self(std::sync::atomic::AtomicUsize::new(MAX_SINCE_LOOKUPS))
+    }
+}
+
+impl Lookups {
+    /// Takes one lookup; `false` when none is left.
+    fn take(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.0
+            .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
 
 impl Prom {
     /// When the state `bad` of the one series `expr` began, over the scope's window (`None`
-    /// when unknown; a failed query only loses the time, not the fact).
+    /// when unknown or no lookup is `left`; a failed query only loses the time, not the
+    /// fact).
     pub async fn since(
         &self,
+        left: &Lookups,
         expr: &str,
         scope: &Scope,
         bad: impl Fn(f64) -> bool,
     ) -> Option<DateTime<Utc>> {
+        if !left.take() {
+            return None;
+        }
         let series = self.range(expr, scope, SINCE_POINTS).await.ok()?;
         let s = series.first()?;
         run_start(&s.values, bad)
@@ -292,6 +321,12 @@ mod tests {
         assert_eq!(steepest(&slopes, &key, 7000.0, true), Some(-2.0));
         assert_eq!(steepest(&slopes, &key, 5000.0, false), Some(1.0));
         assert_eq!(steepest(&slopes, &key, 1e9, true), None);
+    }
+
+    #[test]
+    fn a_run_has_a_bounded_number_of_since_lookups() {
+        let left = Lookups::default();
+        assert_eq!((0..20).filter(|_| left.take()).count(), MAX_SINCE_LOOKUPS);
     }
 
     #[test]
