@@ -90,6 +90,10 @@ enum Command {
         /// Longest a run may take from trigger to finding.
         #[arg(long, default_value = "10m", value_parser = humantime::parse_duration)]
         timeout: Duration,
+        /// Rename every host, instance, service, job, pod, namespace, mount and guest of
+        /// each scenario (world, trigger, expectations) to names drawn from this seed.
+        #[arg(long, value_name = "SEED")]
+        rename: Option<u64>,
     },
 }
 
@@ -181,6 +185,7 @@ fn main() -> ExitCode {
             repeat,
             json,
             timeout,
+            rename,
         } => {
             let opts = cli::eval::EvalOptions {
                 scenarios,
@@ -188,6 +193,7 @@ fn main() -> ExitCode {
                 repeat,
                 json,
                 timeout,
+                rename,
             };
             let mut passed = false;
             let code = run(async {

@@ -19,6 +19,8 @@ use tokio_util::task::TaskTracker;
 use crate::report::model::{Report, ReportTrigger};
 use crate::report::period::{PeriodSpec, ReportPeriod};
 use crate::report::{ReportRequest, Reporter};
+use crate::telemetry::Metrics;
+use crate::telemetry::supervise::contained;
 
 /// A cron job that could not be created or armed.
 #[derive(Debug, thiserror::Error)]
@@ -92,10 +94,12 @@ pub struct Scheduler {
     jobs: JobScheduler,
     tracker: TaskTracker,
     fires: Vec<FireFn>,
+    /// Counts a fire whose work panicked (contained to that fire).
+    metrics: Arc<Metrics>,
 }
 
 impl Scheduler {
-    pub async fn start(tracker: TaskTracker) -> Result<Self, ScheduleError> {
+    pub async fn start(tracker: TaskTracker, metrics: Arc<Metrics>) -> Result<Self, ScheduleError> {
         let jobs = JobScheduler::new()
             .await
             .map_err(ScheduleError::scheduler("cannot create the job scheduler"))?;
@@ -106,6 +110,7 @@ impl Scheduler {
             jobs,
             tracker,
             fires: Vec::new(),
+            metrics,
         })
     }
 
@@ -115,7 +120,13 @@ impl Scheduler {
         F: Fn(DateTime<Utc>) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
-        let fire: FireFn = Arc::new(move |t| Box::pin(fire(t)));
+        let metrics = self.metrics.clone();
+        let fire: FireFn = Arc::new(move |t| {
+            let (work, metrics) = (fire(t), metrics.clone());
+            Box::pin(async move {
+                contained("schedule", &metrics, work).await;
+            })
+        });
         let Some(first) = job.next_after(Utc::now()) else {
             return Err(ScheduleError::NoFireTime(job.name));
         };
@@ -254,9 +265,10 @@ pub async fn add_reports(scheduler: &mut Scheduler, reporter: Reporter, expr: &s
     match missed_fire(&job, &reporter, Utc::now()) {
         Ok(Some(fire)) => {
             tracing::info!(%fire, "catching up the report missed while sre-agent was down");
-            let reporter = reporter.clone();
+            let (reporter, metrics) = (reporter.clone(), scheduler.metrics.clone());
             scheduler.tracker.spawn(async move {
-                report_for_fire(&reporter, ReportTrigger::Catchup, fire).await;
+                let work = report_for_fire(&reporter, ReportTrigger::Catchup, fire);
+                contained("schedule", &metrics, work).await;
             });
         }
         Ok(None) => {}
@@ -366,7 +378,8 @@ mod tests {
     #[tokio::test]
     async fn the_scheduler_fires_at_each_second_re_arms_and_stops_at_shutdown() {
         let tracker = TaskTracker::new();
-        let mut scheduler = Scheduler::start(tracker.clone()).await.unwrap();
+        let metrics = Arc::new(Metrics::new("m"));
+        let mut scheduler = Scheduler::start(tracker.clone(), metrics).await.unwrap();
         let fired = Arc::new(std::sync::Mutex::new(Vec::new()));
         let job = CronJob::parse("tick", "* * * * * *", chrono_tz::UTC).unwrap();
         let log = fired.clone();

@@ -64,7 +64,82 @@ pub fn fence_as(tag: &str, text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
     use super::*;
+
+    fn runner() -> TestRunner {
+        TestRunner::new(Config {
+            cases: 1000,
+            failure_persistence: None,
+            ..Config::default()
+        })
+    }
+
+    /// Arbitrary text with the characters the helpers care about mixed in.
+    fn text() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            any::<String>(),
+            Just("</data>".to_string()),
+            Just("< /DaTa >".to_string()),
+            Just("<data source=\"x\">".to_string()),
+            Just("é日本🦀".to_string()),
+            Just("&<>\"'".to_string()),
+        ];
+        proptest::collection::vec(piece, 0..8).prop_map(|v| v.concat())
+    }
+
+    #[test]
+    fn cutting_arbitrary_utf8_keeps_a_prefix_on_character_boundaries() {
+        runner()
+            .run(&(text(), 0usize..40), |(s, max)| {
+                let n = s.chars().count();
+                let first = first_chars(&s, max);
+                prop_assert!(s.starts_with(first));
+                prop_assert_eq!(first.chars().count(), n.min(max));
+                let cut = truncate(&s, max);
+                prop_assert!(cut.chars().count() <= max);
+                if n <= max {
+                    prop_assert_eq!(&cut, &s);
+                } else if max > 0 {
+                    let kept = cut.strip_suffix('…').unwrap();
+                    prop_assert!(s.starts_with(kept));
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+
+    #[test]
+    fn arbitrary_utf8_cannot_close_a_fence_or_break_out_of_html() {
+        runner()
+            .run(&text(), |s| {
+                let fenced = fence("alert", &s);
+                let body = fenced
+                    .strip_prefix("<data source=\"alert\">\n")
+                    .and_then(|b| b.strip_suffix("\n</data>"))
+                    .unwrap();
+                prop_assert!(!DATA_MARKER.is_match(body), "{body:?}");
+                let named = fence_as("report-data", &s);
+                let body = named
+                    .strip_prefix("<report-data>\n")
+                    .and_then(|b| b.strip_suffix("\n</report-data>"))
+                    .unwrap();
+                prop_assert!(!marker_look_alikes("report-data").is_match(body));
+                let html = escape_html(&s);
+                prop_assert!(!html.contains(['<', '>', '"', '\'']));
+                let back = html
+                    .replace("&lt;", "<")
+                    .replace("&gt;", ">")
+                    .replace("&quot;", "\"")
+                    .replace("&#39;", "'")
+                    .replace("&amp;", "&");
+                prop_assert_eq!(back, s);
+                Ok(())
+            })
+            .unwrap();
+    }
 
     #[test]
     fn html_special_characters_are_escaped() {

@@ -26,6 +26,7 @@ use super::budget::SubmitError;
 use super::evidence::EvidencePlanner;
 use super::memory::IncidentMemory;
 use super::runner::Runner;
+use crate::analyze::Sweep;
 
 use super::spend::{Claim, SpendLedger};
 use super::{Investigation, InvestigationRequest, InvestigationStatus};
@@ -34,6 +35,7 @@ use crate::config::Config;
 use crate::llm::LlmClient;
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
+use crate::telemetry::supervise::{record_panic, restarting};
 use crate::tools::ToolRegistry;
 
 /// Queues and runs investigations. Cheap to clone.
@@ -81,6 +83,8 @@ pub enum DispatcherError {
     Store(#[from] StoreError),
     #[error("building the evidence clients: {0}")]
     Evidence(#[from] crate::integrations::UpstreamError),
+    #[error("building the health sweep: {0}")]
+    Sweep(#[from] crate::analyze::AnalyzeError),
 }
 
 impl Dispatcher {
@@ -94,13 +98,14 @@ impl Dispatcher {
         let llm = LlmClient::new(&config.llm, metrics.clone())?;
         let tools = build_tools(config, metrics.clone())?;
         let evidence = EvidencePlanner::new(config)?;
+        let sweep = Sweep::from_config(config)?;
         if config.llm.base_url.is_some()
             && let Some(warning) = crate::config::unpriced_model_warning(&config.llm)
         {
             tracing::warn!(model = %config.llm.model, "{warning}");
         }
         Ok(Self::assemble(
-            config, store, metrics, llm, tools, evidence,
+            config, store, metrics, llm, tools, evidence, sweep,
         )?)
     }
 
@@ -119,6 +124,7 @@ impl Dispatcher {
             llm,
             tools,
             EvidencePlanner::default(),
+            Sweep::default(),
         )
     }
 
@@ -129,6 +135,7 @@ impl Dispatcher {
         llm: Option<LlmClient>,
         tools: ToolRegistry,
         evidence: EvidencePlanner,
+        sweep: Sweep,
     ) -> Result<Self, StoreError> {
         let memory = IncidentMemory::open(store)?;
         let investigations = InvestigationStore::open(store)?;
@@ -136,6 +143,7 @@ impl Dispatcher {
         let store = investigations;
         let runner = Runner::new(&config.llm, llm, tools, store.clone())
             .with_evidence(evidence)
+            .with_sweep(sweep)
             .with_memory(memory.clone());
         let (tx, rx) = mpsc::unbounded_channel();
         let (finished, _) = broadcast::channel(256);
@@ -179,7 +187,14 @@ impl Dispatcher {
             self.send(id);
         }
         for _ in 0..self.inner.concurrency {
-            tracker.spawn(self.clone().worker(token.clone()));
+            let (d, token) = (self.clone(), token.clone());
+            let metrics = self.inner.metrics.clone();
+            tracker.spawn(restarting(
+                "investigation_worker",
+                metrics,
+                token.clone(),
+                move || d.clone().worker(token.clone()),
+            ));
         }
         Ok(())
     }
@@ -346,8 +361,19 @@ impl Dispatcher {
                 id = async { self.inner.rx.lock().await.recv().await } => id,
             };
             let Some(id) = next else { return };
-            if let Err(e) = self.process(&id).await {
-                tracing::error!(%id, error = %e, "investigation could not be stored; it stays queued");
+            match AssertUnwindSafe(self.process(&id)).catch_unwind().await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::error!(%id, error = %e, "investigation could not be stored; it stays queued")
+                }
+                // Outside the run (storing, remembering): made final all the same, so the
+                // same input does not run again at every start.
+                Err(panic) => {
+                    let what = record_panic(&self.inner.metrics, "investigation", panic.as_ref());
+                    if let Err(e) = self.fail_panicked(&id, &what).await {
+                        tracing::error!(%id, error = %e, "a panicked investigation could not be stored failed");
+                    }
+                }
             }
             if let Ok(mut p) = self.inner.pending.lock() {
                 p.remove(&id);
@@ -406,17 +432,13 @@ impl Dispatcher {
         self.end(id, done, claim).await
     }
 
-    /// A run that panicked ends `failed`, with the cost recorded so far.
+    /// A run that panicked ends `failed` with the reason, with the cost recorded so far.
     fn panicked(
         &self,
         mut inv: Investigation,
         panic: &(dyn std::any::Any + Send),
     ) -> Investigation {
-        let what = panic
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| panic.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "unknown panic".into());
+        let what = record_panic(&self.inner.metrics, "investigation", panic);
         tracing::error!(id = %inv.id, panic = %what, "investigation panicked");
         if let Ok(Some(stored)) = self.inner.store.get(&inv.id) {
             inv.cost_usd = stored.cost_usd;
@@ -424,10 +446,31 @@ impl Dispatcher {
             inv.steps = stored.steps;
         }
         inv.status = InvestigationStatus::Failed;
-        inv.error = Some(format!(
-            "the investigation stopped on an internal error: {what}"
-        ));
+        inv.error = Some(format!("panicked: {what}"));
         inv
+    }
+
+    /// Stores `id` `failed` after a panic outside its run (its budget claim was released
+    /// when the panic dropped it), so it is not resumed at the next start.
+    async fn fail_panicked(&self, id: &str, what: &str) -> Result<(), StoreError> {
+        let store = &self.inner.store;
+        let mut failed = None;
+        store.update(id, |inv| {
+            if !inv.status.is_final() {
+                inv.status = InvestigationStatus::Failed;
+                inv.finished_at = Some(Utc::now());
+                inv.error = Some(format!("panicked: {what}"));
+                failed = Some(inv.clone());
+            }
+        })?;
+        store.dequeue(id)?;
+        store.flush().await?;
+        self.update_queue_depth();
+        if let Some(inv) = failed {
+            self.count_final(&inv);
+            let _ = self.inner.finished.send(inv);
+        }
+        Ok(())
     }
 
     /// Stores a final investigation, settles its budget claim and announces it.

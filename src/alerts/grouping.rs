@@ -113,6 +113,8 @@ pub fn decide_firing(
 #[cfg(test)]
 mod tests {
     use chrono::TimeDelta;
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
 
     use super::*;
     use crate::alerts::store::AlertGroup;
@@ -302,5 +304,40 @@ mod tests {
         }
         assert_eq!(g.alerts.len(), crate::alerts::store::GROUP_SAMPLE);
         assert_eq!((g.firing_count, firing.len()), (100, 100));
+    }
+
+    #[test]
+    fn keys_and_titles_of_arbitrary_utf8_labels_name_every_key_label() {
+        let labels = proptest::collection::btree_map(
+            prop_oneof![
+                proptest::sample::select(vec!["alertname", "instance", "job"])
+                    .prop_map(str::to_string),
+                any::<String>()
+            ],
+            any::<String>(),
+            0..6,
+        );
+        let config = Config {
+            cases: 1000,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let group_by: Vec<String> = ["alertname", "instance", "job"].map(String::from).into();
+        TestRunner::new(config)
+            .run(&(labels, any::<String>()), |(labels, fingerprint)| {
+                let key = group_key(&group_by, &labels, &fingerprint);
+                let title = group_title(&group_by, &labels);
+                for name in &group_by {
+                    if let Some(v) = labels.get(name) {
+                        prop_assert!(key.contains(&format!("{name}={v:?}")), "{key}");
+                    }
+                }
+                if !group_by.iter().any(|k| labels.contains_key(k)) {
+                    prop_assert_eq!(key, format!("{{fingerprint={fingerprint:?}}}"));
+                }
+                prop_assert!(!title.is_empty());
+                Ok(())
+            })
+            .unwrap();
     }
 }

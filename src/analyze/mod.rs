@@ -12,6 +12,8 @@
 //! - `fact.rs`, `quantity.rs`: the typed result and its units;
 //! - `sweep.rs`: the catalog of analyzers per integration, the parallel run with budget;
 //! - `rank.rs`: relevance by entities, time and severity;
+//! - `pattern.rs`: the pattern of a log line (numbers and ids as placeholders);
+//! - `logs.rs`: error bursts per service in Loki;
 //! - `prom/`: analyzers over Prometheus (node_exporter, process-exporter, cAdvisor,
 //!   kube-state-metrics, blackbox);
 //! - `kube/`: analyzers over the Kubernetes API (pods, nodes, rollouts);
@@ -19,6 +21,8 @@
 
 mod fact;
 pub mod kube;
+pub mod logs;
+mod pattern;
 pub mod pbs;
 pub mod prom;
 pub mod proxmox;
@@ -31,6 +35,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 
 pub use fact::{Entity, Fact, FactClass, Rate, Severity, Source, host_of};
+pub use pattern::line_pattern;
 pub use quantity::{Quantity, Unit, human_bytes, human_seconds, round_sig};
 pub use rank::{Focus, Ranked, rank};
 pub use sweep::{Sweep, SweepReport};

@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 
-use super::{AnalyzeError, Analyzer, Fact, Scope, kube, pbs, prom, proxmox, truenas};
+use super::{AnalyzeError, Analyzer, Fact, Scope, kube, logs, pbs, prom, proxmox, truenas};
 use crate::config::Config;
-use crate::integrations::PrometheusClient;
 use crate::integrations::kubernetes::KubeClient;
 use crate::integrations::pbs::PbsClient;
 use crate::integrations::proxmox::ProxmoxClient;
 use crate::integrations::truenas::TruenasClient;
+use crate::integrations::{LokiClient, PrometheusClient};
 
 /// How long one analyzer may take before it is skipped.
 pub const ANALYZER_BUDGET: Duration = Duration::from_secs(5);
@@ -46,6 +46,10 @@ impl Sweep {
         if config.prometheus.url.is_some() {
             let client = Arc::new(PrometheusClient::new(&config.prometheus)?);
             analyzers.extend(prom::analyzers(client));
+        }
+        if config.loki.url.is_some() {
+            let client = Arc::new(LokiClient::new(&config.loki)?);
+            analyzers.extend(logs::analyzers(client));
         }
         if config.kubernetes.enabled {
             let client = KubeClient::new(&config.kubernetes)
@@ -208,6 +212,28 @@ mod tests {
                 "truenas_disks",
             ]
         );
+    }
+
+    #[test]
+    fn the_catalog_holds_the_analyzers_of_the_configured_integrations_only() {
+        crate::install_crypto_provider();
+        let mut config = Config::default();
+        assert!(Sweep::from_config(&config).unwrap().is_empty());
+        config.loki.url = Some("http://loki:3100".parse().unwrap());
+        assert_eq!(
+            Sweep::from_config(&config).unwrap().names(),
+            ["log_error_bursts"]
+        );
+        config.prometheus.url = Some("http://prometheus:9090".parse().unwrap());
+        let names = Sweep::from_config(&config).unwrap().names();
+        for name in [
+            "targets_down",
+            "probe_failures",
+            "certificate_expiry",
+            "log_error_bursts",
+        ] {
+            assert!(names.contains(&name), "{names:?}");
+        }
     }
 
     #[tokio::test(start_paused = true)]

@@ -30,6 +30,7 @@ use crate::schedule::Scheduler;
 use crate::store::inbox::Inbox;
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
+use crate::telemetry::supervise::restarting;
 
 /// A component that could not be built or started.
 #[derive(Debug, thiserror::Error)]
@@ -101,7 +102,7 @@ impl Components {
         let health = Arc::new(RwLock::new(BTreeMap::new()));
         let checker = HealthChecker::new(&config, metrics.clone(), health.clone())
             .map_err(AppError::component("building the health checker"))?;
-        let scheduler = Scheduler::start(tasks.clone())
+        let scheduler = Scheduler::start(tasks.clone(), metrics.clone())
             .await
             .map_err(AppError::component("starting the job scheduler"))?;
         let state = AppState {
@@ -133,12 +134,32 @@ impl Components {
             mut scheduler,
         } = self;
         let tasks = &state.tasks;
-        tasks.spawn(checker.run(token.clone()));
+        let metrics = state.metrics.clone();
+        // Each pass of these loops is contained inside them (a tick, a drain, a send); what
+        // panics outside a pass restarts the loop (`telemetry::supervise`).
+        tasks.spawn({
+            let checker = Arc::new(checker);
+            restarting("health_checker", metrics.clone(), token.clone(), {
+                let token = token.clone();
+                move || checker.clone().run(token.clone())
+            })
+        });
         if let Some(notifier) = state.notifier.clone() {
-            let events = state.dispatcher.subscribe();
-            tasks.spawn(notifier.run(events, token.clone()));
+            let dispatcher = state.dispatcher.clone();
+            let token2 = token.clone();
+            tasks.spawn(restarting(
+                "notifier",
+                metrics.clone(),
+                token.clone(),
+                move || notifier.clone().run(dispatcher.subscribe(), token2.clone()),
+            ));
         }
-        tasks.spawn(retention::run(state.clone(), token.clone()));
+        tasks.spawn({
+            let (state, token2) = (state.clone(), token.clone());
+            restarting("retention", metrics.clone(), token.clone(), move || {
+                retention::run(state.clone(), token2.clone())
+            })
+        });
         state
             .dispatcher
             .start(token.clone(), tasks)

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use chrono::{DateTime, TimeDelta, Utc};
 use tokio_util::sync::CancellationToken;
 
 use super::AppState;
@@ -19,7 +20,13 @@ pub async fn run(state: AppState, token: CancellationToken) {
         return;
     }
     loop {
-        let cutoff = chrono::Utc::now() - chrono::Duration::days(i64::from(days));
+        let Some(cutoff) = cutoff(chrono::Utc::now(), days) else {
+            tracing::warn!(
+                days,
+                "store.retention_days reaches before the calendar; nothing is removed"
+            );
+            return;
+        };
         let swept = (|| -> Result<[usize; 5], StoreError> {
             let investigations = state.dispatcher.sweep(cutoff)?;
             let (alerts, groups) = state.intake.store().sweep(cutoff)?;
@@ -53,5 +60,25 @@ pub async fn run(state: AppState, token: CancellationToken) {
             _ = token.cancelled() => return,
             _ = tokio::time::sleep(SWEEP_EVERY) => {}
         }
+    }
+}
+
+/// `days` before `now`; `None` when that is before the calendar begins (the configuration
+/// bounds `store.retention_days` far below that; this keeps the sweep from panicking).
+fn cutoff(now: DateTime<Utc>, days: u32) -> Option<DateTime<Utc>> {
+    now.checked_sub_signed(TimeDelta::try_days(i64::from(days))?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retention_beyond_the_calendar_is_no_cutoff_rather_than_a_panic() {
+        let now = Utc::now();
+        assert_eq!(cutoff(now, 1), Some(now - TimeDelta::days(1)));
+        assert_eq!(cutoff(now, 100_000_000), None);
+        assert_eq!(cutoff(now, u32::MAX), None);
+        assert_eq!(cutoff(DateTime::<Utc>::MIN_UTC, 1), None);
     }
 }

@@ -1,4 +1,5 @@
-//! `sre-agent eval [--scenarios DIR] [--only NAME] [--repeat N] [--json]`: for each run of
+//! `sre-agent eval [--scenarios DIR] [--only NAME] [--repeat N] [--json] [--rename SEED]`:
+//! each scenario (renamed from SEED when asked, `eval::rename`), for each run of
 //! each scenario, builds its world (`eval::World`), starts the real daemon on it in this
 //! process (fresh store, loopback port, the user's `[llm]` section and nothing else of
 //! theirs), sends the trigger exactly as a user's Grafana, Alertmanager or `ask` would
@@ -32,6 +33,8 @@ pub struct EvalOptions {
     pub json: bool,
     /// How long one run may take from trigger to finding.
     pub timeout: Duration,
+    /// Rename every user-chosen name of each scenario from this seed (`eval::rename`).
+    pub rename: Option<u64>,
 }
 
 /// `--scenarios`, else `eval/scenarios` here, else the one of the source tree this binary
@@ -71,6 +74,29 @@ pub async fn run(config: &Config, opts: &EvalOptions) -> anyhow::Result<bool> {
             "no scenarios (directories with a scenario.toml) in {}",
             dir.display()
         );
+    }
+    // Renamed copies live in this directory for the whole run.
+    let renamed_dir = tempfile::tempdir().context("a directory for renamed scenarios")?;
+    if let Some(seed) = opts.rename {
+        let mut renamed = Vec::new();
+        for s in &scenarios {
+            let (r, renaming) = crate::eval::rename::rename_scenario(s, seed, renamed_dir.path())
+                .with_context(|| format!("renaming {}", s.name))?;
+            eprintln!(
+                "{}: renamed {} names ({})",
+                s.name,
+                renaming.originals().len(),
+                renaming
+                    .pairs()
+                    .iter()
+                    .filter(|(a, _)| !a.contains('\\'))
+                    .map(|(a, b)| format!("{a} → {b}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            renamed.push(r);
+        }
+        scenarios = renamed;
     }
     let repeat = opts.repeat.max(1);
     let mut outcomes = Vec::new();

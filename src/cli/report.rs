@@ -19,7 +19,9 @@ use crate::telemetry::Metrics;
 pub async fn run(config: Config, send: bool, format: &str, period: &str) -> anyhow::Result<()> {
     let spec: PeriodSpec = period.parse()?;
     // Collectors run in parallel, then one narrative call.
-    let timeout = config.report.collector_timeout.get() * 2 + config.llm.timeout.get();
+    let timeout = (config.report.collector_timeout.get())
+        .saturating_mul(2)
+        .saturating_add(config.llm.timeout.get());
     let report: Report = match Backend::connect(&config, timeout).await? {
         Backend::Local { dispatcher, store } => {
             let metrics = Arc::new(Metrics::new(&config.llm.model));

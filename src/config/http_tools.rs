@@ -183,3 +183,45 @@ pub fn validate_http_tools(tools: &[HttpToolConfig]) -> Result<(), ConfigError> 
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
+    use super::*;
+
+    #[test]
+    fn templates_of_arbitrary_utf8_give_their_placeholders_and_hide_credentials() {
+        let piece = prop_oneof![
+            any::<String>(),
+            Just("{".to_string()),
+            Just("}".to_string()),
+            Just("?".to_string()),
+            Just("&".to_string()),
+            Just("=".to_string()),
+            Just("://é:pässword@".to_string()),
+            Just("/".to_string()),
+        ];
+        let template = proptest::collection::vec(piece, 0..10).prop_map(|v| v.concat());
+        let names = proptest::collection::vec(any::<String>(), 0..4);
+        let config = Config {
+            cases: 1000,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        TestRunner::new(config)
+            .run(&(template, names), |(template, names)| {
+                placeholders(&template);
+                redacted_template(&template);
+                let clean: Vec<String> = names.iter().map(|n| n.replace(['{', '}'], "")).collect();
+                let built: String = clean.iter().map(|n| format!("/é{{{n}}}")).collect();
+                prop_assert_eq!(placeholders(&built), clean);
+                let secret = format!("https://user:s3cret-é@host/{built}?token=s3cret-é");
+                let shown = redacted_template(&secret);
+                prop_assert!(!shown.contains("s3cret"), "{shown}");
+                Ok(())
+            })
+            .unwrap();
+    }
+}

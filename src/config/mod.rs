@@ -4,11 +4,12 @@
 //!
 //! One module per section group: `sections` (server, LLM, alerts, report, mail…), one per
 //! optional integration (`kubernetes`, `proxmox`, `pbs`, `truenas`), `http_tools` for
-//! `[[tools.http]]`; `values` and `matcher` hold the validated value types, `secrets` the
-//! `*_file` resolver.
+//! `[[tools.http]]`; `values` and `matcher` hold the validated value types, `limits` the
+//! upper bounds of numbers `serve` would overflow on, `secrets` the `*_file` resolver.
 
 mod http_tools;
 mod kubernetes;
+pub mod limits;
 pub(crate) mod matcher;
 mod pbs;
 mod pricing;
@@ -37,8 +38,8 @@ pub use proxmox::ProxmoxApiConfig;
 pub use sections::*;
 pub use truenas::TruenasConfig;
 pub use values::{
-    CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, SecretUrl, TimeZone, parse_cron,
-    redact_secret_url, redact_url,
+    CronSchedule, EmailAddress, HttpUrl, HumanDuration, MAX_DURATION, Secret, SecretUrl, TimeZone,
+    parse_cron, redact_secret_url, redact_url,
 };
 
 use secrets::SecretFields;
@@ -301,6 +302,7 @@ impl Config {
                 format!("cannot read {:?}", ca.display().to_string()),
             );
         }
+        limits::validate(self)?;
         self.kubernetes.validate()?;
         self.proxmox.validate("proxmox")?;
         self.pbs.validate()?;

@@ -110,11 +110,19 @@ macro_rules! string_value {
 }
 
 string_value!(
-    /// A human duration such as "30s", "5m", "1h", "7d".
+    /// A human duration such as "30s", "5m", "1h", "7d", at most [`MAX_DURATION`].
     HumanDuration(Duration), "duration",
-    |s| humantime::parse_duration(s.trim()).map_err(|_| String::new()),
+    |s| match humantime::parse_duration(s.trim()) {
+        Ok(d) if d <= MAX_DURATION => Ok(d),
+        Ok(_) => Err(" (at most 100 years)".to_string()),
+        Err(_) => Err(String::new()),
+    },
     |v| &humantime::format_duration(*v).to_string()
 );
+
+/// The longest duration a key may hold: added to a clock, doubled by a backoff, multiplied
+/// by retries or taken from today's date, it stays far inside what the types can hold.
+pub const MAX_DURATION: Duration = Duration::from_secs(100 * 365 * 86_400);
 
 string_value!(
     /// A 6-field cron expression, seconds first: "0 0 8 * * Mon".

@@ -1,13 +1,17 @@
 //! `sre-agent eval`: scenarios (a trigger, a world, an expectation) loaded from
 //! directories (`scenario`), a world built on a real Prometheus with backfilled series and
-//! small fakes for the other upstreams (`world`, `series`, `prometheus`, `fakes`),
+//! small fakes for the other upstreams (`world`, `series`, `prometheus`, `fakes`), captured
+//! real exporter output as a world's background (`background`), consistent renaming of
+//! every user-chosen name by a seed (`rename`),
 //! deterministic scoring of the stored finding (`score`), and per-run figures and their
 //! rendering (`outcome`). The daemon never needs this part; `cli::eval` runs the real
 //! daemon against each world.
 
+pub mod background;
 pub mod fakes;
 pub mod outcome;
 pub mod prometheus;
+pub mod rename;
 pub mod scenario;
 pub mod score;
 pub mod series;

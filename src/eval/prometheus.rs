@@ -63,7 +63,24 @@ pub async fn start(
     data: &Path,
     rules: &[PathBuf],
 ) -> Result<PrometheusProcess, EvalError> {
-    let mut config = String::from("global:\n  evaluation_interval: 15s\n");
+    start_scraping(dir, data, rules, "").await
+}
+
+/// Starts Prometheus like [`start`], also scraping `scrape_configs` (the YAML of a
+/// `scrape_configs:` list, empty for none): tests of what Prometheus says about its own
+/// targets (`up`, `/api/v1/targets`).
+pub async fn start_scraping(
+    dir: &Path,
+    data: &Path,
+    rules: &[PathBuf],
+    scrape_configs: &str,
+) -> Result<PrometheusProcess, EvalError> {
+    let mut config = String::from("global:\n  evaluation_interval: 15s\n  scrape_interval: 15s\n");
+    if !scrape_configs.trim().is_empty() {
+        config.push_str("scrape_configs:\n");
+        config.push_str(scrape_configs);
+        config.push('\n');
+    }
     if !rules.is_empty() {
         config.push_str("rule_files:\n");
         for r in rules {

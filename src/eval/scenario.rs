@@ -11,6 +11,7 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Deserialize;
 
 use super::EvalError;
+pub use super::background::BackgroundSpec;
 
 /// One scenario, loaded and checked.
 #[derive(Clone, Debug)]
@@ -26,6 +27,9 @@ pub struct Scenario {
 pub struct ScenarioSpec {
     #[serde(default)]
     pub description: String,
+    /// Names `--rename` renames besides those it finds in the world (see `eval::rename`).
+    #[serde(default)]
+    pub rename: Vec<String>,
     pub trigger: TriggerSpec,
     #[serde(default)]
     pub world: WorldSpec,
@@ -57,6 +61,9 @@ pub struct WorldSpec {
     /// Prometheus series, backfilled into a real Prometheus.
     #[serde(default)]
     pub series: Vec<SeriesSpec>,
+    /// Every series of a captured real exporter for each of some instances.
+    #[serde(default)]
+    pub background: Vec<BackgroundSpec>,
     /// Prometheus rule files (in the scenario dir) the real Prometheus loads.
     #[serde(default)]
     pub rules: Vec<PathBuf>,
@@ -288,6 +295,9 @@ impl Scenario {
         let regexes = e.facts.iter().chain(&e.forbidden).chain(&e.tools);
         for r in regexes.chain(e.numbers.iter().filter_map(|n| n.unit.as_ref())) {
             regex_lite::Regex::new(r).map_err(|err| self.invalid(format!("regex {r:?}: {err}")))?;
+        }
+        for b in &spec.world.background {
+            super::background::check(b).map_err(|e| self.invalid(e))?;
         }
         for s in &spec.world.series {
             if s.name.is_empty()

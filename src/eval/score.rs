@@ -47,17 +47,18 @@ pub fn tools_called(events: &[Event]) -> Vec<String> {
         .collect()
 }
 
-/// `name: output excerpt` of the tool calls that failed.
+/// `name (call id): output excerpt` of the tool calls that failed.
 pub fn tool_errors(events: &[Event]) -> Vec<String> {
     events
         .iter()
         .filter_map(|e| match &e.kind {
             EventKind::ToolCall {
+                id,
                 name,
                 ok: false,
                 output_excerpt,
                 ..
-            } => Some(format!("{name}: {output_excerpt}")),
+            } => Some(format!("{name} ({id}): {output_excerpt}")),
             _ => None,
         })
         .collect()

@@ -43,11 +43,21 @@ impl World {
             .tempdir()
             .map_err(|e| EvalError::io(&std::env::temp_dir(), e))?;
         let w = &scenario.spec.world;
-        let prometheus = if w.series.is_empty() && w.rules.is_empty() {
+        let prometheus = if w.series.is_empty() && w.rules.is_empty() && w.background.is_empty() {
             None
         } else {
+            let mut background = Vec::new();
+            for b in &w.background {
+                background.extend(super::background::series(b).map_err(|reason| {
+                    EvalError::Scenario {
+                        path: scenario.dir.join("scenario.toml"),
+                        reason,
+                    }
+                })?);
+            }
             let text = series::openmetrics(
                 &w.series,
+                &background,
                 now.timestamp(),
                 w.duration.unwrap_or(DURATION),
                 w.step.unwrap_or(STEP),

@@ -2,12 +2,16 @@
 //! connections at once (past it, new ones wait in the kernel's backlog), and a connection
 //! that does not send a complete request head within `server.header_timeout` — a new one,
 //! or a kept-alive one between requests — is closed, so trickling clients cannot pile up.
-//! On shutdown every connection finishes its in-flight request and closes.
+//! On shutdown every connection finishes its in-flight request and closes. Each request
+//! carries its client's address (`ConnectInfo<SocketAddr>`), for the login throttle.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::http::Request;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -15,6 +19,9 @@ use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+
+use crate::telemetry::Metrics;
+use crate::telemetry::supervise::contained;
 
 /// What one client may hold.
 #[derive(Clone, Copy, Debug)]
@@ -28,6 +35,7 @@ pub async fn serve(
     listener: TcpListener,
     router: Router,
     limits: ConnectionLimits,
+    metrics: Arc<Metrics>,
     token: CancellationToken,
 ) {
     let permits = Arc::new(Semaphore::new(limits.max_connections.max(1)));
@@ -40,7 +48,7 @@ pub async fn serve(
                 Err(_) => break,
             },
         };
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = token.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -53,9 +61,14 @@ pub async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        let service = WithPeer {
+            inner: TowerToHyperService::new(router.clone()),
+            peer,
+        };
         let token = token.clone();
-        connections.spawn(async move {
+        let metrics = metrics.clone();
+        // Handler panics answer 500 (`panics.rs`); anything else ends this connection only.
+        let connection = async move {
             let conn = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_timeout)
@@ -71,9 +84,33 @@ pub async fn serve(
                 }
             }
             drop(permit);
+        };
+        connections.spawn(async move {
+            contained("http_connection", &metrics, connection).await;
         });
     }
     drop(listener);
     connections.close();
     connections.wait().await;
+}
+
+/// A connection's service: puts the client's address in each request's extensions.
+#[derive(Clone)]
+struct WithPeer<S> {
+    inner: S,
+    peer: SocketAddr,
+}
+
+impl<S, B> hyper::service::Service<Request<B>> for WithPeer<S>
+where
+    S: hyper::service::Service<Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, mut req: Request<B>) -> Self::Future {
+        req.extensions_mut().insert(ConnectInfo(self.peer));
+        self.inner.call(req)
+    }
 }

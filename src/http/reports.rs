@@ -31,6 +31,7 @@ pub fn router() -> Router<AppState> {
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
         (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
         (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
         (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
     ))]
@@ -38,7 +39,7 @@ pub(super) async fn create(
     State(state): State<AppState>,
     body: Bytes,
 ) -> Result<Json<Report>, ApiError> {
-    // Read whatever the Content-Type says, so malformed JSON is a 400 like everywhere else.
+    // A body is declared JSON (`browser::require_json`); an empty one asks for the default.
     let body: CreateReport = if body.iter().all(u8::is_ascii_whitespace) {
         CreateReport::default()
     } else {
@@ -66,8 +67,14 @@ pub(super) async fn create(
 /// How long generating and sending a report may take: its collectors, the narrative call
 /// with its retries, and the SMTP session.
 pub fn time_needed(config: &crate::config::Config) -> std::time::Duration {
-    let llm = config.llm.timeout.get() * (config.llm.max_retries + 1);
-    config.report.collector_timeout.get() + llm + config.smtp.timeout.get()
+    // Saturating: the configuration bounds each value, not their product.
+    let llm = (config.llm.timeout.get()).saturating_mul(config.llm.max_retries.saturating_add(1));
+    config
+        .report
+        .collector_timeout
+        .get()
+        .saturating_add(llm)
+        .saturating_add(config.smtp.timeout.get())
 }
 
 #[derive(Deserialize)]
@@ -208,5 +215,27 @@ impl utoipa::PartialSchema for ReportBody {
 impl utoipa::ToSchema for ReportBody {
     fn name() -> std::borrow::Cow<'static, str> {
         std::borrow::Cow::Borrowed("Report")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_time_a_report_may_take_saturates_instead_of_overflowing() {
+        let mut config = crate::config::Config::default();
+        config.llm.timeout = crate::config::HumanDuration::secs(60);
+        config.llm.max_retries = 2;
+        let normal = time_needed(&config);
+        assert_eq!(
+            normal,
+            config.report.collector_timeout.get()
+                + std::time::Duration::from_secs(180)
+                + config.smtp.timeout.get()
+        );
+        config.llm.timeout = crate::config::HumanDuration::secs(u64::MAX / 2);
+        config.llm.max_retries = u32::MAX;
+        assert_eq!(time_needed(&config).as_secs(), u64::MAX);
     }
 }

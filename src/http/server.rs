@@ -95,7 +95,8 @@ impl App {
             max_connections: server_config.max_connections,
             header_timeout: server_config.header_timeout.get(),
         };
-        let server = tokio::spawn(serve(listener, router, limits, token.clone()));
+        let metrics = running.state.metrics.clone();
+        let server = tokio::spawn(serve(listener, router, limits, metrics, token.clone()));
         token.cancelled().await;
         tracing::info!("shutting down: no new requests; draining in-flight work");
         running

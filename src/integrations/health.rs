@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Auth, Upstream, UpstreamError, UpstreamOptions};
 use crate::config::Config;
 use crate::telemetry::Metrics;
+use crate::telemetry::supervise::contained;
 
 /// The last health check result of one component.
 #[derive(Clone, Debug, Serialize)]
@@ -155,7 +156,7 @@ impl HealthChecker {
     }
 
     /// Runs until `token` is cancelled.
-    pub async fn run(self, token: CancellationToken) {
+    pub async fn run(self: Arc<Self>, token: CancellationToken) {
         if self.probes.is_empty() {
             return;
         }
@@ -164,7 +165,10 @@ impl HealthChecker {
         loop {
             tokio::select! {
                 _ = token.cancelled() => return,
-                _ = ticker.tick() => self.tick_once().await,
+                // A probe that panics costs one tick, not the checker.
+                _ = ticker.tick() => {
+                    contained("health_checker", &self.metrics, self.tick_once()).await;
+                }
             }
         }
     }

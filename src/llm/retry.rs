@@ -19,7 +19,9 @@ pub fn backoff_delay(attempt: u32) -> Duration {
 pub fn parse_retry_after(value: &str) -> Option<Duration> {
     let value = value.trim();
     let delay = if let Ok(secs) = value.parse::<f64>() {
-        (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))?
+        // Capped before converting: `Duration` panics above u64::MAX seconds ("1e20").
+        (secs.is_finite() && secs >= 0.0)
+            .then(|| Duration::from_secs_f64(secs.min(MAX_DELAY.as_secs_f64())))?
     } else {
         let at = chrono::DateTime::parse_from_rfc2822(value).ok()?;
         let wait = at.with_timezone(&chrono::Utc) - chrono::Utc::now();
@@ -47,6 +49,22 @@ mod tests {
             "{d:?}"
         );
         assert_eq!(parse_retry_after("soon"), None);
+    }
+
+    #[test]
+    fn a_retry_after_beyond_any_duration_is_capped_not_a_panic() {
+        for huge in [
+            "1e20",
+            "18446744073709551616",
+            "1.7e308",
+            "99999999999999999999.5",
+        ] {
+            assert_eq!(parse_retry_after(huge), Some(MAX_DELAY), "{huge}");
+        }
+        for bad in ["inf", "NaN", "-1", "-1e20"] {
+            assert_eq!(parse_retry_after(bad), None, "{bad}");
+        }
+        assert_eq!(parse_retry_after("0.25"), Some(Duration::from_millis(250)));
     }
 
     #[test]

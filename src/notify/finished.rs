@@ -14,6 +14,7 @@ use super::templates::Subject;
 use super::{grafana, webhook};
 use crate::agent::{Investigation, InvestigationStatus};
 use crate::store::StoreError;
+use crate::telemetry::supervise::contained;
 
 impl Notifier {
     /// Enqueues the notifications for `inv` once (idempotent per investigation id);
@@ -110,12 +111,15 @@ impl Notifier {
             let token = token.clone();
             tokio::spawn(async move {
                 loop {
-                    let wait = match this.drain_finished().await {
-                        Ok(_) => None,
-                        Err(e) => {
+                    // A pass that panics is retried like one that failed.
+                    let drained = contained("notifier", &this.inner.metrics, this.drain_finished());
+                    let wait = match drained.await {
+                        Some(Ok(_)) => None,
+                        Some(Err(e)) => {
                             tracing::error!(error = %e, "cannot enqueue notifications of finished investigations");
                             Some(Duration::from_secs(5))
                         }
+                        None => Some(Duration::from_secs(5)),
                     };
                     tokio::select! {
                         _ = token.cancelled() => break,
@@ -135,12 +139,13 @@ impl Notifier {
             })
         };
         loop {
-            let wait = match self.send_due().await {
-                Ok(wait) => wait,
-                Err(e) => {
+            let wait = match contained("notifier", &self.inner.metrics, self.send_due()).await {
+                Some(Ok(wait)) => wait,
+                Some(Err(e)) => {
                     tracing::error!(error = %e, "notification outbox failed");
                     Duration::from_secs(5)
                 }
+                None => Duration::from_secs(5),
             };
             tokio::select! {
                 _ = token.cancelled() => break,

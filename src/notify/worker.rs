@@ -9,7 +9,7 @@
 
 use std::time::Duration;
 
-use chrono::{TimeDelta, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 
 use super::NotifyError;
 use super::email::EmailMessage;
@@ -21,6 +21,15 @@ use crate::store::StoreError;
 
 /// Time limit of one webhook POST.
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// When an entry that failed at `now` is tried again: `backoff` later, or at the end of
+/// the calendar when that is past it (checked: the backoff comes from the configuration).
+fn retry_at(now: DateTime<Utc>, backoff: Duration) -> DateTime<Utc> {
+    TimeDelta::from_std(backoff)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
 
 /// How a failed attempt ends.
 struct Failure {
@@ -84,8 +93,7 @@ impl Notifier {
                             &key,
                             &OutboxEntry {
                                 attempts,
-                                next_attempt_at: Utc::now()
-                                    + TimeDelta::from_std(backoff).unwrap_or_default(),
+                                next_attempt_at: retry_at(Utc::now(), backoff),
                                 last_error: Some(f.error.to_string()),
                                 in_flight: None,
                                 ..entry
@@ -179,5 +187,22 @@ impl Notifier {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_retry_beyond_the_calendar_waits_until_its_end_instead_of_panicking() {
+        let now = Utc::now();
+        assert_eq!(
+            retry_at(now, Duration::from_secs(10)),
+            now + TimeDelta::seconds(10)
+        );
+        let far = Duration::from_secs(300_000 * 366 * 86_400);
+        assert_eq!(retry_at(now, far), DateTime::<Utc>::MAX_UTC);
+        assert_eq!(retry_at(now, Duration::MAX), DateTime::<Utc>::MAX_UTC);
     }
 }

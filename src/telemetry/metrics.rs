@@ -73,6 +73,19 @@ pub const COLLECTORS: &[&str] = &[
     "alerts", "slos", "agent", "cost", "logs", "memory", "changes", "hygiene",
 ];
 
+/// Background tasks that run under `telemetry::supervise` (the `task` of
+/// `sre_agent_panics_total`).
+pub const TASKS: &[&str] = &[
+    "investigation",
+    "investigation_worker",
+    "health_checker",
+    "notifier",
+    "retention",
+    "http_connection",
+    "http_handler",
+    "schedule",
+];
+
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
@@ -110,6 +123,7 @@ pub struct Metrics {
     pub notifications: IntCounterVec,
     pub feedback: IntCounterVec,
     pub start_time: Gauge,
+    pub panics: IntCounterVec,
 }
 
 fn opts(name: &str, help: &str) -> Opts {
@@ -294,6 +308,13 @@ impl Metrics {
                 "start_time_seconds",
                 "Unix time the daemon started."
             ))?),
+            panics: reg!(IntCounterVec::new(
+                opts(
+                    "panics_total",
+                    "Panics caught by task; the daemon kept serving (a loop task restarted)."
+                ),
+                &["task"]
+            )?),
             registry,
         })
     }
@@ -338,6 +359,9 @@ impl Metrics {
         }
         for v in VERDICTS {
             self.feedback.with_label_values(&[v]);
+        }
+        for t in TASKS {
+            self.panics.with_label_values(&[t]);
         }
         // Always registered, so the tool families are exported before any tool is configured.
         self.init_tool("current_time");

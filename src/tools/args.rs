@@ -74,19 +74,24 @@ pub fn parse_time(s: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, ArgError
         return Ok(dt.with_timezone(&Utc));
     }
     if let Ok(secs) = t.parse::<f64>() {
-        return DateTime::from_timestamp_millis((secs * 1000.0) as i64)
+        // `as` saturates, and the calendar's bounds are well inside i64 milliseconds.
+        return Some(secs * 1000.0)
+            .filter(|ms| ms.is_finite())
+            .and_then(|ms| DateTime::from_timestamp_millis(ms as i64))
             .ok_or_else(|| ArgError::UnixTime(s.to_string()));
     }
     let rel = t.strip_prefix("now-").unwrap_or(t);
     let d = parse_duration(rel).map_err(|_| ArgError::Time(s.to_string()))?;
-    chrono::Duration::from_std(d)
-        .map(|d| now - d)
-        .map_err(|_| ArgError::TooFarBack(s.to_string()))
+    ago(now, d).map_err(|_| ArgError::TooFarBack(s.to_string()))
 }
 
-/// `since` as a chrono duration back from now.
-pub fn lookback(since: Duration) -> Result<chrono::Duration, ArgError> {
-    chrono::Duration::from_std(since).map_err(|e| ArgError::Invalid(e.to_string()))
+/// The time `since` before `from`; an error when that is before the calendar begins (the
+/// model may ask for "300000y").
+pub fn ago(from: DateTime<Utc>, since: Duration) -> Result<DateTime<Utc>, ArgError> {
+    chrono::Duration::from_std(since)
+        .ok()
+        .and_then(|d| from.checked_sub_signed(d))
+        .ok_or_else(|| ArgError::TooFarBack(humantime::format_duration(since).to_string()))
 }
 
 #[cfg(test)]
@@ -108,5 +113,28 @@ mod tests {
         let err = parse_time("yesterday", now).unwrap_err();
         assert_eq!(err, ArgError::Time("yesterday".into()));
         assert!(err.to_string().contains("invalid time"));
+    }
+
+    #[test]
+    fn times_before_the_calendar_begins_are_errors() {
+        let now = Utc::now();
+        for s in ["300000y", "now-300000y"] {
+            assert_eq!(parse_time(s, now), Err(ArgError::TooFarBack(s.into())));
+        }
+        for s in ["1e300", "-1e300", "NaN", "inf"] {
+            assert_eq!(parse_time(s, now), Err(ArgError::UnixTime(s.into())));
+        }
+        let far = Duration::from_secs(300_000 * 366 * 86_400);
+        assert!(matches!(ago(now, far), Err(ArgError::TooFarBack(_))));
+        assert!(matches!(
+            ago(now, Duration::MAX),
+            Err(ArgError::TooFarBack(_))
+        ));
+        let first = DateTime::<Utc>::MIN_UTC;
+        assert!(ago(first, Duration::from_secs(1)).is_err());
+        assert_eq!(
+            ago(now, Duration::from_secs(60)),
+            Ok(now - chrono::Duration::minutes(1))
+        );
     }
 }

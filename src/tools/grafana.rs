@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::args::{arg, lookback, parse_duration};
+use super::args::{ago, arg, parse_duration};
 use super::compact::{fit_lines, format_labels};
 use super::format::{age, summary};
 use super::{Tool, ToolError};
@@ -159,7 +159,7 @@ impl Tool for GrafanaAnnotations {
     async fn call(&self, args: Value) -> Result<String, ToolError> {
         let since = parse_duration(arg(&args, "since").unwrap_or("24h"))?;
         let to = Utc::now();
-        let from = to - lookback(since)?;
+        let from = ago(to, since)?;
         let mut anns = self
             .client
             .annotations(from, to, Some("alert"), 500)

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use chrono::Utc;
 use serde_json::{Value, json};
 
-use super::args::{ArgError, arg, lookback, parse_duration, required};
+use super::args::{ArgError, ago, arg, parse_duration, required};
 use super::compact::{Unit, compact_logs, compact_matrix, compact_vector, format_number};
 use super::no_data::loki_no_lines;
 use super::prometheus::auto_step;
@@ -70,7 +70,7 @@ impl Tool for LokiQuery {
             );
         }
         let end = Utc::now();
-        let start = end - lookback(since)?;
+        let start = ago(end, since)?;
         let result = self
             .client
             .query_range(
@@ -152,7 +152,7 @@ impl Tool for LokiErrorSummary {
             since.as_secs().max(1)
         );
         let end = Utc::now();
-        let start = end - lookback(since)?;
+        let start = ago(end, since)?;
         let lines_query = format!("{selector} {ERROR_FILTER}");
         let (counts, lines) = tokio::join!(
             self.client.query(&counts_query, Some(end)),
@@ -192,5 +192,32 @@ mod tests {
         let err = sel(json!("{job=\"api\"")).unwrap_err();
         assert_eq!(err, ArgError::StreamSelector("{job=\"api\"".into()));
         assert!(err.to_string().contains("stream selector"));
+    }
+
+    #[test]
+    fn logql_arguments_of_arbitrary_utf8_are_a_selector_or_an_error() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+
+        let config = Config {
+            cases: 1000,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        let strategy = (any::<String>(), any::<String>());
+        TestRunner::new(config)
+            .run(&strategy, |(selector, since)| {
+                let args = json!({"selector": selector, "since": since});
+                if let Ok(s) = selector_arg(&args) {
+                    let braced = s.starts_with('{') && s.ends_with('}');
+                    prop_assert!(braced, "{:?}", s);
+                }
+                if let Ok((_, d)) = since_arg(&args, "1h") {
+                    prop_assert!(!d.is_zero() && d <= Duration::from_secs(30 * 86400));
+                    prop_assert!(super::super::args::ago(chrono::Utc::now(), d).is_ok());
+                }
+                Ok(())
+            })
+            .unwrap();
     }
 }

@@ -80,7 +80,10 @@ impl PromNoData {
             return out;
         }
         // Prometheus looks back 5 minutes for the newest sample of an instant query.
-        let from = start - chrono::Duration::minutes(5);
+        // Checked: `start` is the model's choice and may be the calendar's first minute.
+        let from = start
+            .checked_sub_signed(chrono::Duration::minutes(5))
+            .unwrap_or(start);
         let mut healthy = Vec::new();
         for sel in sels.iter().take(MAX_SELECTORS) {
             match self.check(sel, from, end).await {
@@ -136,7 +139,9 @@ impl PromNoData {
                 scope = None;
             }
         }
-        let since = end - chrono::Duration::days(LOOKBACK_DAYS);
+        let since = end
+            .checked_sub_signed(chrono::Duration::days(LOOKBACK_DAYS))
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
         let of_what = match (&sel.name, &scope) {
             (Some(name), Some(_)) => format!("{name} series"),
             _ => "series".to_string(),

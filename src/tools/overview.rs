@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::args::{ArgError, arg, lookback, parse_duration, required};
+use super::args::{ArgError, ago, arg, parse_duration, required};
 use super::closest::rank_values;
 use super::compact::{Unit, format_number};
 use super::prometheus::{alternatives, auto_step, sizes_for};
@@ -159,7 +159,7 @@ impl Tool for PrometheusInstanceOverview {
             return Err(ArgError::Invalid("\"since\" must be between 10m and 90d".into()).into());
         }
         let end = Utc::now();
-        let start = end - lookback(since)?;
+        let start = ago(end, since)?;
         let instances = match self.resolve(wanted, start, end).await? {
             Ok(i) => i,
             Err(text) => return Ok(text),

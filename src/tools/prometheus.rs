@@ -9,7 +9,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::args::{ArgError, arg, parse_duration, parse_time, required};
+use super::ToolOutput;
+use super::args::{ArgError, ago, arg, parse_duration, parse_time, required};
 use super::compact::{
     Unit, compact_matrix, compact_matrix_with, compact_vector_with, fit_lines, format_labels,
     value_note,
@@ -17,11 +18,16 @@ use super::compact::{
 use super::format::{age, humanize, summary};
 use super::no_data::PromNoData;
 use super::promql::selectors;
-use super::trend::{Measure, Sizes, join_key, size_metric};
+use super::trend::{self, Measure, Sizes, join_key, size_metric};
+use crate::analyze::Source;
+
 use super::{Tool, ToolError};
 use crate::integrations::PrometheusClient;
 use crate::integrations::prometheus::{Labels, QueryResult};
 use crate::text::truncate;
+
+/// Most facts one range query contributes (one per series moving toward its limit).
+const MAX_FACTS: usize = 8;
 
 /// Most points per series a range query asks for.
 pub const MAX_POINTS: f64 = 250.0;
@@ -205,16 +211,20 @@ impl Tool for PrometheusQueryRange {
         }, "required": ["query"]})
     }
     async fn call(&self, args: Value) -> Result<String, ToolError> {
+        self.call_with_facts(args).await.map(|o| o.text)
+    }
+
+    async fn call_with_facts(&self, args: Value) -> Result<ToolOutput, ToolError> {
         let query = required(&args, "query")?;
         let now = Utc::now();
         let end = arg(&args, "end")
             .map(|t| parse_time(t, now))
             .transpose()?
             .unwrap_or(now);
-        let start = arg(&args, "start")
-            .map(|t| parse_time(t, now))
-            .transpose()?
-            .unwrap_or(end - chrono::Duration::hours(1));
+        let start = match arg(&args, "start") {
+            Some(t) => parse_time(t, now)?,
+            None => ago(end, Duration::from_secs(3600))?,
+        };
         if end <= start {
             return Err(
                 ArgError::Invalid(format!("end ({end}) must be after start ({start})")).into(),
@@ -226,17 +236,34 @@ impl Tool for PrometheusQueryRange {
             Some(s) => parse_duration(s)?.max(min_step),
             None => min_step,
         };
-        let series = self.client.query_range(query, start, end, step).await?;
-        let header = format!(
+        let mut series = self.client.query_range(query, start, end, step).await?;
+        let mut header = format!(
             "{} to {} step {}\n",
             start.format("%Y-%m-%d %H:%M"),
             end.format("%Y-%m-%d %H:%M UTC"),
             humanize(step)
         );
+        if let Some((from, fine)) = super::resolution::reread_young(
+            &self.client,
+            query,
+            &mut series,
+            start,
+            end,
+            step,
+            auto_step,
+        )
+        .await
+        {
+            header.push_str(&format!(
+                "series starting inside the range re-read from {} at step {}\n",
+                from.format("%Y-%m-%d %H:%M:%S UTC"),
+                humanize(fine)
+            ));
+        }
         let budget = self.budget.saturating_sub(header.chars().count());
         if series.is_empty() {
             let text = self.hints.explain(query, start, end).await;
-            return Ok(header + &truncate(&text, budget));
+            return Ok(ToolOutput::text(header + &truncate(&text, budget)));
         }
         let measure = Measure::of(
             query,
@@ -256,7 +283,19 @@ impl Tool for PrometheusQueryRange {
         };
         let unit = measure.unit().unwrap_or_else(|| Unit::guess(query));
         let window = Some((end.timestamp() as f64, step.as_secs_f64()));
-        Ok(header + &compact_matrix_with(&series, unit, budget, measure, &sizes, window))
+        let facts = series
+            .iter()
+            .filter_map(|s| {
+                let size = sizes.get(&join_key(&s.metric)).copied();
+                let source = Source::new(Self::NAME, args.clone());
+                trend::fact(&s.metric, &s.values, measure, size, source)
+            })
+            .take(MAX_FACTS)
+            .collect();
+        Ok(ToolOutput {
+            text: header + &compact_matrix_with(&series, unit, budget, measure, &sizes, window),
+            facts,
+        })
     }
 }
 

@@ -161,6 +161,7 @@ impl<'a> Lexer<'a> {
                     self.i += 1;
                     out.push(match next {
                         b'n' => b'\n',
+                        b'r' => b'\r',
                         b't' => b'\t',
                         other => other,
                     });

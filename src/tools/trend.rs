@@ -10,6 +10,9 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 
 use super::format::{Unit, format_number, humanize, without_strings};
+use crate::analyze::{
+    Entity, Fact, FactClass, Quantity, Rate, Severity, Source, Unit as AUnit, host_of,
+};
 use crate::integrations::prometheus::Labels;
 
 /// What a query's values measure, when they approach a limit.
@@ -285,6 +288,81 @@ pub fn used_note(value: f64, measure: Measure, size: Option<f64>) -> String {
         (Measure::Free { scale }, _) => format!(" (used {:.1} %)", 100.0 - value * 100.0 / scale),
         _ => String::new(),
     }
+}
+
+/// The typed fact of a series moving toward its limit (free bytes to 0, a used share to
+/// full): its used share (or free bytes), rate and time to full, citable by the call that
+/// computed it (`source`). `None` for a series not moving toward a limit, or whose line
+/// explains little of its movement.
+pub fn fact(
+    labels: &Labels,
+    values: &[(f64, f64)],
+    measure: Measure,
+    size: Option<f64>,
+    source: Source,
+) -> Option<Fact> {
+    let f = fit(values)?;
+    let last = f.last.1;
+    let (limit, value, rate) = match (measure, size) {
+        (Measure::FreeBytes, Some(size)) if size > 0.0 => (
+            0.0,
+            Quantity::percent(100.0 * (1.0 - last / size)),
+            Rate::from_per_second(f.slope, AUnit::Bytes),
+        ),
+        (Measure::FreeBytes, _) => (
+            0.0,
+            Quantity::bytes(last),
+            Rate::from_per_second(f.slope, AUnit::Bytes),
+        ),
+        (Measure::Used { full }, _) => (
+            full,
+            Quantity::percent(last * 100.0 / full),
+            Rate::from_per_second(f.slope * 100.0 / full, AUnit::Percent),
+        ),
+        (Measure::Free { scale }, _) => (
+            0.0,
+            Quantity::percent(100.0 - last * 100.0 / scale),
+            Rate::from_per_second(-f.slope * 100.0 / scale, AUnit::Percent),
+        ),
+        (Measure::Other, _) => return None,
+    };
+    let gap = limit - last;
+    if f.r2 < 0.5 || gap == 0.0 || (gap > 0.0) != (f.slope > 0.0) {
+        return None;
+    }
+    let secs = gap / f.slope;
+    let severity = match secs {
+        s if s < 86_400.0 => Severity::Critical,
+        s if s < 7.0 * 86_400.0 => Severity::Warning,
+        _ => Severity::Info,
+    };
+    let name = ["mountpoint", "device", "instance", "__name__"]
+        .iter()
+        .find_map(|k| labels.get(*k))
+        .cloned()
+        .unwrap_or_else(|| "series".into());
+    let host = labels.get("instance").map(|i| host_of(i));
+    let what = match value.unit {
+        AUnit::Percent => "used",
+        _ => "free",
+    };
+    let mut fact = Fact::new(
+        FactClass::Exhaustion,
+        "prometheus_query_range",
+        Entity::new("series", name)
+            .on_host(host)
+            .with_labels(join_key(labels).into_iter().collect()),
+        what,
+        severity,
+        source,
+    )
+    .value(value)
+    .rate(rate)
+    .eta(secs, "full");
+    if let Some(size) = size.filter(|_| measure == Measure::FreeBytes) {
+        fact = fact.limit(Quantity::bytes(size));
+    }
+    Some(fact)
 }
 
 /// Labels without `__name__`: how a free-bytes series finds its size series.

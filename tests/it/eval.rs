@@ -9,6 +9,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::Value;
 use sre_agent::cli::eval::run_scenario;
+use sre_agent::eval::rename::{contains_token, rename_scenario};
 use sre_agent::eval::{RunOutcome, Scenario, ScenarioOutcome, SuiteOutcome};
 
 use crate::support::external::require_tool;
@@ -17,6 +18,16 @@ use crate::support::test_config;
 
 fn shipped() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("eval/scenarios")
+}
+
+/// The shipped scenarios, or those whose names contain `SRE_EVAL_ONLY` (comma-separated)
+/// when it is set, for working on a few.
+fn shipped_scenarios() -> Vec<Scenario> {
+    let mut all = Scenario::load_all(&shipped()).expect("shipped scenarios load");
+    if let Ok(only) = std::env::var("SRE_EVAL_ONLY") {
+        all.retain(|s| only.split(',').any(|o| s.name.contains(o.trim())));
+    }
+    all
 }
 
 /// The fake LLM's replies from `scripted.json`: turns of `{"tool_calls": [{name,
@@ -61,12 +72,44 @@ fn scripted(scenario: &Scenario) -> Vec<Value> {
 
 /// One run of `scenario` with `turns` as the model's replies.
 async fn run_scripted(scenario: &Scenario, turns: &[Value]) -> RunOutcome {
+    run_recorded(scenario, turns).await.0
+}
+
+/// One run, with the text of every message the daemon sent the model (its own system
+/// prompt and tool definitions left out: they are the agent's, not the world's).
+async fn run_recorded(scenario: &Scenario, turns: &[Value]) -> (RunOutcome, Vec<String>) {
     sre_agent::install_crypto_provider();
     let llm = FakeLlm::start(script(turns)).await;
     let dir = tempfile::tempdir().unwrap();
     let config = test_config(dir.path(), &llm.config(""));
-    run_scenario(&config, scenario, Duration::from_secs(30)).await
+    let outcome = run_scenario(&config, scenario, Duration::from_secs(30)).await;
+    let sent = llm
+        .requests()
+        .iter()
+        .flat_map(|r| r.messages().clone())
+        .filter(|m| m["role"] != "system")
+        .map(|m| m.to_string())
+        .collect();
+    (outcome, sent)
 }
+
+/// Runs every scenario (at most `parallel` at once) and returns the suite with what each
+/// run sent the model.
+async fn run_suite(scenarios: &[Scenario], parallel: usize) -> (SuiteOutcome, Vec<Vec<String>>) {
+    let runs: Vec<(ScenarioOutcome, Vec<String>)> = futures::stream::iter(scenarios.iter())
+        .map(|s| async move {
+            let (run, sent) = run_recorded(s, &scripted(s)).await;
+            (ScenarioOutcome::new(&s.name, vec![run]), sent)
+        })
+        .buffered(parallel)
+        .collect()
+        .await;
+    let (outcomes, sent): (Vec<_>, Vec<_>) = runs.into_iter().unzip();
+    (SuiteOutcome::new("fake-model", outcomes), sent)
+}
+
+/// Scenario runs at once: each is a Prometheus and a daemon, mostly waiting.
+const PARALLEL: usize = 3;
 
 fn tools_available() -> bool {
     require_tool("prometheus") && require_tool("promtool")
@@ -77,23 +120,40 @@ async fn every_shipped_scenario_passes_with_its_scripted_answers() {
     if !tools_available() {
         return;
     }
-    let scenarios = Scenario::load_all(&shipped()).expect("shipped scenarios load");
-    let outcomes: Vec<ScenarioOutcome> = futures::stream::iter(scenarios.iter())
-        .map(|s| async move {
-            let run = run_scripted(s, &scripted(s)).await;
-            ScenarioOutcome::new(&s.name, vec![run])
-        })
-        .buffered(3)
-        .collect()
-        .await;
-    let suite = SuiteOutcome::new("fake-model", outcomes);
+    let scenarios = shipped_scenarios();
+    let started = std::time::Instant::now();
+    let (suite, _) = run_suite(&scenarios, PARALLEL).await;
+    eprintln!(
+        "{} scenarios, scripted, in {:.1} s",
+        suite.runs,
+        started.elapsed().as_secs_f64()
+    );
     let table = suite.to_text();
     assert!(suite.all_passed(), "{table}");
-    assert!(suite.runs >= 15, "only {} scenarios shipped", suite.runs);
+    if std::env::var("SRE_EVAL_ONLY").is_err() {
+        assert!(suite.runs >= 60, "only {} scenarios shipped", suite.runs);
+    }
+    // The world must answer every call the scripted model makes (ids call_N); calls the
+    // agent makes on its own (alert-first evidence and the like) are the agent's and are
+    // reported, not failed, here.
+    let mut scripted_errors = Vec::new();
+    for s in &suite.scenarios {
+        for e in &s.runs[0].tool_errors {
+            if e.contains(" (call_") {
+                scripted_errors.push(format!("{}: {e}", s.name));
+            } else {
+                eprintln!("agent's own call failed in {}: {e}", s.name);
+            }
+        }
+    }
+    assert!(
+        scripted_errors.is_empty(),
+        "scripted calls failed:\n{}",
+        scripted_errors.join("\n")
+    );
     for s in &suite.scenarios {
         let r = &s.runs[0];
         assert!(!r.tools_called.is_empty(), "{}: no tool called", s.name);
-        assert!(r.tool_errors.is_empty(), "{}: {:?}", s.name, r.tool_errors);
         assert!(
             r.prompt_tokens > 0 && r.completion_tokens > 0,
             "{}: tokens",
@@ -148,5 +208,141 @@ async fn a_wrong_scripted_answer_fails_with_the_reasons() {
             reasons.contains(expected),
             "{expected:?} not in:\n{reasons}"
         );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_world_with_four_hosts_of_node_exporter_background_loads_in_a_few_seconds() {
+    if !tools_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("scenario.toml"),
+        r#"[trigger]
+kind = "ask"
+question = "Which host has the least free memory?"
+[world]
+duration = "6h"
+background = [{ exporter = "node", instances = ["cedar-07", "nas", "pve2:9100", "kube-3"], noise = 0.02 },
+              { exporter = "process", instances = ["nas"] }]
+[expect]
+facts = ["nas"]
+"#,
+    )
+    .unwrap();
+    sre_agent::install_crypto_provider();
+    let scenario = Scenario::load(dir.path()).unwrap();
+    let started = std::time::Instant::now();
+    let world = sre_agent::eval::World::build(&scenario, chrono::Utc::now())
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    let url = &world.prometheus.as_ref().unwrap().url;
+    let http = reqwest::Client::new();
+    let count = |q: &str| {
+        let http = http.clone();
+        let url = format!("{url}/api/v1/query");
+        let q = q.to_string();
+        async move {
+            let v: Value = http
+                .get(url)
+                .query(&[("query", q)])
+                .send()
+                .await
+                .unwrap()
+                .json()
+                .await
+                .unwrap();
+            v["data"]["result"][0]["value"][1]
+                .as_str()
+                .unwrap_or("0")
+                .parse::<f64>()
+                .unwrap()
+        }
+    };
+    let series = count("count({__name__=~\".+\"})").await;
+    assert!(series > 4.0 * 400.0, "only {series} series");
+    assert_eq!(count("count(up{job=\"node\"})").await, 4.0);
+    // Counters were backfilled with a rate: CPU time grows on every host.
+    let busy = count("count(rate(node_cpu_seconds_total{mode=\"idle\"}[5m]) > 0)").await;
+    assert!(busy >= 4.0, "{busy}");
+    // node_time_seconds follows the clock: no background host looks skewed.
+    let skew = count("max(abs(node_time_seconds - timestamp(node_time_seconds)))").await;
+    assert!(skew < 60.0, "skew {skew}");
+    eprintln!("background world: {series} series loaded in {took:?}");
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+}
+
+/// Renames every shipped scenario from `seed`, runs the suite, and checks that it passes
+/// and that nothing the daemon sent the model holds an original name.
+async fn renamed_suite_passes_and_leaks_no_name(seed: u64) {
+    let scenarios = shipped_scenarios();
+    let into = tempfile::tempdir().unwrap();
+    let mut renamed = Vec::new();
+    let mut originals = Vec::new();
+    for s in &scenarios {
+        let (r, renaming) = rename_scenario(s, seed, into.path()).expect("renames");
+        originals.push(
+            renaming
+                .originals()
+                .into_iter()
+                .filter(|n| !n.contains('\\'))
+                .map(str::to_string)
+                .collect::<Vec<_>>(),
+        );
+        renamed.push(r);
+    }
+    // Every scenario's world has names a user chose.
+    let unnamed: Vec<&str> = scenarios
+        .iter()
+        .zip(&originals)
+        .filter(|(_, o)| o.is_empty())
+        .map(|(s, _)| s.name.as_str())
+        .collect();
+    assert!(unnamed.is_empty(), "nothing to rename in {unnamed:?}");
+    let started = std::time::Instant::now();
+    let (suite, sent) = run_suite(&renamed, PARALLEL).await;
+    eprintln!(
+        "{} scenarios renamed with seed {seed}, scripted, in {:.1} s",
+        suite.runs,
+        started.elapsed().as_secs_f64()
+    );
+    assert!(suite.all_passed(), "seed {seed}:\n{}", suite.to_text());
+    for ((s, names), sent) in scenarios.iter().zip(&originals).zip(&sent) {
+        assert!(!sent.is_empty(), "{}: nothing sent", s.name);
+        for text in sent {
+            for name in names {
+                assert!(
+                    !contains_token(text, name),
+                    "{} (seed {seed}): the original name {name:?} reached the model in {}",
+                    s.name,
+                    text.chars().take(400).collect::<String>()
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_shipped_scenario_passes_renamed_and_no_original_name_reaches_the_model() {
+    if !tools_available() {
+        return;
+    }
+    renamed_suite_passes_and_leaks_no_name(20261126).await;
+    // The scan can fail: unrenamed, the world's names do reach the model.
+    let plain = Scenario::load(&shipped().join("disk-filling")).unwrap();
+    let (_, sent) = run_recorded(&plain, &scripted(&plain)).await;
+    assert!(sent.iter().any(|t| contains_token(t, "pve1")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "two more seeds of the renamed suite; run with --ignored"]
+async fn the_renamed_suite_passes_with_two_more_seeds() {
+    if !tools_available() {
+        return;
+    }
+    for seed in [7, 424242] {
+        renamed_suite_passes_and_leaks_no_name(seed).await;
     }
 }

@@ -198,6 +198,35 @@ fn bad_config_values_exit_2_naming_the_key_and_value() {
             "[[slos]]\nname = \"x\"\nquery = \"up\"\nobjective = 99.9\n",
             "slos[0].objective",
         ),
+        // Values `serve` would overflow on (dates, clocks, semaphores, worker pools).
+        (
+            "[store]\nretention_days = 100000000\n",
+            "store.retention_days: 100000000 is too large (at most 36500",
+        ),
+        (
+            "[notify]\nretry_backoff = \"300000y\"\n",
+            r#"notify.retry_backoff: invalid duration "300000y" (at most 100 years)"#,
+        ),
+        (
+            "[llm]\ntimeout = \"300000y\"\n",
+            r#"llm.timeout: invalid duration "300000y" (at most 100 years)"#,
+        ),
+        (
+            "[llm]\nmax_retries = 4294967295\n",
+            "llm.max_retries: 4294967295 is too large (at most 100",
+        ),
+        (
+            "[server]\nmax_connections = 4611686018427387904\n",
+            "server.max_connections: 4611686018427387904 is too large",
+        ),
+        (
+            "[alerts]\nconcurrency = 100000000\n",
+            "alerts.concurrency: 100000000 is too large",
+        ),
+        (
+            "[[tools.http]]\nname = \"x\"\nurl = \"http://127.0.0.1:9/\"\ntimeout = \"1000000y\"\n",
+            "tools.http.0.timeout: invalid duration",
+        ),
     ];
     for (toml, want) in cases {
         let file = dir.path().join("bad.toml");

@@ -46,7 +46,7 @@ pub fn compact_values<'a>(values: impl IntoIterator<Item = &'a str>) -> String {
             let mut start = numbers[0];
             let mut prev = start;
             for &n in &numbers[1..] {
-                if n != prev + 1 {
+                if prev.checked_add(1) != Some(n) {
                     ranges.push(range(start, prev, width));
                     start = n;
                 }
@@ -113,7 +113,45 @@ fn join_runs(texts: &[&str], runs: &[&str]) -> String {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+    use proptest::test_runner::{Config, TestRunner};
+
     use super::*;
+
+    #[test]
+    fn arbitrary_utf8_values_are_compacted_without_losing_any() {
+        let value = prop_oneof![
+            any::<String>(),
+            (
+                proptest::sample::select(vec!["", "host", "é", "日本-", "db"]),
+                any::<u64>(),
+                0usize..3,
+                proptest::sample::select(vec!["", ":9100", "é7", "."]),
+            )
+                .prop_map(|(a, n, zeros, b)| format!("{a}{}{n}{b}", "0".repeat(zeros))),
+            Just("18446744073709551615".to_string()),
+            Just("host18446744073709551614".to_string()),
+        ];
+        let values = proptest::collection::vec(value, 0..12);
+        let config = Config {
+            cases: 1000,
+            failure_persistence: None,
+            ..Config::default()
+        };
+        TestRunner::new(config)
+            .run(&values, |values| {
+                let out = compact_values(values.iter().map(String::as_str));
+                prop_assert_eq!(out.is_empty(), values.iter().all(String::is_empty));
+                for v in values
+                    .iter()
+                    .filter(|v| !v.contains(|c: char| c.is_ascii_digit()))
+                {
+                    prop_assert!(out.contains(v.as_str()), "{v:?} not in {out:?}");
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
 
     #[test]
     fn values_are_compacted_into_hostlist_ranges() {

@@ -15,7 +15,7 @@ use crate::analyze::{
 };
 
 /// Filesystems that are not disks.
-const PSEUDO: &str = r#"fstype!~"tmpfs|ramfs|devtmpfs|overlay|squashfs|nsfs|autofs|proc|sysfs|iso9660|fuse.lxcfs|fuse.snapfuse""#;
+pub(super) const PSEUDO: &str = r#"fstype!~"tmpfs|ramfs|devtmpfs|overlay|squashfs|nsfs|autofs|proc|sysfs|iso9660|fuse.lxcfs|fuse.snapfuse""#;
 
 /// One exporter's spelling of free and total space (or inodes).
 struct Variant {

@@ -4,9 +4,25 @@
 //! exporters emit (node_exporter, process-exporter, cAdvisor, kube-state-metrics,
 //! blackbox_exporter) and skips a variant it does not find.
 
+mod certs;
+mod clock;
+mod container_memory;
+mod context;
+mod cpu;
+mod disk_io;
 mod filesystem;
+mod history;
 mod kube_state;
 mod kube_state_workloads;
+mod memory;
+mod network;
+mod probes;
+mod process_memory;
+mod reloads;
+mod restarts;
+mod rollouts;
+mod targets;
+mod versions;
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -28,6 +44,22 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(kube_state::KubeStatePods(p.clone())),
         Arc::new(kube_state_workloads::KubeStateNodes(p.clone())),
         Arc::new(kube_state_workloads::KubeStateRollouts(p.clone())),
+        Arc::new(memory::HostMemory(p.clone())),
+        Arc::new(memory::Swap(p.clone())),
+        Arc::new(process_memory::ProcessMemory(p.clone())),
+        Arc::new(container_memory::ContainerMemory(p.clone())),
+        Arc::new(cpu::CpuSaturation(p.clone())),
+        Arc::new(disk_io::DiskIo(p.clone())),
+        Arc::new(network::NetworkErrors(p.clone())),
+        Arc::new(clock::Clock(p.clone())),
+        Arc::new(context::HostContext(p.clone())),
+        Arc::new(targets::TargetsDown(p.clone())),
+        Arc::new(probes::ProbeFailures(p.clone())),
+        Arc::new(certs::CertExpiry(p.clone())),
+        Arc::new(versions::VersionChanges(p.clone())),
+        Arc::new(restarts::ProcessRestarts(p.clone())),
+        Arc::new(reloads::ConfigReloads(p.clone())),
+        Arc::new(rollouts::Rollouts(p)),
     ]
 }
 
@@ -193,6 +225,93 @@ pub(crate) fn slope(points: &[(f64, f64)]) -> Option<f64> {
     (den > 0.0 && s.is_finite()).then_some(s)
 }
 
+/// The first time of the last run of points where `bad` holds: when the current bad state
+/// began (`None` when the last point is not bad or the series is empty). A run that fills
+/// the whole window began at or before the window's start, its first point.
+pub fn run_start(values: &[(f64, f64)], bad: impl Fn(f64) -> bool) -> Option<DateTime<Utc>> {
+    let (_, last) = *values.last()?;
+    if !bad(last) {
+        return None;
+    }
+    let first = values
+        .iter()
+        .rposition(|(_, v)| !bad(*v))
+        .map_or(0, |i| i + 1);
+    let (t, _) = values.get(first)?;
+    DateTime::from_timestamp_millis((t * 1000.0) as i64)
+}
+
+/// Points a `since` range query asks for over the window.
+const SINCE_POINTS: u32 = 240;
+
+impl Prom {
+    /// When the state `bad` of the one series `expr` began, over the scope's window (`None`
+    /// when unknown; a failed query only loses the time, not the fact).
+    pub async fn since(
+        &self,
+        expr: &str,
+        scope: &Scope,
+        bad: impl Fn(f64) -> bool,
+    ) -> Option<DateTime<Utc>> {
+        let series = self.range(expr, scope, SINCE_POINTS).await.ok()?;
+        let s = series.first()?;
+        run_start(&s.values, bad)
+    }
+
+    /// `deriv(metric[span])` for each span in seconds, by identity: how fast each series
+    /// moves over the last ten minutes, the last hour, the window.
+    pub async fn slopes(
+        &self,
+        metric: &str,
+        spans: &[i64],
+    ) -> Result<Vec<(f64, HashMap<Labels, f64>)>, AnalyzeError> {
+        let mut out = Vec::with_capacity(spans.len());
+        for span in spans {
+            let d = self.vector(&format!("deriv({metric}[{span}s])")).await?;
+            out.push((*span as f64, by_identity(d)));
+        }
+        Ok(out)
+    }
+}
+
+/// The steepest slope of `key` among `slopes` in the direction asked (falling: the most
+/// negative, rising: the most positive) whose change over its span is at least `material`
+/// (a brief wobble is not a trend).
+pub fn steepest(
+    slopes: &[(f64, HashMap<Labels, f64>)],
+    key: &Labels,
+    material: f64,
+    falling: bool,
+) -> Option<f64> {
+    let sign = if falling { -1.0 } else { 1.0 };
+    slopes
+        .iter()
+        .filter_map(|(span, by)| by.get(key).map(|d| (*span, *d * sign)))
+        .filter(|(span, d)| d.is_finite() && *d > 0.0 && d * span >= material)
+        .map(|(_, d)| d)
+        .fold(None, |acc: Option<f64>, d| {
+            Some(acc.map_or(d, |a| a.max(d)))
+        })
+        .map(|d| d * sign)
+}
+
+/// The scope's window in seconds, at least an hour and at most a day: the longest span a
+/// trend is read over.
+pub fn long_span(scope: &Scope) -> i64 {
+    scope.window().num_seconds().clamp(3600, 86400)
+}
+
+/// Per host, the value of the first series of `v` seen on it.
+pub fn by_host(v: &[Sample]) -> HashMap<String, f64> {
+    let mut out = HashMap::new();
+    for s in v {
+        if let Some(h) = host(&s.metric).filter(|_| s.value.is_finite()) {
+            out.entry(h).or_insert(s.value);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -207,6 +326,27 @@ mod tests {
             ]),
             r#"{instance="a\"b\\c",mountpoint="/ü"}"#
         );
+    }
+
+    #[test]
+    fn a_bad_state_starts_at_the_first_point_of_its_last_run() {
+        let v = [(60.0, 95.0), (120.0, 50.0), (180.0, 96.0), (240.0, 99.0)];
+        assert_eq!(run_start(&v, |x| x > 90.0).unwrap().timestamp(), 180);
+        assert_eq!(run_start(&v[..2], |x| x > 90.0), None);
+        assert_eq!(run_start(&v[2..], |x| x > 90.0).unwrap().timestamp(), 180);
+        assert_eq!(run_start(&[], |x| x > 90.0), None);
+    }
+
+    #[test]
+    fn the_steepest_slope_ignores_immaterial_spans_and_the_wrong_direction() {
+        let key = Labels::from([("instance".to_string(), "a:1".to_string())]);
+        let at = |d: f64| HashMap::from([(key.clone(), d)]);
+        let slopes = vec![(600.0, at(-10.0)), (3600.0, at(-2.0)), (86400.0, at(1.0))];
+        // 10/s over 600 s is 6000: material at 5000, not at 7000 (then the hour's 7200 is).
+        assert_eq!(steepest(&slopes, &key, 5000.0, true), Some(-10.0));
+        assert_eq!(steepest(&slopes, &key, 7000.0, true), Some(-2.0));
+        assert_eq!(steepest(&slopes, &key, 5000.0, false), Some(1.0));
+        assert_eq!(steepest(&slopes, &key, 1e9, true), None);
     }
 
     #[test]

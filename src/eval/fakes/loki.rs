@@ -1,7 +1,8 @@
 //! A fake Loki over fixed streams. It understands the LogQL an investigation writes:
 //! a stream selector (`=`, `!=`, `=~`, `!~`), line filters (`|=`, `!=`, `|~`, `!~`; other
 //! pipeline stages pass lines through), and the metric forms `count_over_time`, `rate`,
-//! `bytes_over_time` with an optional `sum|count|max by (…)`. It answers `query_range`
+//! `bytes_over_time` (a range covers `(t - range, t]`, lines filtered once per query) with
+//! an optional `sum|count|max by (…)`. It answers `query_range`
 //! (streams, newest first, or a matrix), `query` (a vector), `labels`, `label/{name}/values`
 //! and `series` in Loki's JSON; a query it cannot parse gets Loki's 400 plain text.
 
@@ -243,8 +244,22 @@ impl LogQuery {
 
     /// The metric's series at `at`: group labels → value.
     fn evaluate(&self, m: &Metric, streams: &Streams, at: i64) -> BTreeMap<Labels, f64> {
+        let picked = self.select(streams, at - m.range_ns, at);
+        Self::evaluate_picked(m, &picked, at)
+    }
+
+    /// The metric's series at `at` over lines already selected (each stream's in time
+    /// order): a range covers `(at - range, at]`, as in Loki.
+    fn evaluate_picked(
+        m: &Metric,
+        picked: &[(&Labels, Vec<&LogLine>)],
+        at: i64,
+    ) -> BTreeMap<Labels, f64> {
         let mut out = BTreeMap::new();
-        for (labels, lines) in self.select(streams, at - m.range_ns, at) {
+        for (labels, lines) in picked {
+            let from = lines.partition_point(|(t, _)| *t <= at - m.range_ns);
+            let to = lines.partition_point(|(t, _)| *t <= at);
+            let lines = &lines[from..to.max(from)];
             if lines.is_empty() {
                 continue;
             }
@@ -259,7 +274,7 @@ impl LogQuery {
                 amount
             };
             let key = match &m.by {
-                None => labels.clone(),
+                None => (*labels).clone(),
                 Some(by) => by
                     .iter()
                     .filter_map(|k| labels.get(k).map(|v| (k.clone(), v.clone())))
@@ -350,9 +365,11 @@ async fn query_range(
             .transpose()?
             .unwrap_or(((end - start) / 100).max(1_000_000_000));
         let mut series: BTreeMap<Labels, Vec<Value>> = BTreeMap::new();
+        // Lines are filtered once for the whole range, then counted per step.
+        let picked = query.select(&streams, start - m.range_ns, end);
         let mut t = start;
         while t <= end {
-            for (labels, v) in query.evaluate(m, &streams, t) {
+            for (labels, v) in LogQuery::evaluate_picked(m, &picked, t) {
                 series
                     .entry(labels)
                     .or_default()
@@ -449,5 +466,16 @@ mod tests {
         let q = parse(r#"sum(count_over_time({job=~".+"}[1m]))"#).unwrap();
         let v = q.evaluate(q.metric.as_ref().unwrap(), &s, 60_000_000_000);
         assert_eq!(v.get(&Labels::new()), Some(&3.0));
+    }
+
+    #[test]
+    fn a_range_excludes_its_start_so_consecutive_steps_count_each_line_once() {
+        let s = streams();
+        let q = parse(r#"sum(count_over_time({job=~".+"} [10ns]))"#).unwrap();
+        let m = q.metric.as_ref().unwrap();
+        let at = |t| q.evaluate(m, &s, t).get(&Labels::new()).copied();
+        // Lines at 10, 15 and 20 ns: (0, 10] has one, (10, 20] has two.
+        assert_eq!(at(10), Some(1.0));
+        assert_eq!(at(20), Some(2.0));
     }
 }

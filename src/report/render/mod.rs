@@ -145,8 +145,12 @@ mod tests {
                 .take_while(|c| *c == '0' || *c == '.')
                 .count();
             let next = text[i + 1 + zeros_after..].chars().next().unwrap_or(' ');
-            (!before.is_ascii_alphanumeric() && !next.is_ascii_digit())
-                .then(|| text[i.saturating_sub(30)..(i + 10).min(text.len())].to_string())
+            (!before.is_ascii_alphanumeric() && !next.is_ascii_digit()).then(|| {
+                // Up to 30 characters before and 10 after, on character boundaries.
+                let before: String = text[..i].chars().rev().take(30).collect();
+                let after: String = text[i..].chars().take(10).collect();
+                before.chars().rev().chain(after.chars()).collect()
+            })
         })
     }
 

@@ -85,3 +85,40 @@ async fn a_slow_fill_over_days_is_a_warning_with_an_eta_in_days() {
     let hours = f.eta_seconds.unwrap() / 3600.0;
     assert!((24.0..40.0).contains(&hours), "{}", lines(&facts));
 }
+
+#[tokio::test]
+async fn the_range_tool_returns_the_fill_as_a_typed_fact_with_its_time_to_full() {
+    use sre_agent::tools::Tool;
+    use sre_agent::tools::no_data::PromNoData;
+    use sre_agent::tools::prometheus::PrometheusQueryRange;
+    let week = 7.0 * 86400.0;
+    let defs = fs("elm-4", "/data", 1024.0 * GIB, move |ago| {
+        Some(60.0 * GIB + 340.0 * GIB * (ago as f64 / week).min(1.0))
+    });
+    let Some(world) = World::build(&defs, 7 * 86400, 300).await else {
+        return;
+    };
+    let client = world.client();
+    let tool = PrometheusQueryRange {
+        client: client.clone(),
+        budget: 4000,
+        hints: std::sync::Arc::new(PromNoData::new(client)),
+    };
+    let args = serde_json::json!({
+        "query": "node_filesystem_avail_bytes{mountpoint=\"/data\"}",
+        "start": "24h"
+    });
+    let out = tool.call_with_facts(args.clone()).await.unwrap();
+    assert_eq!(out.facts.len(), 1, "{}", out.text);
+    let f = &out.facts[0];
+    assert_eq!(f.entity.name, "/data");
+    assert_eq!(f.entity.host.as_deref(), Some("elm-4"));
+    let used = f.value.unwrap().value;
+    assert!((93.0..95.5).contains(&used), "{}", lines(&out.facts));
+    let hours = f.eta_seconds.unwrap() / 3600.0;
+    assert!((24.0..40.0).contains(&hours), "{}", lines(&out.facts));
+    assert_eq!(
+        f.source.arguments, args,
+        "citable by the call that computed it"
+    );
+}

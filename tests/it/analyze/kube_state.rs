@@ -27,6 +27,7 @@ fn capture_with(incident: Vec<SeriesDef>) -> Vec<SeriesDef> {
                 name,
                 labels,
                 value: Box::new(move |_| Some(value)),
+                every: None,
             });
         }
     }
@@ -284,6 +285,7 @@ async fn nodes_in_bad_conditions_and_stuck_or_short_workloads_from_kube_state_me
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect(),
         value: v,
+        every: None,
     };
     // shop/checkout: a rollout 18 minutes ago whose new pods never came up; shop/api: fine.
     incident.extend([

@@ -4,10 +4,18 @@
 //! other integrations run against fakes speaking their real wire formats (`kube_cluster`).
 
 mod appliances;
+mod availability;
+mod captured;
+mod changes;
+mod clock;
 mod exposition;
 mod filesystem;
+mod host;
 mod kube;
 mod kube_cluster;
 mod kube_state;
+mod logs;
+mod memory;
 mod proxmox_storage;
+mod saturation;
 pub mod world;

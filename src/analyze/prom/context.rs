@@ -1,0 +1,107 @@
+//! Not a problem but what a comparison needs ("which host has the least free memory?"):
+//! one fact per host with its memory available, CPU busy share and fullest filesystem
+//! (node_exporter), at severity info so it ranks below every problem.
+
+use std::collections::BTreeMap;
+
+use async_trait::async_trait;
+
+use super::filesystem::PSEUDO;
+use super::{Prom, by_identity, host, identity, labels_map, pick, selector};
+use crate::analyze::{
+    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source,
+};
+
+const BUSY: &str =
+    r#"100 * (1 - avg without (cpu, mode) (rate(node_cpu_seconds_total{mode="idle"}[5m])))"#;
+
+pub struct HostContext(pub Prom);
+
+#[async_trait]
+impl Analyzer for HostContext {
+    fn name(&self) -> &'static str {
+        "host_context"
+    }
+
+    async fn run(&self, _scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let available = self.0.vector("node_memory_MemAvailable_bytes").await?;
+        if available.is_empty() {
+            return Ok(Vec::new());
+        }
+        let total = by_identity(self.0.vector("node_memory_MemTotal_bytes > 0").await?);
+        let mut busy = BTreeMap::new();
+        for s in self.0.vector(BUSY).await? {
+            if let Some(h) = host(&s.metric) {
+                busy.entry(h).or_insert(s.value);
+            }
+        }
+        let used = self
+            .0
+            .vector(&format!(
+                "100 * (1 - node_filesystem_avail_bytes{{{PSEUDO}}} / node_filesystem_size_bytes{{{PSEUDO}}})"
+            ))
+            .await?;
+        let mut fullest: BTreeMap<String, (String, f64)> = BTreeMap::new();
+        for s in used {
+            let (Some(h), Some(m)) = (host(&s.metric), s.metric.get("mountpoint")) else {
+                continue;
+            };
+            if !s.value.is_finite() {
+                continue;
+            }
+            let e = fullest.entry(h).or_insert((m.clone(), s.value));
+            if s.value > e.1 {
+                *e = (m.clone(), s.value);
+            }
+        }
+        let mut facts = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for s in available {
+            let Some(h) = host(&s.metric) else { continue };
+            if !s.value.is_finite() || !seen.insert(h.clone()) {
+                continue;
+            }
+            let mut parts = Vec::new();
+            let size = total.get(&identity(&s.metric)).copied();
+            if let Some(t) = size {
+                parts.push(format!(
+                    "{} of memory available",
+                    Quantity::percent(100.0 * s.value / t)
+                ));
+            }
+            if let Some(b) = busy.get(&h) {
+                parts.push(format!("CPU busy {}", Quantity::percent(*b)));
+            }
+            if let Some((m, u)) = fullest.get(&h) {
+                parts.push(format!(
+                    "fullest filesystem {m} {} used",
+                    Quantity::percent(*u)
+                ));
+            }
+            let sel = selector(pick(&s.metric, &["instance", "job"]));
+            let mut fact = Fact::new(
+                FactClass::Context,
+                self.name(),
+                Entity::new("host", h.clone())
+                    .on_host(Some(h))
+                    .with_labels(labels_map(&s.metric)),
+                "memory available",
+                Severity::Info,
+                Source::promql(&format!("node_memory_MemAvailable_bytes{sel}")),
+            )
+            .value(Quantity::bytes(s.value))
+            .detail(parts.join("; "));
+            if let Some(t) = size {
+                fact = fact.limit(Quantity::bytes(t));
+            }
+            facts.push(fact);
+        }
+        // The sweep keeps an analyzer's first facts: the hosts shortest of memory first.
+        let share = |f: &Fact| match (f.value, f.limit) {
+            (Some(v), Some(l)) if l.value > 0.0 => v.value / l.value,
+            _ => f64::MAX,
+        };
+        facts.sort_by(|a, b| share(a).total_cmp(&share(b)));
+        Ok(facts)
+    }
+}

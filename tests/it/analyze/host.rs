@@ -1,0 +1,80 @@
+//! The host analyzers on captured real exporter output: the build machine as captured
+//! (both CPUs busy compiling, no NTP) is reported for exactly that, and calm hosts made
+//! of the same capture report nothing but their context.
+
+use sre_agent::analyze::FactClass;
+
+use super::world::{World, calm, lines, node_host, set};
+
+#[tokio::test]
+async fn the_captured_build_machine_reports_its_busy_cpus_naming_rustc_and_its_unsynced_clock() {
+    let defs = node_host("vm");
+    let Some(world) = World::build(&defs, 7200, 15).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(600)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let all = lines(&facts);
+    eprintln!("{all}");
+    let problems: Vec<_> = facts
+        .iter()
+        .filter(|f| f.class != FactClass::Context)
+        .collect();
+    assert_eq!(problems.len(), 3, "{all}");
+    let busy = problems.iter().find(|f| f.what == "CPU busy").expect(&all);
+    assert_eq!(busy.entity.host.as_deref(), Some("vm"));
+    // 30.12 CPU-seconds in 15 s, 0.08 of them idle: 99.7 % busy.
+    let v = busy.value.unwrap().value;
+    assert!((99.0..=100.0).contains(&v), "{all}");
+    let top = problems
+        .iter()
+        .find(|f| f.entity.kind == "process")
+        .expect(&all);
+    assert_eq!(top.entity.name, "rustc", "{all}");
+    // 29.44 CPU-seconds in 15 s of two CPUs: 98 % of the host.
+    let share = top.value.unwrap().value;
+    assert!((95.0..=100.0).contains(&share), "{all}");
+    let clock = problems
+        .iter()
+        .find(|f| f.class == FactClass::Time)
+        .expect(&all);
+    assert_eq!(clock.what, "clock not synchronised", "{all}");
+    assert_eq!(
+        facts
+            .iter()
+            .filter(|f| f.class == FactClass::Context)
+            .count(),
+        1,
+        "{all}"
+    );
+}
+
+#[tokio::test]
+async fn calm_hosts_report_only_their_context_the_one_shortest_of_memory_first() {
+    let mut defs = Vec::new();
+    for h in ["yew-1", "yew-2", "yew-3"] {
+        let mut host = node_host(h);
+        calm(&mut host, h);
+        defs.extend(host);
+    }
+    // yew-2 has the least memory available: 6 GiB of 23.5 GiB, steady.
+    set(
+        &mut defs,
+        "node_memory_MemAvailable_bytes",
+        &[("instance", "yew-2:9100")],
+        |_, _| Some(6.0 * 1024.0 * 1024.0 * 1024.0),
+    );
+    let Some(world) = World::build(&defs, 7200, 15).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(600)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let all = lines(&facts);
+    eprintln!("{all}");
+    assert!(facts.iter().all(|f| f.class == FactClass::Context), "{all}");
+    assert_eq!(facts.len(), 3, "{all}");
+    assert_eq!(facts[0].entity.name, "yew-2", "{all}");
+    let detail = facts[0].detail.as_deref().unwrap_or("");
+    assert!(detail.contains("CPU busy 7"), "{all}");
+    assert!(detail.contains("fullest filesystem /"), "{all}");
+}

@@ -1,0 +1,217 @@
+//! Saturation among calm hosts made of captured node_exporter and process-exporter output:
+//! a host's CPUs busy (with the process that keeps them busy named as its own fact), a
+//! host waiting on a busy disk, an interface losing packets; decoys below the thresholds.
+
+use sre_agent::analyze::Severity;
+
+use super::world::{World, calm, lines, node_host, set};
+
+/// A counter that counted `before` per second until `since` seconds ago and `after` since.
+fn counter(before: f64, after: f64, since: i64) -> impl Fn(i64) -> f64 + Clone {
+    move |ago| {
+        let base = 1000.0 + before * (8.0 * 86400.0);
+        match ago > since {
+            true => base - before * ago as f64,
+            false => base - before * since as f64 + after * (since - ago) as f64,
+        }
+    }
+}
+
+/// Sets host `h`'s per-CPU mode rates from `since` seconds ago (calm before).
+fn cpu_modes(defs: &mut [super::world::SeriesDef], h: &str, since: i64, rates: &[(&str, f64)]) {
+    let calm = [("idle", 0.93), ("user", 0.05), ("system", 0.02)];
+    let instance = format!("{h}:9100");
+    for mode in [
+        "idle", "iowait", "irq", "nice", "softirq", "steal", "system", "user",
+    ] {
+        let get = |l: &[(&str, f64)]| l.iter().find(|(m, _)| *m == mode).map_or(0.0, |x| x.1);
+        let c = counter(get(&calm), get(rates), since);
+        set(
+            defs,
+            "node_cpu_seconds_total",
+            &[("instance", &instance), ("mode", mode)],
+            move |_, ago| Some(c(ago)),
+        );
+    }
+}
+
+fn calm_hosts(names: &[&str]) -> Vec<super::world::SeriesDef> {
+    let mut defs = Vec::new();
+    for h in names {
+        let mut host = node_host(h);
+        calm(&mut host, h);
+        defs.extend(host);
+    }
+    defs
+}
+
+#[tokio::test]
+async fn a_busy_host_names_its_top_process_and_a_disk_and_an_interface_in_trouble_are_found() {
+    let mut defs = calm_hosts(&["ash-1", "ash-2", "ash-3"]);
+    // ash-2: 96 % busy for the last 20 minutes, `cargo` using 1.8 of its 2 CPUs.
+    cpu_modes(
+        &mut defs,
+        "ash-2",
+        1200,
+        &[("idle", 0.04), ("user", 0.9), ("system", 0.06)],
+    );
+    let c = counter(0.001, 0.9, 1200);
+    set(
+        &mut defs,
+        "namedprocess_namegroup_cpu_seconds_total",
+        &[("instance", "ash-2:9256"), ("groupname", "cargo")],
+        move |_, ago| Some(c(ago)),
+    );
+    // Decoy: ash-3 at 70 % busy, `rustc` using 1.4 CPUs.
+    cpu_modes(
+        &mut defs,
+        "ash-3",
+        3000,
+        &[("idle", 0.3), ("user", 0.68), ("system", 0.02)],
+    );
+    let c = counter(0.001, 0.7, 3000);
+    set(
+        &mut defs,
+        "namedprocess_namegroup_cpu_seconds_total",
+        &[("instance", "ash-3:9256"), ("groupname", "rustc")],
+        move |_, ago| Some(c(ago)),
+    );
+    // ash-1: waiting on I/O 30 % of the time, its disk vda busy 97 %, for 20 minutes.
+    cpu_modes(
+        &mut defs,
+        "ash-1",
+        1200,
+        &[("idle", 0.6), ("iowait", 0.3), ("user", 0.1)],
+    );
+    let c = counter(0.02, 0.97, 1200);
+    set(
+        &mut defs,
+        "node_disk_io_time_seconds_total",
+        &[("instance", "ash-1:9100"), ("device", "vda")],
+        move |_, ago| Some(c(ago)),
+    );
+    // ash-3: eth0 receives 1000 packets a second and 50 errors; ash-1's eth0 drops 5 a
+    // second of 100,000 (noise); ash-2's ifb0 drops one every two seconds.
+    let net = |defs: &mut Vec<_>, h: &str, dev: &str, m: &str, rate: f64| {
+        let c = counter(0.0, rate, 7000);
+        set(
+            defs,
+            m,
+            &[("instance", &format!("{h}:9100")), ("device", dev)],
+            move |_, ago| Some(c(ago)),
+        );
+    };
+    net(
+        &mut defs,
+        "ash-3",
+        "eth0",
+        "node_network_receive_packets_total",
+        1000.0,
+    );
+    net(
+        &mut defs,
+        "ash-3",
+        "eth0",
+        "node_network_receive_errs_total",
+        50.0,
+    );
+    net(
+        &mut defs,
+        "ash-1",
+        "eth0",
+        "node_network_receive_packets_total",
+        100_000.0,
+    );
+    net(
+        &mut defs,
+        "ash-1",
+        "eth0",
+        "node_network_receive_drop_total",
+        5.0,
+    );
+    net(
+        &mut defs,
+        "ash-2",
+        "ifb0",
+        "node_network_transmit_drop_total",
+        0.5,
+    );
+    let Some(world) = World::build(&defs, 7200, 15).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(1200)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let all = lines(&facts);
+    eprintln!("{all}");
+    let cpu: Vec<_> = facts.iter().filter(|f| f.analyzer == "cpu").collect();
+    assert_eq!(cpu.len(), 3, "{all}");
+    let busy = cpu.iter().find(|f| f.what == "CPU busy").expect(&all);
+    assert_eq!(busy.entity.name, "ash-2", "{all}");
+    assert_eq!(busy.severity, Severity::Warning, "{all}");
+    let v = busy.value.unwrap().value;
+    assert!((95.0..97.0).contains(&v), "{all}");
+    let began = (chrono::Utc::now() - busy.since.expect("since")).num_seconds();
+    assert!((850..1300).contains(&began), "{all}");
+    assert!(busy.detail.as_deref().unwrap().contains("cargo"), "{all}");
+    let top = cpu.iter().find(|f| f.entity.kind == "process").expect(&all);
+    assert_eq!(top.entity.name, "cargo", "{all}");
+    assert_eq!(top.entity.host.as_deref(), Some("ash-2"), "{all}");
+    let share = top.value.unwrap().value;
+    assert!((85.0..95.0).contains(&share), "{all}");
+    let wait = cpu.iter().find(|f| f.what.contains("I/O")).expect(&all);
+    assert_eq!(wait.entity.name, "ash-1", "{all}");
+    let disk: Vec<_> = facts.iter().filter(|f| f.analyzer == "disk_io").collect();
+    assert_eq!(disk.len(), 1, "{all}");
+    assert_eq!(disk[0].entity.name, "vda");
+    assert_eq!(disk[0].entity.host.as_deref(), Some("ash-1"));
+    let net: Vec<_> = facts
+        .iter()
+        .filter(|f| f.analyzer == "network_errors")
+        .collect();
+    assert_eq!(net.len(), 1, "{all}");
+    assert_eq!(net[0].entity.name, "eth0");
+    assert_eq!(net[0].entity.host.as_deref(), Some("ash-3"));
+    assert_eq!(net[0].what, "receive errors");
+    let v = net[0].value.unwrap().value;
+    assert!((45.0..55.0).contains(&v), "{all}");
+}
+
+#[tokio::test]
+async fn a_node_kept_busy_by_a_container_names_the_container_from_the_kubelets_capture() {
+    let mut defs = calm_hosts(&["kind-worker", "kind-worker2"]);
+    let kubelet = super::world::Capture::load("kubelet_metrics_resource.prom");
+    defs.extend(kubelet.series("kind-worker:10250", "kubelet"));
+    // kind-worker: 95 % busy for the last 15 minutes, awx-web using 1.7 of its 2 CPUs.
+    cpu_modes(
+        &mut defs,
+        "kind-worker",
+        900,
+        &[("idle", 0.05), ("user", 0.9), ("system", 0.05)],
+    );
+    let c = counter(0.01, 1.7, 900);
+    set(
+        &mut defs,
+        "container_cpu_usage_seconds_total",
+        &[("container", "awx-web")],
+        move |_, ago| Some(c(ago)),
+    );
+    let Some(world) = World::build(&defs, 7200, 15).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(900)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let all = lines(&facts);
+    eprintln!("{all}");
+    let cpu: Vec<_> = facts.iter().filter(|f| f.analyzer == "cpu").collect();
+    assert_eq!(cpu.len(), 2, "{all}");
+    assert_eq!(cpu[0].entity.name, "kind-worker", "{all}");
+    let top = cpu[1];
+    assert_eq!(top.entity.kind, "container", "{all}");
+    assert_eq!(
+        top.entity.name, "awx/awx-web-5d5d7ccf85-7jjgm/awx-web",
+        "{all}"
+    );
+    assert_eq!(top.entity.host.as_deref(), Some("kind-worker"), "{all}");
+    let share = top.value.unwrap().value;
+    assert!((80.0..90.0).contains(&share), "{all}");
+}
