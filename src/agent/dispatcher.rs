@@ -4,9 +4,11 @@
 //! crash neither loses nor doubles work, and one interrupted more than
 //! `alerts.max_interrupted_retries` times is failed with the reason. Every investigation
 //! holds a [`Claim`] on the daily budget (`spend`) from admission to its end, settled to its
-//! real cost. Final investigations are broadcast to subscribers.
+//! real cost. A run that panics is stored `failed` ("panicked: …", `panics.rs`) and is not
+//! resumed. Final investigations are broadcast to subscribers.
 
 mod feedback;
+mod panics;
 mod reads;
 
 pub use feedback::FeedbackOutcome;
@@ -430,47 +432,6 @@ impl Dispatcher {
         let mut done = done;
         done.finished_at = Some(Utc::now());
         self.end(id, done, claim).await
-    }
-
-    /// A run that panicked ends `failed` with the reason, with the cost recorded so far.
-    fn panicked(
-        &self,
-        mut inv: Investigation,
-        panic: &(dyn std::any::Any + Send),
-    ) -> Investigation {
-        let what = record_panic(&self.inner.metrics, "investigation", panic);
-        tracing::error!(id = %inv.id, panic = %what, "investigation panicked");
-        if let Ok(Some(stored)) = self.inner.store.get(&inv.id) {
-            inv.cost_usd = stored.cost_usd;
-            inv.tokens = stored.tokens;
-            inv.steps = stored.steps;
-        }
-        inv.status = InvestigationStatus::Failed;
-        inv.error = Some(format!("panicked: {what}"));
-        inv
-    }
-
-    /// Stores `id` `failed` after a panic outside its run (its budget claim was released
-    /// when the panic dropped it), so it is not resumed at the next start.
-    async fn fail_panicked(&self, id: &str, what: &str) -> Result<(), StoreError> {
-        let store = &self.inner.store;
-        let mut failed = None;
-        store.update(id, |inv| {
-            if !inv.status.is_final() {
-                inv.status = InvestigationStatus::Failed;
-                inv.finished_at = Some(Utc::now());
-                inv.error = Some(format!("panicked: {what}"));
-                failed = Some(inv.clone());
-            }
-        })?;
-        store.dequeue(id)?;
-        store.flush().await?;
-        self.update_queue_depth();
-        if let Some(inv) = failed {
-            self.count_final(&inv);
-            let _ = self.inner.finished.send(inv);
-        }
-        Ok(())
     }
 
     /// Stores a final investigation, settles its budget claim and announces it.

@@ -34,6 +34,7 @@ impl Analyzer for Clock {
     }
 
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let left = super::Lookups::default();
         let mut facts = Vec::new();
         let offsets = [
             (
@@ -63,7 +64,10 @@ impl Analyzer for Clock {
                     .await?
                     .first()
                     .map_or(s.value, |v| v.value);
-                let since = self.0.since(&query, scope, |v| v.abs() >= warn).await;
+                let since = self
+                    .0
+                    .since(&left, &query, scope, |v| v.abs() >= warn)
+                    .await;
                 let severity = match s.value >= crit {
                     true => Severity::Critical,
                     false => Severity::Warning,
@@ -93,7 +97,7 @@ impl Analyzer for Clock {
             }
             let sel = selector(pick(&s.metric, &["instance", "job"]));
             let query = format!("node_timex_sync_status{sel}");
-            let since = self.0.since(&query, scope, |v| v == 0.0).await;
+            let since = self.0.since(&left, &query, scope, |v| v == 0.0).await;
             facts.push(
                 self.fact(
                     &s.metric,

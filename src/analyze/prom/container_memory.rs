@@ -68,6 +68,7 @@ impl Analyzer for ContainerMemory {
 
 impl ContainerMemory {
     async fn variant(&self, ws: &str, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let left = super::Lookups::default();
         let now = self.0.vector(ws).await?;
         if now.is_empty() {
             return Ok(Vec::new());
@@ -117,7 +118,9 @@ impl ContainerMemory {
             let since = match used >= WARN_PERCENT {
                 true => {
                     let pct = format!("100 * {query} / {lim}");
-                    self.0.since(&pct, scope, |v| v >= WARN_PERCENT).await
+                    self.0
+                        .since(&left, &pct, scope, |v| v >= WARN_PERCENT)
+                        .await
                 }
                 false => None,
             };

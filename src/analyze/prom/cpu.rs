@@ -53,6 +53,7 @@ impl Analyzer for CpuSaturation {
     }
 
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let left = super::Lookups::default();
         let busy = self.0.vector(BUSY).await?;
         if busy.is_empty() {
             return Ok(Vec::new());
@@ -77,7 +78,10 @@ impl Analyzer for CpuSaturation {
                     "100 * sum without (cpu, mode) (rate(node_cpu_seconds_total{}[5m])) / sum without (cpu, mode) (rate(node_cpu_seconds_total{sel}[5m]))",
                     with_mode(&sel, "iowait")
                 );
-                let since = self.0.since(&query, scope, |v| v >= IOWAIT_PERCENT).await;
+                let since = self
+                    .0
+                    .since(&left, &query, scope, |v| v >= IOWAIT_PERCENT)
+                    .await;
                 facts.push(
                     Fact::new(
                         FactClass::Saturation,
@@ -115,7 +119,10 @@ impl Analyzer for CpuSaturation {
                 "100 * (1 - avg without (cpu, mode) (rate(node_cpu_seconds_total{}[5m])))",
                 with_mode(&sel, "idle")
             );
-            let since = self.0.since(&query, scope, |v| v >= WARN_PERCENT).await;
+            let since = self
+                .0
+                .since(&left, &query, scope, |v| v >= WARN_PERCENT)
+                .await;
             let mut detail = format!("{} CPUs", round_sig(n));
             if !top.is_empty() {
                 let named: Vec<String> = top

@@ -26,6 +26,7 @@ impl Analyzer for DiskIo {
     }
 
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let left = super::Lookups::default();
         let busy = self.0.vector(&format!("{BUSY} >= {WARN_PERCENT}")).await?;
         if busy.is_empty() {
             return Ok(Vec::new());
@@ -45,7 +46,10 @@ impl Analyzer for DiskIo {
                 .unwrap_or_else(|| "?".into());
             let sel = selector(pick(&s.metric, &["instance", "job", "device"]));
             let query = format!("100 * rate(node_disk_io_time_seconds_total{sel}[5m])");
-            let since = self.0.since(&query, scope, |v| v >= WARN_PERCENT).await;
+            let since = self
+                .0
+                .since(&left, &query, scope, |v| v >= WARN_PERCENT)
+                .await;
             let mut fact = Fact::new(
                 FactClass::Saturation,
                 self.name(),

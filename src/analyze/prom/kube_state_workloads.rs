@@ -3,8 +3,8 @@
 //! (`kube_node_status_condition`, status false or unknown) or under memory, disk or PID
 //! pressure or without network. `kube_state_rollouts`: Deployments, StatefulSets and
 //! DaemonSets whose rollout is stuck (`Progressing` false), in progress (fewer updated
-//! replicas than desired) or short of available replicas; and, as what changed, a
-//! workload whose spec changed in the window (`*_metadata_generation`). Since when comes
+//! replicas than desired) or short of available replicas, whether or not its spec
+//! changed in the window (the change itself is another analyzer's). Since when comes
 //! from the state's presence over the window.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -12,9 +12,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use async_trait::async_trait;
 
 use super::kube_state::{run_start, step_of};
-use super::{Prom, identity, last_change, pick, selector};
+use super::{Prom, identity, pick, selector};
 use crate::analyze::{
-    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
+    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source,
 };
 use crate::integrations::prometheus::Labels;
 
@@ -22,8 +22,6 @@ use crate::integrations::prometheus::Labels;
 const POINTS: u32 = 120;
 /// Most facts per analyzer.
 const MAX_FACTS: usize = 40;
-/// Most changed workloads of a kind dated (one range query each).
-const MAX_CHANGES: usize = 10;
 
 pub struct KubeStateNodes(pub Prom);
 
@@ -229,7 +227,6 @@ impl Analyzer for KubeStateRollouts {
                     facts.push(fact);
                 }
             }
-            facts.extend(self.changes(kind, scope).await?);
         }
         facts.sort_by(|a, b| {
             b.severity
@@ -237,41 +234,6 @@ impl Analyzer for KubeStateRollouts {
                 .then_with(|| b.since.cmp(&a.since))
         });
         facts.truncate(MAX_FACTS);
-        Ok(facts)
-    }
-}
-
-impl KubeStateRollouts {
-    /// Workloads of `kind` whose spec changed in the window (a new generation).
-    async fn changes(&self, kind: &Kind, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
-        let metric = format!("kube_{}_metadata_generation", kind.label);
-        let changed = format!("{metric} and changes({metric}{}) > 0", scope.promql_range());
-        let mut facts = Vec::new();
-        for s in self.0.vector(&changed).await?.into_iter().take(MAX_CHANGES) {
-            let key = pick_key(&s.metric, kind.label);
-            let Some(entity) = Self::entity(kind.label, &key) else {
-                continue;
-            };
-            let generation = s.value;
-            let sel = selector(pick(&key, &["namespace", kind.label]));
-            let series = self
-                .0
-                .range(&format!("{metric}{sel}"), scope, POINTS)
-                .await?;
-            let since = series.first().and_then(|s| last_change(&s.values));
-            facts.push(
-                Fact::new(
-                    FactClass::Change,
-                    self.name(),
-                    entity,
-                    "spec changed, generation",
-                    Severity::Info,
-                    Source::promql(&format!("{metric}{sel}")),
-                )
-                .value(Quantity::new(generation, Unit::Plain))
-                .since(since),
-            );
-        }
         Ok(facts)
     }
 }

@@ -92,6 +92,7 @@ async fn exhaustion(
     t: Thresholds,
     words: (&str, &str, &str),
 ) -> Result<Vec<Fact>, AnalyzeError> {
+    let left = super::Lookups::default();
     let free = prom.vector(free_metric).await?;
     if free.is_empty() {
         return Ok(Vec::new());
@@ -128,7 +129,7 @@ async fn exhaustion(
         let sel = selector(pick(&s.metric, &["instance", "job"]));
         let query = format!("100 * (1 - {free_metric}{sel} / {total_metric}{sel})");
         let since = match used >= t.warn {
-            true => prom.since(&query, scope, |v| v >= t.warn).await,
+            true => prom.since(&left, &query, scope, |v| v >= t.warn).await,
             false => None,
         };
         let name = host(&s.metric).unwrap_or_else(|| "?".into());
@@ -196,6 +197,7 @@ impl Analyzer for Swap {
 impl Swap {
     /// Hosts moving pages in and out of swap fast (thrashing), whatever their swap's size.
     async fn swapping(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let left = super::Lookups::default();
         let pages_in = by_identity(self.0.vector("rate(node_vmstat_pswpin[5m])").await?);
         let pages_out = by_identity(self.0.vector("rate(node_vmstat_pswpout[5m])").await?);
         let mut facts = Vec::new();
@@ -210,7 +212,7 @@ impl Swap {
                 format!("rate(node_vmstat_pswpin{sel}[5m]) + rate(node_vmstat_pswpout{sel}[5m])");
             let since = self
                 .0
-                .since(&query, scope, |v| v >= SWAPPING_PAGES_PER_SECOND)
+                .since(&left, &query, scope, |v| v >= SWAPPING_PAGES_PER_SECOND)
                 .await;
             let name = host(labels).unwrap_or_else(|| "?".into());
             facts.push(

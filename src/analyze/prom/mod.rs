@@ -41,6 +41,9 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
     let p = Prom { client };
     vec![
         Arc::new(filesystem::FilesystemSpace(p.clone())),
+        Arc::new(kube_state::KubeStatePods(p.clone())),
+        Arc::new(kube_state_workloads::KubeStateNodes(p.clone())),
+        Arc::new(kube_state_workloads::KubeStateRollouts(p.clone())),
         Arc::new(memory::HostMemory(p.clone())),
         Arc::new(memory::Swap(p.clone())),
         Arc::new(process_memory::ProcessMemory(p.clone())),
@@ -190,6 +193,41 @@ pub fn labels_map(labels: &Labels) -> BTreeMap<String, String> {
     identity(labels).into_iter().collect()
 }
 
+/// How full a filesystem (or a storage, a datastore, a pool) may get, and how soon it may
+/// be full, before it is a warning or critical: one set of thresholds for every analyzer of
+/// space.
+pub(crate) use filesystem::{CRIT_ETA, CRIT_PERCENT, WARN_ETA, WARN_PERCENT};
+
+/// The severity of a space `used_percent` full and `eta` seconds from full, by the
+/// filesystem thresholds; `None` when it is fine.
+pub(crate) fn space_severity(used_percent: f64, eta: Option<f64>) -> Option<super::Severity> {
+    use super::Severity::{Critical, Warning};
+    match (used_percent, eta) {
+        (u, _) if u >= CRIT_PERCENT => Some(Critical),
+        (_, Some(e)) if e < CRIT_ETA => Some(Critical),
+        (u, _) if u >= WARN_PERCENT => Some(Warning),
+        (_, Some(e)) if e < WARN_ETA => Some(Warning),
+        _ => None,
+    }
+}
+
+/// The least-squares slope of `points` (time in seconds, value), per second; `None` with
+/// fewer than three points or no spread in time.
+pub(crate) fn slope(points: &[(f64, f64)]) -> Option<f64> {
+    if points.len() < 3 {
+        return None;
+    }
+    let n = points.len() as f64;
+    let (mt, mv) = points
+        .iter()
+        .fold((0.0, 0.0), |(a, b), (t, v)| (a + t / n, b + v / n));
+    let (num, den) = points.iter().fold((0.0, 0.0), |(num, den), (t, v)| {
+        (num + (t - mt) * (v - mv), den + (t - mt) * (t - mt))
+    });
+    let s = num / den;
+    (den > 0.0 && s.is_finite()).then_some(s)
+}
+
 /// The first time of the last run of points where `bad` holds: when the current bad state
 /// began (`None` when the last point is not bad or the series is empty). A run that fills
 /// the whole window began at or before the window's start, its first point.
@@ -208,16 +246,45 @@ pub fn run_start(values: &[(f64, f64)], bad: impl Fn(f64) -> bool) -> Option<Dat
 
 /// Points a `since` range query asks for over the window.
 const SINCE_POINTS: u32 = 240;
+/// How many `since` range queries one analyzer run may make, so a fleet in the same bad
+/// state (fifty hosts without NTP) stays within the time budget; the rest are reported
+/// without since.
+const MAX_SINCE_LOOKUPS: usize = 12;
+
+/// The `since` lookups left to one analyzer run.
+#[derive(Debug)]
+pub struct Lookups(std::sync::atomic::AtomicUsize);
+
+impl Default for Lookups {
+    fn default() -> Self {
+        Self(std::sync::atomic::AtomicUsize::new(MAX_SINCE_LOOKUPS))
+    }
+}
+
+impl Lookups {
+    /// Takes one lookup; `false` when none is left.
+    fn take(&self) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.0
+            .fetch_update(Relaxed, Relaxed, |n| n.checked_sub(1))
+            .is_ok()
+    }
+}
 
 impl Prom {
     /// When the state `bad` of the one series `expr` began, over the scope's window (`None`
-    /// when unknown; a failed query only loses the time, not the fact).
+    /// when unknown or no lookup is `left`; a failed query only loses the time, not the
+    /// fact).
     pub async fn since(
         &self,
+        left: &Lookups,
         expr: &str,
         scope: &Scope,
         bad: impl Fn(f64) -> bool,
     ) -> Option<DateTime<Utc>> {
+        if !left.take() {
+            return None;
+        }
         let series = self.range(expr, scope, SINCE_POINTS).await.ok()?;
         let s = series.first()?;
         run_start(&s.values, bad)
@@ -347,6 +414,12 @@ mod tests {
         assert_eq!(steepest(&slopes, &key, 7000.0, true), Some(-2.0));
         assert_eq!(steepest(&slopes, &key, 5000.0, false), Some(1.0));
         assert_eq!(steepest(&slopes, &key, 1e9, true), None);
+    }
+
+    #[test]
+    fn a_run_has_a_bounded_number_of_since_lookups() {
+        let left = Lookups::default();
+        assert_eq!((0..20).filter(|_| left.take()).count(), MAX_SINCE_LOOKUPS);
     }
 
     #[test]

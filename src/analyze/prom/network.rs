@@ -26,6 +26,7 @@ impl Analyzer for NetworkErrors {
     }
 
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let left = super::Lookups::default();
         let mut facts = Vec::new();
         for (dir, done) in [("receive", "received"), ("transmit", "transmitted")] {
             let packets = by_identity(
@@ -57,7 +58,10 @@ impl Analyzer for NetworkErrors {
                         .unwrap_or_else(|| "?".into());
                     let sel = selector(pick(&s.metric, &["instance", "job", "device"]));
                     let query = format!("rate({metric}{sel}[5m])");
-                    let since = self.0.since(&query, scope, |v| v >= MIN_PER_SECOND).await;
+                    let since = self
+                        .0
+                        .since(&left, &query, scope, |v| v >= MIN_PER_SECOND)
+                        .await;
                     facts.push(
                         Fact::new(
                             FactClass::Saturation,
