@@ -1,6 +1,7 @@
 //! The axum router: one `router()` per resource, merged here, with the request-metrics
 //! middleware around all of them and authentication as route layers (`auth.rs`). Handlers
-//! parse and delegate; no business logic. The web console (`console/`) is served at `/`.
+//! parse and delegate; no business logic. The web console (`console/`) is served at `/`,
+//! the MCP server (`mcp.rs`) at `/mcp`.
 
 mod alerts_api;
 mod auth;
@@ -12,6 +13,7 @@ mod investigation_events;
 mod investigations;
 mod limits;
 mod listener;
+mod mcp;
 mod openapi;
 mod rejections;
 mod reports;
@@ -56,6 +58,7 @@ pub fn router(state: AppState) -> Router {
         .merge(webhooks::router(&state).layer(limit.clone()))
         .merge(openapi::router().layer(limit.clone()))
         .merge(api)
+        .merge(mcp::router(&state))
         .merge(console::router(&state).layer(limit))
         .fallback(not_found)
         .layer(middleware::from_fn(rejections::json_errors))
