@@ -63,7 +63,8 @@ pub struct McpServerConfig {
     pub header_value: Option<Secret>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub header_value_file: Option<PathBuf>,
-    /// Longest wait for starting, listing tools and each call.
+    /// Longest wait for each call; starting and listing the tools may take this or a
+    /// minute, whichever is longer.
     #[serde(default = "default_timeout")]
     pub timeout: HumanDuration,
     /// Largest message accepted from the server; a larger one is dropped.

@@ -30,6 +30,9 @@ use crate::text::{fence, truncate};
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// How long a connection must stay up for the backoff to start again at one second.
 const STABLE: Duration = Duration::from_secs(60);
+/// Least time a server gets to start and list its tools: an interpreter or `uvx` can take
+/// longer to start than a call should take to answer.
+const MIN_START: Duration = Duration::from_secs(60);
 /// Longest text kept of an error or a description from the server.
 const MAX_TEXT: usize = 1000;
 
@@ -151,6 +154,11 @@ impl McpServer {
     /// How many times it was started again after it ended or failed.
     pub fn restarts(&self) -> u64 {
         self.shared.state.read().map(|s| s.restarts).unwrap_or(0)
+    }
+
+    /// The longest wait for starting and listing the tools.
+    pub fn start_limit(&self) -> Duration {
+        start_limit(&self.shared.config)
     }
 
     /// The longest wait for one call.
@@ -295,8 +303,10 @@ async fn connect(
                 if let Some(t) = &cfg.token {
                     config = config.auth_header(t.expose());
                 }
+                // Calls are bounded by `timeout` around them; a total timeout here would
+                // also cut the server's long-lived event stream.
                 let http = reqwest::Client::builder()
-                    .timeout(cfg.timeout.get())
+                    .connect_timeout(cfg.timeout.get())
                     .redirect(reqwest::redirect::Policy::none())
                     .build()
                     .map_err(|e| format!("HTTP client: {e}"))?;
@@ -314,13 +324,17 @@ async fn connect(
             .map_err(|e| format!("listing its tools failed: {}", describe(&e)))?;
         Ok::<_, String>((client, tools))
     };
-    match tokio::time::timeout(cfg.timeout.get(), work).await {
+    let limit = start_limit(cfg);
+    match tokio::time::timeout(limit, work).await {
         Ok(r) => r.map_err(|e| truncate(&e, MAX_TEXT)),
-        Err(_) => Err(format!(
-            "did not start and list its tools within {:?} (timeout)",
-            cfg.timeout.get()
-        )),
+        Err(_) => Err(format!("did not start and list its tools within {limit:?}")),
     }
+}
+
+/// How long a server may take to start and list its tools: its `timeout`, at least
+/// [`MIN_START`].
+pub fn start_limit(cfg: &McpServerConfig) -> Duration {
+    cfg.timeout.get().max(MIN_START)
 }
 
 /// Waits for the child process to exit, and ends the connection when it does; kills it at

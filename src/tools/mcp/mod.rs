@@ -134,7 +134,7 @@ pub async fn probe(config: &Config) -> Vec<Probe> {
     let metrics = Arc::new(Metrics::new(&config.llm.model));
     let (servers, _) = build(config, &metrics);
     let waits = servers.iter().map(|s| async move {
-        let wait = s.timeout().saturating_add(Duration::from_secs(1));
+        let wait = s.start_limit().saturating_add(Duration::from_secs(1));
         s.first_attempt(wait).await;
         let result = match s.peer() {
             Ok(_) => {
@@ -151,7 +151,7 @@ pub async fn probe(config: &Config) -> Vec<Probe> {
             }
             Err(_) => Err(s
                 .error()
-                .unwrap_or_else(|| format!("did not start within {:?}", s.timeout()))),
+                .unwrap_or_else(|| format!("did not start within {:?}", s.start_limit()))),
         };
         Probe {
             name: s.name().to_string(),

@@ -93,9 +93,9 @@ async fn an_investigation_calls_an_allowed_tool_of_mcp_server_time_and_cannot_ca
     assert!(allowed.contains("datetime"), "{allowed}");
     let refused = results
         .iter()
-        .find(|r| r.contains("call_2"))
+        .find(|r| r.contains("mcp_time_convert_time"))
         .unwrap_or_else(|| panic!("{results:?}"));
-    assert!(refused.contains("unknown tool"), "{refused}");
+    assert!(refused.contains("there is no tool"), "{refused}");
     let offered: Vec<String> = llm.requests()[0].body["tools"]
         .as_array()
         .unwrap()
@@ -145,7 +145,7 @@ fn misbehaving(
 
 async fn up(reg: &sre_agent::tools::ToolRegistry) {
     let server = reg.mcp_servers()[0].clone();
-    eventually(Duration::from_secs(30), "the MCP server is up", || {
+    eventually(Duration::from_secs(90), "the MCP server is up", || {
         let server = server.clone();
         async move { server.peer().ok().map(|_| ()) }
     })
@@ -170,7 +170,7 @@ async fn a_server_that_crashes_mid_call_gives_an_error_and_is_restarted_not_a_ha
     );
     // Meanwhile its tools answer an error; then it is back.
     let server = reg.mcp_servers()[0].clone();
-    eventually(Duration::from_secs(30), "a restart", || {
+    eventually(Duration::from_secs(90), "a restart", || {
         let server = server.clone();
         async move { (server.restarts() >= 1 && server.peer().is_ok()).then_some(()) }
     })
@@ -223,7 +223,7 @@ async fn a_hanging_a_flooding_an_oversized_and_a_garbage_writing_server_give_err
     assert!(garbage.text.chars().count() <= 2000, "{}", garbage.text);
     // After all that the server (or its restart) still answers.
     let server = reg.mcp_servers()[0].clone();
-    eventually(Duration::from_secs(30), "echo answers again", || {
+    eventually(Duration::from_secs(90), "echo answers again", || {
         let reg = reg.clone();
         let server = server.clone();
         async move {
@@ -280,4 +280,60 @@ async fn a_server_that_cannot_start_is_named_in_health_and_check_config_and_the_
         stdout.contains("mcp server \"broken\" cannot be used") && stdout.contains("cannot start"),
         "{stdout}"
     );
+}
+
+#[tokio::test]
+async fn an_mcp_server_over_streamable_http_is_reached_with_its_token_or_header_and_not_without() {
+    // The upstream is a second sre-agent daemon: its /mcp checks the bearer token.
+    let upstream = spawn_app("[server]\napi_token = \"up-t0ken\"").await;
+    let url = upstream.url("/mcp");
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(
+        dir.path(),
+        &format!(
+            "[[mcp.servers]]\nname = \"bytoken\"\nurl = \"{url}\"\ntoken = \"up-t0ken\"\n\
+             tools = [\"current_time\", \"investigations\"]\n\
+             [[mcp.servers]]\nname = \"byheader\"\nurl = \"{url}\"\nheader_name = \"Authorization\"\n\
+             header_value = \"Bearer up-t0ken\"\ntools = [\"current_time\"]\n\
+             [[mcp.servers]]\nname = \"wrong\"\nurl = \"{url}\"\ntoken = \"n0pe-secret\"\n\
+             tools = [\"current_time\"]\n"
+        ),
+    );
+    let reg = build_registry(&config, Arc::new(Metrics::new("m"))).unwrap();
+    for tool in ["mcp_bytoken_current_time", "mcp_byheader_current_time"] {
+        let out = eventually(Duration::from_secs(60), tool, || {
+            let reg = reg.clone();
+            async move {
+                let out = reg.call(tool, json!({})).await;
+                out.ok.then_some(out.text)
+            }
+        })
+        .await;
+        assert!(out.contains("unix"), "{tool}: {out}");
+    }
+    let listed = reg.call("mcp_bytoken_investigations", json!({})).await;
+    assert!(
+        listed.ok && listed.text.contains("no investigations"),
+        "{}",
+        listed.text
+    );
+    let wrong = reg
+        .mcp_servers()
+        .iter()
+        .find(|s| s.name() == "wrong")
+        .unwrap()
+        .clone();
+    let error = eventually(Duration::from_secs(60), "the wrong token refused", || {
+        let wrong = wrong.clone();
+        async move { wrong.error() }
+    })
+    .await;
+    assert!(!error.contains("n0pe-secret"), "{error}");
+    let out = reg.call("mcp_wrong_current_time", json!({})).await;
+    assert!(
+        !out.ok && out.text.contains("MCP server wrong is down"),
+        "{}",
+        out.text
+    );
+    assert!(!out.text.contains("n0pe-secret"), "{}", out.text);
 }
