@@ -17,10 +17,10 @@ use crate::support::{binary, free_port, spawn_app};
 const TOKEN: &str = "mcp-t0ken";
 
 /// A daemon with a real Prometheus, a scripted model that queries it and answers, and room
-/// for one investigation a day.
+/// for two investigations a day (a question and its follow-up).
 async fn daemon(prom_url: &str, llm: &FakeLlm) -> crate::support::TestApp {
     spawn_app(&format!(
-        "[server]\napi_token = \"{TOKEN}\"\n[alerts]\nmax_investigations_per_day = 1\n\
+        "[server]\napi_token = \"{TOKEN}\"\n[alerts]\nmax_investigations_per_day = 2\n\
          [prometheus]\nurl = \"{prom_url}\"\n{}",
         llm.config("")
     ))
@@ -53,6 +53,7 @@ fn session_ops() -> Value {
         {"op": "list"},
         {"op": "call", "tool": "prometheus_query", "args": {"query": "vector(42)"}},
         {"op": "ask_and_wait", "question": "What is the answer?", "timeout": 60},
+        {"op": "follow_up_last", "question": "Why 42?"},
         {"op": "call", "tool": "ask", "args": {"question": "And one more?"}},
         {"op": "resources"},
         {"op": "read", "uri": "sre-agent://findings/recent"},
@@ -101,12 +102,21 @@ fn check_session(r: &[Value], app: &crate::support::TestApp) {
     assert!(text.contains("status: finished"), "{text}");
     assert!(text.contains("the answer is 42"), "{text}");
     assert!(text.contains("tool prometheus_query"), "timeline: {text}");
-    let refused = &r[3];
+    let follow_up = &r[3];
+    assert_eq!(follow_up["is_error"], false, "{follow_up}");
+    assert!(
+        follow_up["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("follow-up investigation "),
+        "{follow_up}"
+    );
+    let refused = &r[4];
     assert_eq!(refused["is_error"], true, "{refused}");
     let refusal = refused["text"].as_str().unwrap();
     assert!(refusal.starts_with("not investigated: "), "{refusal}");
     assert!(refusal.contains("max_investigations_per_day"), "{refusal}");
-    let resources = r[4]["resources"].as_array().unwrap();
+    let resources = r[5]["resources"].as_array().unwrap();
     assert!(
         resources.contains(&json!("sre-agent://findings/recent")),
         "{resources:?}"
@@ -116,11 +126,11 @@ fn check_session(r: &[Value], app: &crate::support::TestApp) {
         "{resources:?}"
     );
     assert!(
-        r[5]["text"].as_str().unwrap().contains("the answer is 42"),
+        r[6]["text"].as_str().unwrap().contains("the answer is 42"),
         "{}",
-        r[5]
+        r[6]
     );
-    let unknown = r[6].to_string();
+    let unknown = r[7].to_string();
     assert!(unknown.contains("unknown tool"), "{unknown}");
 }
 
@@ -148,7 +158,7 @@ async fn a_python_mcp_client_lists_calls_and_asks_over_http_and_is_refused_witho
     assert_eq!(api.status(), 429);
     let api: Value = api.json().await.unwrap();
     assert_eq!(
-        r[3]["text"].as_str().unwrap(),
+        r[4]["text"].as_str().unwrap(),
         format!("not investigated: {}", api["error"].as_str().unwrap())
     );
     for target in [
@@ -181,6 +191,7 @@ async fn a_python_mcp_client_lists_calls_and_asks_over_http_and_is_refused_witho
     };
     assert!(counted("prometheus_query", "ok"), "{metrics}");
     assert!(counted("ask", "error"), "{metrics}");
+    assert!(counted("follow_up", "ok"), "{metrics}");
     assert!(counted("unknown", "error"), "{metrics}");
     // The agent's own tool metrics count the MCP call too.
     assert!(

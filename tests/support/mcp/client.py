@@ -9,7 +9,8 @@ Usage:
 
 OPS_JSON is a list of {"op": "list"}, {"op": "call", "tool": …, "args": {…}},
 {"op": "resources"}, {"op": "read", "uri": …}, {"op": "ask_and_wait", "question": …,
-"timeout": seconds}. A failed operation gives {"error": "…"} and the next one runs.
+"timeout": seconds}, {"op": "follow_up_last", "question": …} (of the last asked one). A
+failed operation gives {"error": "…"} and the next one runs.
 """
 import asyncio
 import json
@@ -41,6 +42,7 @@ async def call(client, tool, args):
 
 async def run(client, ops):
     out = []
+    last_id = None
     for op in ops:
         try:
             kind = op["op"]
@@ -69,7 +71,10 @@ async def run(client, ops):
                     if "has not ended yet" not in got["text"] or time.monotonic() > deadline:
                         break
                     await asyncio.sleep(0.2)
-                out.append({"ask": asked, "id": m.group(1), "investigation": got})
+                last_id = m.group(1)
+                out.append({"ask": asked, "id": last_id, "investigation": got})
+            elif kind == "follow_up_last":
+                out.append(await call(client, "follow_up", {"id": last_id, "question": op["question"]}))
             else:
                 out.append({"error": f"unknown op {kind}"})
         except Exception as e:  # noqa: BLE001 - every failure is a result to report
