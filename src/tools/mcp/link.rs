@@ -4,7 +4,8 @@
 //! supervisor starts it again after a backoff (1 s doubling to 60 s, back to 1 s after a
 //! minute up). Meanwhile its tools answer an error saying so. Each change is written to the
 //! health map `/readyz` shows (`mcp_<server>`) and to `sre_agent_component_healthy`.
-//! Messages from the server are bounded (`max_bytes`); a larger one is dropped.
+//! Messages from the server are bounded (`max_bytes`); a larger one is dropped. A stdio
+//! server's process is set up and reaped by `child.rs`.
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
@@ -21,6 +22,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use super::child;
 use crate::config::McpServerConfig;
 use crate::integrations::health::{ComponentHealth, ComponentStatus};
 use crate::telemetry::Metrics;
@@ -264,7 +266,8 @@ async fn connect(
             (Some(command), _) => {
                 let mut cmd = tokio::process::Command::new(command);
                 cmd.args(&cfg.args)
-                    .envs(cfg.env.iter().map(|(k, v)| (k, v.expose())))
+                    .env_clear()
+                    .envs(child::env(std::env::vars(), cfg))
                     .stdin(Stdio::piped())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::inherit())
@@ -283,7 +286,11 @@ async fn connect(
                     .serve(transport)
                     .await
                     .map_err(|e| format!("initialize failed: {e}"))?;
-                tokio::spawn(reap(child, client.cancellation_token(), stop.clone()));
+                tokio::spawn(child::reap(
+                    child,
+                    client.cancellation_token(),
+                    stop.clone(),
+                ));
                 client
             }
             (None, Some(url)) => {
@@ -335,21 +342,6 @@ async fn connect(
 /// [`MIN_START`].
 pub fn start_limit(cfg: &McpServerConfig) -> Duration {
     cfg.timeout.get().max(MIN_START)
-}
-
-/// Waits for the child process to exit, and ends the connection when it does; kills it at
-/// `stop`.
-async fn reap(
-    mut child: tokio::process::Child,
-    end: rmcp::service::RunningServiceCancellationToken,
-    stop: CancellationToken,
-) {
-    tokio::select! {
-        _ = child.wait() => end.cancel(),
-        _ = stop.cancelled() => {
-            let _ = child.kill().await;
-        }
-    }
 }
 
 /// An rmcp error in words, bounded.

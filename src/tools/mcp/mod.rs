@@ -6,6 +6,7 @@
 //! (`render.rs`); while the server is down its tools answer an error saying so. Tools not
 //! on the allow-list are never registered, so the model cannot name them.
 
+mod child;
 mod link;
 mod render;
 
