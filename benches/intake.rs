@@ -80,7 +80,13 @@ async fn main() -> anyhow::Result<()> {
             while start.elapsed() < SUSTAINED_FOR {
                 let body = payload(1, c * 1_000_000 + i);
                 let t = Instant::now();
-                let resp = http.post(&url).body(body).send().await.unwrap();
+                let resp = http
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
                 assert!(resp.status().is_success());
                 latencies.push(t.elapsed());
                 i += 1;
@@ -115,7 +121,12 @@ async fn main() -> anyhow::Result<()> {
         let mut posts = Vec::new();
         for j in 0..4 {
             let body = payload(100, 50_000_000 + (wave * 4 + j) * 100);
-            posts.push(http.post(&url).body(body).send());
+            posts.push(
+                http.post(&url)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send(),
+            );
         }
         for r in futures::future::join_all(posts).await {
             assert!(r?.status().is_success());

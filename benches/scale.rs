@@ -165,6 +165,7 @@ async fn fill(http: &reqwest::Client, url: &str, from: u64, to: u64) {
                 let n = (to - start).min(FILL_BATCH as u64);
                 let r = http
                     .post(&url)
+                    .header("content-type", "application/json")
                     .body(payload(start, n))
                     .send()
                     .await
@@ -198,7 +199,13 @@ async fn sustained(
             while start.elapsed() < Duration::from_secs(secs) {
                 let body = payload(i, 1);
                 let t = Instant::now();
-                let r = http.post(&url).body(body).send().await.unwrap();
+                let r = http
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                    .unwrap();
                 assert!(r.status().is_success(), "{}", r.status());
                 lat.push(t.elapsed());
                 i += 1;

@@ -165,7 +165,10 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
     let (mut answered_decided, mut deferred) = (Vec::new(), Vec::new());
     for wave in bodies.chunks(in_flight) {
         let posts = wave.iter().map(|body| {
-            let req = http.post(&url).body(body.clone());
+            let req = http
+                .post(&url)
+                .header("content-type", "application/json")
+                .body(body.clone());
             async move {
                 let t = Instant::now();
                 let resp = req.send().await?;

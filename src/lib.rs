@@ -20,6 +20,7 @@
 
 pub mod agent;
 pub mod alerts;
+pub mod analyze;
 pub mod api;
 pub mod app;
 pub mod cli;

@@ -8,7 +8,11 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 use super::Finding;
+use crate::analyze::Fact;
 use crate::llm::match_tool_name;
+
+/// The ids of health-sweep facts: `fact_1`, `fact_2`, …
+pub const FACT_ID_PREFIX: &str = "fact_";
 
 /// One tool call (or piece of pre-gathered evidence) and its result.
 #[derive(Clone, Debug, PartialEq)]
@@ -23,6 +27,8 @@ pub struct CallRecord {
     pub output: String,
     /// The earlier identical call this one repeated (it was not run again).
     pub repeat_of: Option<String>,
+    /// The typed facts behind the output (a health-sweep fact, or what a tool computed).
+    pub facts: Vec<Fact>,
 }
 
 impl CallRecord {
@@ -57,6 +63,7 @@ impl CallLog {
             ok: true,
             output: text.to_string(),
             repeat_of: None,
+            facts: Vec::new(),
         });
     }
 
@@ -75,9 +82,12 @@ impl CallLog {
     /// The earlier call of `name` with the same arguments (keys in any order) that ran.
     pub fn earlier(&self, name: &str, arguments: &Value) -> Option<&CallRecord> {
         let key = canonical(arguments);
-        self.records
-            .iter()
-            .find(|r| r.repeat_of.is_none() && r.name == name && canonical(&r.arguments) == key)
+        self.records.iter().find(|r| {
+            r.repeat_of.is_none()
+                && !r.id.starts_with(FACT_ID_PREFIX)
+                && r.name == name
+                && canonical(&r.arguments) == key
+        })
     }
 
     /// `proposed` when no call has that id yet (nor one in `also_taken`), else the first
@@ -113,7 +123,8 @@ impl CallLog {
         // "call_2", "tool_call_2", "2": small models number the calls they were shown, in
         // order (as `unique_id` numbers the calls that come without an id). An
         // `evidence_N` that does not exist names no call.
-        if c.to_ascii_lowercase().starts_with("evidence") {
+        let lower = c.to_ascii_lowercase();
+        if lower.starts_with("evidence") || lower.starts_with(FACT_ID_PREFIX) {
             return None;
         }
         let n: usize = c
@@ -218,6 +229,7 @@ mod tests {
                 ok,
                 output: "out".into(),
                 repeat_of: None,
+                facts: Vec::new(),
             });
         }
         log
@@ -297,6 +309,7 @@ mod tests {
             ok: true,
             output: "out".into(),
             repeat_of: None,
+            facts: Vec::new(),
         });
         let cited = [
             "call_1",

@@ -1,205 +1,84 @@
 //! Which tools a small model is offered. Every tool definition costs prompt tokens on every
-//! step (the 29 built-in ones are ~2.5k tokens, a third of an 8k window, and ~1 s each on a
-//! CPU), and a 1.5B model picks worse among many. So for a context of
-//! [`SMALL_CONTEXT_TOKENS`] or less only the tools relevant to the question are offered:
+//! step and a small model picks worse among many, so for a context of
+//! [`SMALL_CONTEXT_TOKENS`] or less at most [`MAX_SMALL_TOOLS`] are offered, chosen by
+//! what the health sweep found, never by the words of the trigger:
 //!
-//! - always the core Prometheus tools (`prometheus_instance_overview`, `prometheus_query`,
-//!   `prometheus_query_range`, `prometheus_metric_names`) and `current_time` (for "when
-//!   will it be full");
-//! - a tool whose name has a word of the alert or question in it (`storage`, `pods`, `logs`);
-//! - an integration's tools when the text has one of its words (`pve1` → proxmox, `zfs` →
-//!   truenas, `pod` → kubernetes, `backup` → pbs, `log`/`dns`/`5xx` → loki, …);
+//! 1. the general query tools ([`GENERAL`]);
+//! 2. the tools of the integrations whose facts ranked highest, in their order (at most
+//!    [`PER_INTEGRATION`] each);
+//! 3. one tool of every other configured integration, so none is hidden;
+//! 4. the rest in registration order, while there is room.
 //!
-//! ranked in that order (an integration with a tool named by the text first, then by how
-//! many of its words the text has, registration order within), at most [`MAX_SMALL_TOOLS`]. The same tools are offered at every step, so a server's
-//! prompt cache stays valid.
+//! Tools keep their registration order in the request, and the same tools are offered at
+//! every step, so a server's prompt cache stays valid.
 
 use crate::tools::ToolDefinition;
 
-/// Contexts up to this many tokens get the relevant tools only.
+/// Contexts up to this many tokens get a chosen few tools.
 pub const SMALL_CONTEXT_TOKENS: u64 = 8192;
 
 /// The most tools offered in a small context.
-pub const MAX_SMALL_TOOLS: usize = 8;
+pub const MAX_SMALL_TOOLS: usize = 10;
 
-const CORE: [&str; 5] = [
-    "prometheus_instance_overview",
+/// Tools of one ranked integration offered in a small context.
+const PER_INTEGRATION: usize = 3;
+
+/// The general query tools, offered first whenever they are configured.
+const GENERAL: [&str; 5] = [
     "prometheus_query",
     "prometheus_query_range",
-    "prometheus_metric_names",
+    "prometheus_instance_overview",
+    "prometheus_alerts",
     "current_time",
 ];
 
-/// Words (prefixes of the text's words) that make an integration's tools relevant, by the
-/// prefix of their names.
-const FAMILIES: [(&str, &[&str]); 9] = [
-    (
-        "prometheus_",
-        &["target", "scrape", "flapping", "down", "unreachable"],
-    ),
-    (
-        "loki_",
-        &[
-            "log",
-            "loki",
-            "error",
-            "exception",
-            "panic",
-            "dns",
-            "5xx",
-            "502",
-            "503",
-            "504",
-            "timeout",
-            "refused",
-            "nxdomain",
-            "servfail",
-            "upstream",
-            "probe",
-        ],
-    ),
-    (
-        "grafana_",
-        &["grafana", "dashboard", "panel", "annotation", "rule"],
-    ),
-    ("alertmanager_", &["alertmanager", "silence"]),
-    (
-        "k8s_",
-        &[
-            "pod",
-            "k8s",
-            "kube",
-            "namespace",
-            "deployment",
-            "container",
-            "crashloop",
-            "oom",
-            "restart",
-            "statefulset",
-            "daemonset",
-            "workload",
-            "cluster",
-        ],
-    ),
-    (
-        "proxmox_",
-        &[
-            "pve",
-            "proxmox",
-            "vm",
-            "qemu",
-            "lxc",
-            "guest",
-            "storage",
-            "/var/lib/vz",
-        ],
-    ),
-    (
-        "pbs_",
-        &[
-            "pbs",
-            "backup",
-            "datastore",
-            "verify",
-            "snapshot",
-            "prune",
-            "gc",
-        ],
-    ),
-    (
-        "truenas_",
-        &[
-            "truenas", "zfs", "pool", "zpool", "scrub", "dataset", "smart", "degraded", "nas",
-        ],
-    ),
-    ("runbook_", &["runbook", "procedure", "how do", "how to"]),
-];
+/// The integration a tool belongs to: its name's prefix (`k8s_list_pods` → `k8s`).
+fn integration(name: &str) -> &str {
+    name.split_once('_').map_or(name, |(p, _)| p)
+}
 
-/// Keys of alert payloads: present in every alert, so they say nothing about it.
-const PAYLOAD_KEYS: [&str; 16] = [
-    "alertname",
-    "alerts",
-    "labels",
-    "annotations",
-    "startsat",
-    "endsat",
-    "generatorurl",
-    "fingerprint",
-    "status",
-    "severity",
-    "summary",
-    "description",
-    "values",
-    "valuestring",
-    "dashboardurl",
-    "panelurl",
-];
-
-/// The tools to offer for an investigation about `text` (question and alert) in a context
-/// of `context_tokens`: all of them in a large context, else the relevant ones (see the
-/// module docs), in registration order.
+/// The tools to offer in a context of `context_tokens`, given the integrations of the
+/// health sweep's most relevant facts (`ranked`, most relevant first): all of them in a
+/// large context, else the chosen few (see the module docs), in registration order.
 pub fn select_tools(
     all: Vec<ToolDefinition>,
     context_tokens: u64,
-    text: &str,
+    ranked: &[String],
 ) -> Vec<ToolDefinition> {
     if context_tokens > SMALL_CONTEXT_TOKENS || all.len() <= MAX_SMALL_TOOLS {
         return all;
     }
-    let lower = text.to_lowercase();
-    let words: Vec<&str> = lower
-        .split(|c: char| !c.is_alphanumeric() && c != '_')
-        .filter(|w| !w.is_empty() && !PAYLOAD_KEYS.contains(w))
-        .collect();
-    let has_word = |k: &str| {
-        if k.contains(|c: char| !c.is_alphanumeric()) {
-            lower.contains(k)
-        } else {
-            words.iter().any(|w| w.starts_with(k))
+    let mut keep: Vec<usize> = Vec::new();
+    let take = |i: usize, keep: &mut Vec<usize>| {
+        if keep.len() < MAX_SMALL_TOOLS && !keep.contains(&i) {
+            keep.push(i);
         }
     };
-    let name_hit = |name: &str| {
-        name.split('_').filter(|p| p.len() >= 3).skip(1).any(|p| {
-            let stem = p.trim_end_matches('s');
-            words
-                .iter()
-                .any(|w| *w == p || w.trim_end_matches('s') == stem)
-        })
-    };
-    let family_of = |name: &str| FAMILIES.iter().find(|(prefix, _)| name.starts_with(prefix));
-    // An integration is confirmed when one of its tools is named by a word of the text
-    // ("backup" → pbs_backups): its other tools then rank above other integrations'.
-    let confirmed: Vec<&str> = all
-        .iter()
-        .filter(|t| name_hit(t.name))
-        .filter_map(|t| family_of(t.name).map(|(prefix, _)| *prefix))
-        .collect();
-    let score = |name: &str| -> u8 {
-        if CORE.contains(&name) {
-            return 20;
+    for name in GENERAL {
+        if let Some(i) = all.iter().position(|t| t.name == name) {
+            take(i, &mut keep);
         }
-        if name_hit(name) {
-            return 10;
+    }
+    for wanted in ranked {
+        let mut n = 0;
+        for (i, t) in all.iter().enumerate() {
+            if integration(t.name) == wanted && !keep.contains(&i) && n < PER_INTEGRATION {
+                take(i, &mut keep);
+                n += 1;
+            }
         }
-        let Some((prefix, keys)) = family_of(name) else {
-            return 0;
-        };
-        let hits = keys.iter().filter(|k| has_word(k)).count().min(4) as u8;
-        match hits {
-            0 => 0,
-            n if confirmed.contains(prefix) => 5 + n,
-            n => n,
+    }
+    let mut seen: Vec<&str> = keep.iter().map(|&i| integration(all[i].name)).collect();
+    for (i, t) in all.iter().enumerate() {
+        let family = integration(t.name);
+        if !seen.contains(&family) {
+            seen.push(family);
+            take(i, &mut keep);
         }
-    };
-    let mut ranked: Vec<(usize, u8)> = all
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (i, score(t.name)))
-        .filter(|(_, s)| *s > 0)
-        .collect();
-    ranked.sort_by_key(|(i, s)| (std::cmp::Reverse(*s), *i));
-    ranked.truncate(MAX_SMALL_TOOLS);
-    let mut keep: Vec<usize> = ranked.into_iter().map(|(i, _)| i).collect();
+    }
+    for i in 0..all.len() {
+        take(i, &mut keep);
+    }
     keep.sort_unstable();
     all.into_iter()
         .enumerate()
@@ -226,58 +105,34 @@ mod tests {
             .collect()
     }
 
-    fn names(text: &str, context: u64) -> Vec<&'static str> {
-        select_tools(every_tool(), context, text)
+    fn names(ranked: &[&str], context: u64) -> Vec<&'static str> {
+        let ranked: Vec<String> = ranked.iter().map(|s| s.to_string()).collect();
+        select_tools(every_tool(), context, &ranked)
             .into_iter()
             .map(|t| t.name)
             .collect()
     }
 
     #[test]
-    fn a_disk_question_on_a_proxmox_host_gets_prometheus_and_proxmox_tools() {
-        let got = names(
-            "How full is /var/lib/vz on pve1 and when will it be full?",
-            8192,
-        );
-        for want in CORE.iter().chain(&["proxmox_storage", "proxmox_nodes"]) {
-            assert!(got.contains(want), "{want} missing from {got:?}");
-        }
+    fn the_integration_of_the_top_facts_gets_its_tools_and_every_other_one_is_still_offered() {
+        let got = names(&["k8s"], 8192);
         assert!(got.len() <= MAX_SMALL_TOOLS);
-        assert!(
-            !got.iter()
-                .any(|n| n.starts_with("k8s_") || n.starts_with("pbs_")),
-            "{got:?}"
-        );
+        for want in GENERAL {
+            assert!(got.contains(&want), "{want} missing from {got:?}");
+        }
+        let k8s = got.iter().filter(|n| n.starts_with("k8s_")).count();
+        assert_eq!(k8s, PER_INTEGRATION, "{got:?}");
+        // With no fact from them, the other integrations still have a tool each, as room
+        // allows (none is hidden because the trigger lacks a word).
+        let families: Vec<&str> = got.iter().map(|n| integration(n)).collect();
+        for other in ["runbook", "loki"] {
+            assert!(families.contains(&other), "{other} hidden: {got:?}");
+        }
     }
 
     #[test]
-    fn words_of_an_alert_pick_the_matching_integration() {
-        let pod = names(
-            r#"{"alertname":"KubePodCrashLooping","pod":"api-7f9","namespace":"shop"}"#,
-            8192,
-        );
-        assert!(
-            pod.contains(&"k8s_list_pods") && pod.contains(&"k8s_describe_pod"),
-            "{pod:?}"
-        );
-        let backup = names("Why did last night's backup of vm 101 fail?", 4096);
-        assert!(
-            backup.contains(&"pbs_backups") && backup.contains(&"pbs_tasks"),
-            "{backup:?}"
-        );
-        let zfs = names("ZFS pool tank is DEGRADED", 8192);
-        assert!(zfs.contains(&"truenas_pools"), "{zfs:?}");
-        let logs = names("DNS lookups fail with SERVFAIL", 8192);
-        assert!(logs.contains(&"loki_query"), "{logs:?}");
-    }
-
-    #[test]
-    fn a_large_context_gets_every_tool_and_nothing_relevant_gets_the_core() {
-        assert_eq!(names("anything", 32768).len(), builtin_names().len());
-        let mut core = names("what is up?", 8192);
-        core.sort_unstable();
-        let mut want = CORE.to_vec();
-        want.sort_unstable();
-        assert_eq!(core, want);
+    fn a_large_context_gets_every_tool() {
+        assert_eq!(names(&[], 32768).len(), builtin_names().len());
+        assert_eq!(names(&["truenas"], 4096).len(), MAX_SMALL_TOOLS);
     }
 }

@@ -26,6 +26,7 @@ use super::budget::SubmitError;
 use super::evidence::EvidencePlanner;
 use super::memory::IncidentMemory;
 use super::runner::Runner;
+use crate::analyze::Sweep;
 
 use super::spend::{Claim, SpendLedger};
 use super::{Investigation, InvestigationRequest, InvestigationStatus};
@@ -81,6 +82,8 @@ pub enum DispatcherError {
     Store(#[from] StoreError),
     #[error("building the evidence clients: {0}")]
     Evidence(#[from] crate::integrations::UpstreamError),
+    #[error("building the health sweep: {0}")]
+    Sweep(#[from] crate::analyze::AnalyzeError),
 }
 
 impl Dispatcher {
@@ -94,13 +97,14 @@ impl Dispatcher {
         let llm = LlmClient::new(&config.llm, metrics.clone())?;
         let tools = build_tools(config, metrics.clone())?;
         let evidence = EvidencePlanner::new(config)?;
+        let sweep = Sweep::from_config(config)?;
         if config.llm.base_url.is_some()
             && let Some(warning) = crate::config::unpriced_model_warning(&config.llm)
         {
             tracing::warn!(model = %config.llm.model, "{warning}");
         }
         Ok(Self::assemble(
-            config, store, metrics, llm, tools, evidence,
+            config, store, metrics, llm, tools, evidence, sweep,
         )?)
     }
 
@@ -119,6 +123,7 @@ impl Dispatcher {
             llm,
             tools,
             EvidencePlanner::default(),
+            Sweep::default(),
         )
     }
 
@@ -129,6 +134,7 @@ impl Dispatcher {
         llm: Option<LlmClient>,
         tools: ToolRegistry,
         evidence: EvidencePlanner,
+        sweep: Sweep,
     ) -> Result<Self, StoreError> {
         let memory = IncidentMemory::open(store)?;
         let investigations = InvestigationStore::open(store)?;
@@ -136,6 +142,7 @@ impl Dispatcher {
         let store = investigations;
         let runner = Runner::new(&config.llm, llm, tools, store.clone())
             .with_evidence(evidence)
+            .with_sweep(sweep)
             .with_memory(memory.clone());
         let (tx, rx) = mpsc::unbounded_channel();
         let (finished, _) = broadcast::channel(256);

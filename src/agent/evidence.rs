@@ -23,14 +23,15 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::promql::{escape, expr_from_generator_url, identity_selector, metric_names, value_expr};
-use super::topics::{self, PlannedCall};
+
 use super::{Investigation, Trigger};
 use crate::config::Config;
 use crate::integrations::{GrafanaClient, PrometheusClient, UpstreamError};
 use crate::tools::ToolRegistry;
 
-/// Most calls gathered before the first LLM call (each costs prompt tokens).
-const MAX_CALLS: usize = 5;
+/// Most calls gathered before the first LLM call (each costs prompt tokens; the health
+/// sweep's facts cover the rest).
+const MAX_CALLS: usize = 4;
 /// How far back the range queries look: a day for filesystems (a fill rate needs it), six
 /// hours for the rest (a finer step, so "since when" is exact to two minutes).
 const FILESYSTEM_LOOKBACK: &str = "24h";
@@ -38,6 +39,55 @@ const LOOKBACK: &str = "6h";
 const QUERY: &str = "prometheus_query";
 const QUERY_RANGE: &str = "prometheus_query_range";
 const OVERVIEW: &str = crate::tools::overview::PrometheusInstanceOverview::NAME;
+
+/// An alerting rule's query, by the language of its datasource.
+#[derive(Debug, PartialEq)]
+enum Rule {
+    Promql(String),
+    Logql(String),
+}
+
+/// Whether a query of unknown datasource is LogQL: a stream selector followed by a line
+/// filter or a parser stage, which PromQL has no syntax for.
+fn looks_like_logql(q: &str) -> bool {
+    let Some(close) = q.find('}') else {
+        return false;
+    };
+    let after = q[close + 1..].trim_start();
+    let filter = ["|=", "|~", "!=", "!~"].iter().any(|op| {
+        after
+            .strip_prefix(op)
+            .is_some_and(|rest| rest.trim_start().starts_with(['"', '`']))
+    });
+    let stage = [
+        "| json",
+        "| logfmt",
+        "| pattern",
+        "| regexp",
+        "| line_format",
+        "| label_format",
+        "| unwrap",
+        "| decolorize",
+    ]
+    .iter()
+    .any(|p| after.starts_with(p));
+    filter || stage
+}
+
+/// The Loki query of a rule over the last hour.
+fn loki(q: &str) -> PlannedCall {
+    PlannedCall {
+        name: "loki_query",
+        arguments: json!({ "query": q, "since": "1h" }),
+    }
+}
+
+/// A tool call decided before the loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlannedCall {
+    pub name: &'static str,
+    pub arguments: Value,
+}
 
 /// Finds the evidence to gather for an investigation.
 #[derive(Clone, Default)]
@@ -51,8 +101,6 @@ pub struct EvidencePlanner {
 struct AlertFacts {
     labels: BTreeMap<String, String>,
     generator_url: Option<String>,
-    /// Label values and annotations, for `topics`.
-    text: String,
     /// Set for a storm's investigation.
     storm: Option<StormFacts>,
 }
@@ -85,36 +133,23 @@ impl EvidencePlanner {
     }
 
     /// The calls to run before the first LLM call of `inv`, only with tools `tools` has:
-    /// Prometheus evidence (the rule, the instances named) and the overview calls of the
-    /// other integrations the alert or question is about (`topics.rs`). Failures to read
-    /// rules or instances only mean less evidence.
+    /// the alert's rule and the series it reads, or the overview of the instances a
+    /// question names (matched against the `instance` values in the data). The other
+    /// integrations are covered by the health sweep. Failures to read rules or instances
+    /// only mean less evidence.
     pub async fn plan(&self, inv: &Investigation, tools: &ToolRegistry) -> Vec<PlannedCall> {
         let overview = tools.get(OVERVIEW).is_some();
-        let prometheus = self.prometheus.is_some() && tools.get(QUERY).is_some();
-        let (mut calls, mut topic_calls) = match inv.trigger {
+        if self.prometheus.is_none() || tools.get(QUERY).is_none() {
+            return Vec::new();
+        }
+        let mut calls = match inv.trigger {
             Trigger::Alert => match inv.context.as_deref().and_then(alert_facts) {
-                Some(facts) => {
-                    let rule = match prometheus {
-                        true => self.for_alert(&facts, overview).await,
-                        false => Vec::new(),
-                    };
-                    (rule, topics::calls(&facts.text, &facts.labels, false))
-                }
-                None => (Vec::new(), Vec::new()),
+                Some(facts) => self.for_alert(&facts, overview).await,
+                None => Vec::new(),
             },
-            Trigger::Ask | Trigger::Schedule => {
-                let named = match prometheus {
-                    true => self.for_question(&inv.prompt, overview).await,
-                    false => Vec::new(),
-                };
-                (named, topics::calls(&inv.prompt, &BTreeMap::new(), true))
-            }
+            Trigger::Ask | Trigger::Schedule => self.for_question(&inv.prompt, overview).await,
         };
         calls.retain(|c| tools.get(c.name).is_some());
-        topic_calls.retain(|c| tools.get(c.name).is_some());
-        // Room for the two most specific overview calls.
-        calls.truncate(MAX_CALLS - topic_calls.len().min(2));
-        calls.extend(topic_calls);
         calls.truncate(MAX_CALLS);
         calls
     }
@@ -123,7 +158,12 @@ impl EvidencePlanner {
         if let Some(storm) = &facts.storm {
             return self.for_storm(facts, storm).await;
         }
-        let Some(expr) = self.rule_expr(facts).await else {
+        let expr = match self.rule_expr(facts).await {
+            Some(Rule::Logql(q)) => return vec![loki(&q)],
+            Some(Rule::Promql(e)) => Some(e),
+            None => None,
+        };
+        let Some(expr) = expr else {
             return match facts.labels.get("instance") {
                 // A probed endpoint: every series of its probe now (status code, timings,
                 // TLS), and its success and status code over the lookback, whose step
@@ -175,7 +215,12 @@ impl EvidencePlanner {
 
     /// A storm: the rule across every instance, not one of them.
     async fn for_storm(&self, facts: &AlertFacts, storm: &StormFacts) -> Vec<PlannedCall> {
-        let Some(expr) = self.rule_expr(facts).await else {
+        let expr = match self.rule_expr(facts).await {
+            Some(Rule::Logql(q)) => return vec![loki(&q)],
+            Some(Rule::Promql(e)) => Some(e),
+            None => None,
+        };
+        let Some(expr) = expr else {
             let listed: Vec<String> = storm
                 .instances
                 .iter()
@@ -206,14 +251,14 @@ impl EvidencePlanner {
         ]
     }
 
-    /// The expression of the rule behind the alert.
-    async fn rule_expr(&self, facts: &AlertFacts) -> Option<String> {
+    /// The expression of the rule behind the alert, in the language of its datasource.
+    async fn rule_expr(&self, facts: &AlertFacts) -> Option<Rule> {
         if let Some(expr) = facts
             .generator_url
             .as_deref()
             .and_then(expr_from_generator_url)
         {
-            return Some(expr);
+            return Some(Rule::Promql(expr));
         }
         let name = facts.labels.get("alertname")?;
         if let Some(prom) = &self.prometheus
@@ -224,18 +269,30 @@ impl EvidencePlanner {
                 .flat_map(|g| &g.rules)
                 .find(|r| r.kind == "alerting" && &r.name == name);
             if let Some(rule) = found {
-                return Some(rule.query.clone());
+                return Some(Rule::Promql(rule.query.clone()));
             }
         }
         let grafana = self.grafana.as_ref()?;
         let rules = grafana.alert_rules().await.ok()?;
         let rule = rules.iter().find(|r| &r.title == name)?;
         // The rule's data queries; the condition and other server-side expressions
-        // (math, reduce, threshold) are not PromQL.
-        rule.data
+        // (math, reduce, threshold) are not queries of a datasource.
+        let query = rule
+            .data
             .iter()
             .filter(|q| q.datasource_uid != "__expr__" && q.ref_id != rule.condition)
-            .find_map(|q| q.text().map(str::to_string))
+            .find(|q| q.text().is_some())?;
+        let text = query.text()?.to_string();
+        let kind = query
+            .model
+            .pointer("/datasource/type")
+            .and_then(Value::as_str);
+        match kind {
+            Some("loki") => Some(Rule::Logql(text)),
+            Some("prometheus") => Some(Rule::Promql(text)),
+            _ if looks_like_logql(&text) => Some(Rule::Logql(text)),
+            _ => Some(Rule::Promql(text)),
+        }
     }
 
     async fn for_question(&self, question: &str, overview: bool) -> Vec<PlannedCall> {
@@ -369,25 +426,8 @@ fn alert_facts(context: &str) -> Option<AlertFacts> {
             .unwrap_or_default();
         StormFacts { instances }
     });
-    let annotations = alert
-        .get("annotations")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.values()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default();
-    let text = labels
-        .values()
-        .map(String::as_str)
-        .chain([annotations.as_str()])
-        .collect::<Vec<_>>()
-        .join(" ");
     Some(AlertFacts {
         labels,
-        text,
         storm,
         generator_url: alert
             .get("generator_url")

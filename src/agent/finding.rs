@@ -341,6 +341,7 @@ mod tests {
             ok,
             output: output.into(),
             repeat_of: None,
+            facts: Vec::new(),
         };
         let gathered = [
             record(

@@ -14,13 +14,14 @@ mod evidence;
 mod figures;
 mod finding;
 mod follow_up;
+mod health;
 pub mod memory;
 mod prompt;
 mod promql;
+mod prose;
 mod runner;
 pub mod spend;
 pub mod store;
-mod topics;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -27,10 +27,12 @@ use std::time::Instant;
 use super::call_log::CallLog;
 use super::context::select_tools;
 use super::evidence::EvidencePlanner;
+use super::health;
 use super::memory::IncidentMemory;
 use super::prompt::initial_messages;
 use super::{Event, EventKind, Investigation};
 use crate::agent::store::InvestigationStore;
+use crate::analyze::Sweep;
 use crate::config::LlmConfig;
 use crate::llm::{
     ChatMessage, ChatResponse, ContextBudget, Fit, LlmClient, LlmError, ToolCall, estimate_tokens,
@@ -56,6 +58,7 @@ pub struct Runner {
     max_parallel: usize,
     context_tokens: u64,
     evidence: EvidencePlanner,
+    sweep: Sweep,
     memory: Option<IncidentMemory>,
 }
 
@@ -76,6 +79,7 @@ impl Runner {
             max_parallel: config.max_parallel_tools.max(1),
             context_tokens: config.context_tokens,
             evidence: EvidencePlanner::default(),
+            sweep: Sweep::default(),
             memory: None,
         }
     }
@@ -83,6 +87,12 @@ impl Runner {
     /// Starts alert investigations with what `memory` holds about earlier ones.
     pub fn with_memory(mut self, memory: IncidentMemory) -> Self {
         self.memory = Some(memory);
+        self
+    }
+
+    /// Runs the health sweep's `sweep` at the start of every investigation.
+    pub fn with_sweep(mut self, sweep: Sweep) -> Self {
+        self.sweep = sweep;
         self
     }
 
@@ -113,11 +123,39 @@ impl Runner {
                 .flatten()
         });
         let fenced = recall.as_ref().map(|r| r.fenced());
-        let messages = initial_messages(&inv.prompt, inv.context.as_deref(), fenced);
-        let log = CallLog::default();
-        let about = format!("{}\n{}", inv.prompt, inv.context.as_deref().unwrap_or(""));
-        let tools = select_tools(self.tools.definitions(), self.context_tokens, &about);
+        // The health sweep: ranked facts before the first LLM call, in its first message.
+        let gathered = match self.llm {
+            Some(_) => health::gather(&self.sweep, &inv).await,
+            None => None,
+        };
+        let now = chrono::Utc::now();
+        let mut messages = initial_messages(&inv.prompt, inv.context.as_deref(), fenced);
+        let mut log = CallLog::default();
+        let mut integrations = Vec::new();
+        if let (Some(g), Some(ChatMessage::User(first))) = (&gathered, messages.last_mut()) {
+            first.push_str("\n\n");
+            first.push_str(&g.message(now));
+            for r in g.records(now) {
+                log.push(r);
+            }
+            integrations = g.integrations();
+        }
+        let tools = select_tools(self.tools.definitions(), self.context_tokens, &integrations);
         let mut s = Session::new(self, self.llm.as_ref(), inv, seq, messages, tools, log);
+        if let Some(g) = &gathered {
+            s.pinned = g.pinned();
+            let mut message = format!(
+                "health sweep: {} checks in {} ms, {} facts ({} shown)",
+                g.checks,
+                g.elapsed.as_millis(),
+                g.total,
+                g.shown.len()
+            );
+            if !g.notes.is_empty() {
+                message.push_str(&format!("; {}", g.notes.join("; ")));
+            }
+            s.record(EventKind::Note { message });
+        }
         if self.llm.is_none() {
             return s.fail(&LlmError::NotConfigured);
         }
@@ -224,6 +262,8 @@ struct Session<'a> {
     log: CallLog,
     budget: ContextBudget,
     trouble: Trouble,
+    /// Health-sweep facts about the trigger: key figures whatever the finding cites.
+    pinned: Vec<String>,
 }
 
 impl<'a> Session<'a> {
@@ -247,6 +287,7 @@ impl<'a> Session<'a> {
             log,
             budget: ContextBudget::new(runner.context_tokens),
             trouble: Trouble::default(),
+            pinned: Vec::new(),
         }
     }
 

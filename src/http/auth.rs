@@ -3,9 +3,13 @@
 //! when set), checked before any extractor reads the request, so an unauthenticated sender
 //! never gets its body read; secrets are compared in constant time. The HMAC signature of
 //! a webhook covers its body, so it is checked in `webhooks.rs`. The console's session
-//! cookie (`session.rs`) also opens the API for reading.
+//! cookie (`session.rs`) also opens the API for reading. Wrong API tokens count against
+//! the client like wrong console logins (`login_throttle.rs`): past the limit, 429.
 
-use axum::extract::{Request, State};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Instant;
+
+use axum::extract::{ConnectInfo, Request, State};
 use axum::http::{HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -32,9 +36,46 @@ pub async fn api_token(
             .get::<ConsoleKeys>()
             .is_some_and(|k| k.has_session(request.headers()));
     if !session {
-        require_bearer(request.headers(), state.config.server.api_token.as_ref())?;
+        require_bearer_counted(&request, state.config.server.api_token.as_ref())?;
     }
     Ok(next.run(request).await)
+}
+
+/// [`require_bearer`], with wrong tokens counted against the client (its address, from
+/// the listener) in the console's login throttle: once over the limit, every attempt of
+/// that client, the right token included, is refused with 429 until the window ends.
+pub fn require_bearer_counted(
+    request: &Request,
+    expected: Option<&Secret>,
+) -> Result<(), ApiError> {
+    let Some(keys) = request.extensions().get::<ConsoleKeys>() else {
+        return require_bearer(request.headers(), expected);
+    };
+    if expected.is_none() || bearer(request.headers()).is_none() {
+        return require_bearer(request.headers(), expected);
+    }
+    let client = client_ip(request);
+    let now = Instant::now();
+    if let Err(wait) = keys.logins().check(client, now) {
+        tracing::warn!(%client, "API token refused: too many wrong tokens from this client");
+        return Err(ApiError::TooManyGuesses(
+            wait.as_secs() + u64::from(wait.subsec_nanos() > 0),
+        ));
+    }
+    let checked = require_bearer(request.headers(), expected);
+    if checked.is_err() {
+        keys.logins().failed(client, now);
+    }
+    checked
+}
+
+/// The client's address, as the listener put it in the request (unspecified without it,
+/// so every such client shares one count).
+pub fn client_ip(request: &Request) -> IpAddr {
+    request
+        .extensions()
+        .get::<ConnectInfo<SocketAddr>>()
+        .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |c| c.0.ip())
 }
 
 /// Route layer of `/metrics` (`server.metrics_token`).

@@ -29,6 +29,15 @@ pub enum ApiError {
     PayloadTooLarge(usize),
     #[error("request headers are larger than the limit of {0} bytes")]
     HeadersTooLarge(usize),
+    /// A body that is not declared as the JSON the route reads.
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// A Host this daemon does not answer to (`http/browser.rs`).
+    #[error("{0}")]
+    MisdirectedRequest(String),
+    /// Too many wrong tokens from this client: 429 with `Retry-After` (seconds).
+    #[error("too many wrong tokens from this client; try again in {0} s")]
+    TooManyGuesses(u64),
     #[error("{0}")]
     Unavailable(String),
     #[error("the request took longer than {0:?} (server.request_timeout)")]
@@ -51,6 +60,9 @@ impl ApiError {
             Self::Conflict(_) => StatusCode::CONFLICT,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::HeadersTooLarge(_) => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::MisdirectedRequest(_) => StatusCode::MISDIRECTED_REQUEST,
+            Self::TooManyGuesses(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::OverBudget(_) => StatusCode::TOO_MANY_REQUESTS,
@@ -78,6 +90,10 @@ impl IntoResponse for ApiError {
             }
         };
         let mut resp = (status, Json(serde_json::json!({ "error": message }))).into_response();
+        if let Self::TooManyGuesses(seconds) = self {
+            resp.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
         if status == StatusCode::UNAUTHORIZED {
             resp.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,

@@ -34,6 +34,7 @@ pub fn router() -> Router<AppState> {
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
         (status = 409, description = "The investigation has not ended yet", body = crate::api::ErrorBody),
         (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
         (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
     ))]
 pub(super) async fn follow_up(

@@ -37,6 +37,7 @@ pub fn router() -> Router<AppState> {
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
         (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
         (status = 429, description = "A daily budget is used up (names it)", body = crate::api::OverBudgetAnswer),
         (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
     ))]
@@ -176,6 +177,7 @@ pub(super) async fn remove(
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
         (status = 409, description = "The investigation has not ended yet", body = crate::api::ErrorBody),
         (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
         (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
     ))]
 pub(super) async fn feedback(

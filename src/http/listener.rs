@@ -2,12 +2,16 @@
 //! connections at once (past it, new ones wait in the kernel's backlog), and a connection
 //! that does not send a complete request head within `server.header_timeout` — a new one,
 //! or a kept-alive one between requests — is closed, so trickling clients cannot pile up.
-//! On shutdown every connection finishes its in-flight request and closes.
+//! On shutdown every connection finishes its in-flight request and closes. Each request
+//! carries its client's address (`ConnectInfo<SocketAddr>`), for the login throttle.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use axum::extract::ConnectInfo;
+use axum::http::Request;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -40,7 +44,7 @@ pub async fn serve(
                 Err(_) => break,
             },
         };
-        let (stream, _peer) = tokio::select! {
+        let (stream, peer) = tokio::select! {
             _ = token.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok(a) => a,
@@ -53,7 +57,10 @@ pub async fn serve(
             },
         };
         let _ = stream.set_nodelay(true);
-        let service = TowerToHyperService::new(router.clone());
+        let service = WithPeer {
+            inner: TowerToHyperService::new(router.clone()),
+            peer,
+        };
         let token = token.clone();
         connections.spawn(async move {
             let conn = http1::Builder::new()
@@ -76,4 +83,25 @@ pub async fn serve(
     drop(listener);
     connections.close();
     connections.wait().await;
+}
+
+/// A connection's service: puts the client's address in each request's extensions.
+#[derive(Clone)]
+struct WithPeer<S> {
+    inner: S,
+    peer: SocketAddr,
+}
+
+impl<S, B> hyper::service::Service<Request<B>> for WithPeer<S>
+where
+    S: hyper::service::Service<Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn call(&self, mut req: Request<B>) -> Self::Future {
+        req.extensions_mut().insert(ConnectInfo(self.peer));
+        self.inner.call(req)
+    }
 }

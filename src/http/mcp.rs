@@ -1,5 +1,6 @@
 //! `/mcp`: sre-agent's MCP server over Streamable HTTP (`crate::mcp`), behind the bearer
-//! `server.api_token` like `/api/v1` (no console cookie: MCP clients send the token), and
+//! `server.api_token` like `/api/v1` (wrong tokens count against the client the same way;
+//! no console cookie: MCP clients send the token), and
 //! absent when `mcp.serve = false`. No request timeout layer: a tool call is bounded by
 //! the tool's own timeouts.
 
@@ -10,7 +11,7 @@ use axum::response::Response;
 use tokio_util::sync::CancellationToken;
 
 use super::ApiError;
-use super::auth::require_bearer;
+use super::auth::require_bearer_counted;
 use crate::app::AppState;
 
 pub fn router(state: &AppState) -> Router<AppState> {
@@ -31,6 +32,6 @@ async fn token(
     request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    require_bearer(request.headers(), state.config.server.api_token.as_ref())?;
+    require_bearer_counted(&request, state.config.server.api_token.as_ref())?;
     Ok(next.run(request).await)
 }

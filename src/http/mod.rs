@@ -1,10 +1,13 @@
 //! The axum router: one `router()` per resource, merged here, with the request-metrics
 //! middleware around all of them and authentication as route layers (`auth.rs`). Handlers
-//! parse and delegate; no business logic. The web console (`console/`) is served at `/`,
-//! the MCP server (`mcp.rs`) at `/mcp`.
+//! parse and delegate; no business logic. The web console (`console/`) is served at `/`.
+//! What a browser may do is limited around all of them (`browser.rs`: JSON bodies declared
+//! as such, no state change from another site's page, no DNS rebinding without a token).
+//! The MCP server (`mcp.rs`) is served at `/mcp`.
 
 mod alerts_api;
 mod auth;
+mod browser;
 mod console;
 mod error;
 mod follow_up;
@@ -13,6 +16,7 @@ mod investigation_events;
 mod investigations;
 mod limits;
 mod listener;
+mod login_throttle;
 mod mcp;
 mod openapi;
 mod rejections;
@@ -49,6 +53,7 @@ pub fn router(state: AppState) -> Router {
         .merge(reports::router().layer(report_limit))
         .merge(follow_up::router().layer(limit.clone()))
         .merge(investigation_events::router())
+        .route_layer(middleware::from_fn(browser::require_json))
         .route_layer(middleware::from_fn_with_state(
             state.clone(),
             auth::api_token,
@@ -61,16 +66,34 @@ pub fn router(state: AppState) -> Router {
         .merge(mcp::router(&state))
         .merge(console::router(&state).layer(limit))
         .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            browser::same_origin,
+        ))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            browser::known_host,
+        ))
         .layer(middleware::from_fn(rejections::json_errors))
         .layer(middleware::from_fn(rejections::header_limit))
-        .layer(Extension(session::ConsoleKeys::new(
-            server.api_token.as_ref(),
-        )))
+        .layer(Extension(console_keys(&state)))
         .layer(middleware::from_fn_with_state(
             state.clone(),
             request_metrics::track,
         ))
         .with_state(state)
+}
+
+/// The console's keys, with the sessions ended by logout kept in the store.
+fn console_keys(state: &AppState) -> session::ConsoleKeys {
+    let keys = session::ConsoleKeys::new(state.config.server.api_token.as_ref());
+    match state.store.tree(session::ENDED_SESSIONS) {
+        Ok(ended) => keys.with_ended_sessions(ended),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot open the console's ended sessions: logging out ends a session only in its browser");
+            keys
+        }
+    }
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {

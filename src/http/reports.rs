@@ -31,6 +31,7 @@ pub fn router() -> Router<AppState> {
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
         (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
         (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
         (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
     ))]
@@ -38,7 +39,7 @@ pub(super) async fn create(
     State(state): State<AppState>,
     body: Bytes,
 ) -> Result<Json<Report>, ApiError> {
-    // Read whatever the Content-Type says, so malformed JSON is a 400 like everywhere else.
+    // A body is declared JSON (`browser::require_json`); an empty one asks for the default.
     let body: CreateReport = if body.iter().all(u8::is_ascii_whitespace) {
         CreateReport::default()
     } else {

@@ -1,8 +1,13 @@
-//! Browser sessions and CSRF tokens of the console, stateless and signed (HMAC-SHA256):
-//! the session cookie trades `server.api_token` for `<expiry>.<nonce>.<mac>` under a key
-//! derived from the token (a changed token ends every session; a restart does not); the
-//! CSRF token of a form is the MAC of the browser's `sre_csrf` cookie under a key made at
-//! start (signed double submit). Both cookies are HttpOnly and SameSite=Strict.
+//! Browser sessions and CSRF tokens of the console, signed (HMAC-SHA256): the session
+//! cookie trades `server.api_token` for `<expiry>.<nonce>.<mac>` under a key derived from
+//! the token (a changed token ends every session; a restart does not); logging out ends
+//! the session on the server too: its nonce is kept in the store until its expiry, so a
+//! copy of the cookie opens nothing afterwards, across restarts. The CSRF token of a form
+//! is the MAC of the browser's `sre_csrf` cookie under a key made at start (signed double
+//! submit). Both cookies are HttpOnly and SameSite=Strict. Login attempts are throttled per
+//! client (`login_throttle.rs`).
+
+use std::sync::Arc;
 
 use axum::http::HeaderMap;
 use axum::http::header::COOKIE;
@@ -10,7 +15,9 @@ use chrono::Utc;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
+use super::login_throttle::LoginThrottle;
 use crate::config::Secret;
+use crate::store::{StoreError, Tree};
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "sre_session";
@@ -18,13 +25,22 @@ pub const SESSION_COOKIE: &str = "sre_session";
 pub const CSRF_COOKIE: &str = "sre_csrf";
 /// How long a console login lasts.
 pub const SESSION_SECONDS: i64 = 12 * 3600;
+/// The store tree of sessions ended by logout before their expiry (nonce → expiry).
+pub const ENDED_SESSIONS: &str = "console_ended_sessions";
+/// Ended sessions kept at most; past it the soonest to expire is forgotten first. Only a
+/// logged-in browser can end one, so this many logouts within a session's lifetime is far
+/// beyond any real use.
+const MAX_ENDED_SESSIONS: usize = 10_000;
 
-/// The console's signing keys. Cheap to clone.
+/// The console's signing keys, its ended sessions and its login throttle. Cheap to clone.
 #[derive(Clone)]
 pub struct ConsoleKeys {
     /// `None` when no `server.api_token` is set (no login needed).
     session: Option<[u8; 32]>,
     csrf: [u8; 32],
+    /// Nonces of sessions ended by logout, with their expiry.
+    ended: Option<Tree<i64>>,
+    logins: Arc<LoginThrottle>,
 }
 
 impl ConsoleKeys {
@@ -38,7 +54,20 @@ impl ConsoleKeys {
         Self {
             session,
             csrf: rand::random(),
+            ended: None,
+            logins: Arc::default(),
         }
+    }
+
+    /// Keeps the sessions ended by logout in `ended` (the [`ENDED_SESSIONS`] tree).
+    pub fn with_ended_sessions(mut self, ended: Tree<i64>) -> Self {
+        self.ended = Some(ended);
+        self
+    }
+
+    /// The login attempts of each client.
+    pub fn logins(&self) -> &LoginThrottle {
+        &self.logins
     }
 
     /// Whether the console needs a login (`server.api_token` is set).
@@ -55,20 +84,47 @@ impl ConsoleKeys {
         Some(format!("{payload}.{}", mac(key, &payload)))
     }
 
-    /// Whether the request carries a valid, unexpired session cookie.
+    /// Whether the request carries a valid, unexpired session cookie that was not ended.
     pub fn has_session(&self, headers: &HeaderMap) -> bool {
-        let (Some(key), Some(value)) = (self.session.as_ref(), cookie(headers, SESSION_COOKIE))
+        self.valid_session(headers)
+            .is_some_and(|(_, nonce)| !self.was_ended(nonce))
+    }
+
+    /// The expiry and nonce of the request's session cookie, when its MAC is right and it
+    /// has not expired.
+    fn valid_session<'h>(&self, headers: &'h HeaderMap) -> Option<(i64, &'h str)> {
+        let key = self.session.as_ref()?;
+        let value = cookie(headers, SESSION_COOKIE)?;
+        let (payload, got) = value.rsplit_once('.')?;
+        let (expires, nonce) = payload.split_once('.')?;
+        let expires = expires.parse::<i64>().ok()?;
+        let signed = secure_eq(got.as_bytes(), mac(key, payload).as_bytes());
+        (signed && expires > Utc::now().timestamp()).then_some((expires, nonce))
+    }
+
+    /// Whether the session `nonce` was ended by a logout (or cannot be told: then it is
+    /// taken as ended, so a store error never reopens a session).
+    fn was_ended(&self, nonce: &str) -> bool {
+        self.ended.as_ref().is_some_and(|ended| {
+            ended.contains(nonce).unwrap_or_else(|e| {
+                tracing::error!(error = %e, "cannot read the console's ended sessions");
+                true
+            })
+        })
+    }
+
+    /// Ends the request's session on the server (logout): its cookie, or any copy of it,
+    /// opens nothing from now on.
+    pub async fn end_session(&self, headers: &HeaderMap) -> Result<(), StoreError> {
+        let (Some(ended), Some((expires, nonce))) = (&self.ended, self.valid_session(headers))
         else {
-            return false;
+            return Ok(());
         };
-        let Some((payload, got)) = value.rsplit_once('.') else {
-            return false;
-        };
-        let unexpired = payload
-            .split_once('.')
-            .and_then(|(exp, _)| exp.parse::<i64>().ok())
-            .is_some_and(|exp| exp > Utc::now().timestamp());
-        unexpired && secure_eq(got.as_bytes(), mac(key, payload).as_bytes())
+        ended.insert(nonce, &expires)?;
+        if ended.len() > MAX_ENDED_SESSIONS {
+            forget_ended(ended, Utc::now().timestamp())?;
+        }
+        ended.flush().await
     }
 
     /// The CSRF token that forms of a browser with the anchor cookie `anchor` carry.
@@ -82,6 +138,27 @@ impl ConsoleKeys {
             .filter(|a| !a.is_empty())
             .is_some_and(|a| secure_eq(token.as_bytes(), self.csrf_token(a).as_bytes()))
     }
+}
+
+/// Removes the ended sessions that have expired anyway and, while there are still more than
+/// [`MAX_ENDED_SESSIONS`], the soonest to expire.
+fn forget_ended(ended: &Tree<i64>, now: i64) -> Result<(), StoreError> {
+    let mut live = Vec::new();
+    for entry in ended.iter() {
+        let (nonce, expires) = entry?;
+        if expires <= now {
+            ended.remove(&nonce)?;
+        } else {
+            live.push((expires, nonce));
+        }
+    }
+    if live.len() > MAX_ENDED_SESSIONS {
+        live.sort_unstable();
+        for (_, nonce) in &live[..live.len() - MAX_ENDED_SESSIONS] {
+            ended.remove(nonce)?;
+        }
+    }
+    Ok(())
 }
 
 /// A fresh random CSRF anchor.
@@ -150,6 +227,48 @@ mod tests {
         );
         assert!(!keys.has_session(&with_cookie(&format!("{SESSION_COOKIE}={expired}"))));
         assert!(ConsoleKeys::new(None).new_session().is_none());
+    }
+
+    #[tokio::test]
+    async fn an_ended_session_opens_nothing_and_expired_ones_are_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open(dir.path()).unwrap();
+        let ended = store.tree::<i64>(ENDED_SESSIONS).unwrap();
+        let keys = ConsoleKeys::new(Some(&Secret::new("t0k"))).with_ended_sessions(ended.clone());
+        let (a, b) = (keys.new_session().unwrap(), keys.new_session().unwrap());
+        let (a, b) = (
+            with_cookie(&format!("{SESSION_COOKIE}={a}")),
+            with_cookie(&format!("{SESSION_COOKIE}={b}")),
+        );
+        keys.end_session(&a).await.unwrap();
+        assert!(!keys.has_session(&a));
+        assert!(
+            keys.has_session(&b),
+            "only the session that logged out ends"
+        );
+        // A forged cookie is not recorded.
+        keys.end_session(&with_cookie(&format!("{SESSION_COOKIE}=1.2.3")))
+            .await
+            .unwrap();
+        assert_eq!(ended.len(), 1);
+
+        let now = Utc::now().timestamp();
+        for i in 0..MAX_ENDED_SESSIONS + 15 {
+            let expires = if i < 10 { now - 1 } else { now + i as i64 };
+            ended.insert(format!("n{i:05}"), &expires).unwrap();
+        }
+        forget_ended(&ended, now).unwrap();
+        assert_eq!(ended.len(), MAX_ENDED_SESSIONS);
+        assert!(!ended.contains("n00003").unwrap(), "expired: forgotten");
+        assert!(
+            !ended.contains("n00010").unwrap(),
+            "the soonest to expire next"
+        );
+        assert!(
+            ended.contains("n10014").unwrap(),
+            "the latest to expire are kept"
+        );
+        assert!(!keys.has_session(&a), "still ended");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `POST /webhook/grafana` and `POST /webhook/alertmanager`: the sender's token or basic
-//! credentials are checked by a route layer before the body is read (`auth.rs`); here the
+//! credentials are checked by a route layer before the body is read (`auth.rs`), then that
+//! the body is declared JSON (`browser.rs`, as both senders do); here the
 //! body is bounded, its Grafana HMAC signature checked (fresh, and never accepted twice),
 //! parsed, and answered 2xx only once the alerts are on disk (the alert inbox, see
 //! `alerts::intake::pipeline`); decisions follow at once, investigations in the background.
@@ -36,6 +37,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
     Router::new()
         .route("/webhook/grafana", post(grafana))
         .route("/webhook/alertmanager", post(alertmanager))
+        .route_layer(axum::middleware::from_fn(super::browser::require_json))
         .route_layer(from_fn_with_state(state.clone(), auth::webhook_sender))
         .layer(Extension(Arc::new(SeenSignatures::default())))
         .layer(DefaultBodyLimit::disable())
@@ -56,6 +58,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
         (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
         (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
         (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
     ))]
@@ -79,6 +82,7 @@ pub(super) async fn grafana(
         (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
         (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
+        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
         (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
         (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
     ))]

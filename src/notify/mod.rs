@@ -9,10 +9,12 @@
 //! - [`report`]: the report email as an entry, and the ledger of report periods;
 //!   `report_delivery.rs` enqueues it and checks its period before each attempt.
 //! - [`grafana`]: the annotation of a finding on the alert's dashboard panel.
+//! - [`markup`]: untrusted text made inert per channel, and the one check links pass.
 
 pub mod email;
 pub mod finished;
 pub mod grafana;
+pub mod markup;
 pub mod outbox;
 pub mod report;
 mod report_delivery;
@@ -21,8 +23,9 @@ pub mod webhook;
 mod worker;
 
 pub use email::{EmailMessage, InlineImage, Mailer};
+pub use markup::safe_url;
 pub use outbox::Notifier;
-pub use report::{ReportDelivery, ReportLedger};
+pub use report::{PeriodHolder, ReportDelivery, ReportLedger};
 
 use crate::integrations::UpstreamError;
 use crate::store::StoreError;

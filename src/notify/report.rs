@@ -1,8 +1,11 @@
 //! The weekly report as an outbox delivery: the built email (subject, text, HTML, inline
 //! chart images) is stored with a Message-ID chosen up front, then sent by the worker with
-//! its retries. Who records the outcome (the report store) implements [`ReportLedger`];
-//! before each attempt the ledger is asked whether the period already went out, so one
-//! period never gets two reports.
+//! its retries. Who records the outcome (the report store) implements [`ReportLedger`]. One
+//! report email per period, whatever asked for it (schedule, catch-up, API): a report
+//! claims its period atomically before it enters the outbox, and a report whose period
+//! another one holds (queued, being sent, sent or unconfirmed) is not queued; before each
+//! attempt the claim is checked again, so entries from before the claim existed cannot
+//! make a second email either.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -25,8 +28,6 @@ pub struct ReportDelivery {
     pub period: String,
     /// The `Message-ID` header, `<…@domain>`, recorded before the first attempt.
     pub message_id: String,
-    /// A scheduled (or caught-up) report: not sent when its period already went out.
-    pub once_per_period: bool,
     /// What built it (`schedule`, `catchup`, `api`, `cli`): the `trigger` label of
     /// `sre_agent_reports_total`, counted when the delivery ends.
     #[serde(default)]
@@ -98,18 +99,42 @@ impl StoredReport {
     }
 }
 
-/// Where report deliveries are recorded (the report store). Writes are flushed by the
-/// notifier.
+/// The report that holds a period: the one email of that period is, or was, its.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeriodHolder {
+    pub report_id: String,
+    pub message_id: Option<String>,
+    /// `queued`, `sending`, `sent` or `unconfirmed`.
+    pub state: &'static str,
+    /// Sent, or maybe sent (unconfirmed).
+    pub went_out: bool,
+}
+
+impl std::fmt::Display for PeriodHolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "report {} ({}", self.report_id, self.state)?;
+        if let Some(id) = &self.message_id {
+            write!(f, ", Message-ID {id}")?;
+        }
+        f.write_str(")")
+    }
+}
+
+/// Where report deliveries are recorded (the report store): per period, the one report
+/// that holds it. Writes are flushed by the notifier.
 pub trait ReportLedger: Send + Sync {
-    /// The report was queued for delivery.
-    fn queued(&self, d: &ReportDelivery) -> Result<(), StoreError>;
-    /// The Message-ID of the report that went out (or may have) for `period`, if any.
-    fn sent_message(&self, period: &str) -> Result<Option<String>, StoreError>;
-    /// An attempt to send `d` starts.
-    fn sending(&self, d: &ReportDelivery) -> Result<(), StoreError>;
+    /// Claims `d.period` for `d`, queued, unless another report holds it: then nothing
+    /// changes and that holder is returned. Atomic: of two claims of a period, one wins.
+    fn claim(&self, d: &ReportDelivery) -> Result<Option<PeriodHolder>, StoreError>;
+    /// The report holding `period`, if any.
+    fn holder(&self, period: &str) -> Result<Option<PeriodHolder>, StoreError>;
+    /// An attempt to send `d` starts: the period becomes `d`'s, being sent, unless another
+    /// report holds it or `d` already went out (then nothing changes and that holder is
+    /// returned). Atomic like [`Self::claim`].
+    fn sending(&self, d: &ReportDelivery) -> Result<Option<PeriodHolder>, StoreError>;
     /// The SMTP server accepted `d`.
     fn sent(&self, d: &ReportDelivery) -> Result<(), StoreError>;
-    /// `d` was given up with `error`.
+    /// `d` was given up with `error`; its period is free again if `d` held it.
     fn failed(&self, d: &ReportDelivery, error: &str) -> Result<(), StoreError>;
     /// The process stopped during an attempt of `d`: it may or may not have gone out.
     fn unconfirmed(&self, d: &ReportDelivery) -> Result<(), StoreError>;

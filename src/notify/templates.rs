@@ -1,9 +1,11 @@
 //! Rendering a finished investigation for humans: email (text + escaped HTML), chat
-//! markdown (Slack/Mattermost/Discord) and ntfy (plain text + Title/Priority/Tags).
-//! Alert data is untrusted: it is escaped in HTML and never interpreted.
+//! markdown (Slack/Mattermost/Discord, escaped per service in `webhook.rs`) and ntfy
+//! (markdown + Title/Priority/Tags). Alert data is untrusted: it is escaped in HTML and
+//! never interpreted, and its links are kept only when they are web URLs (`safe_url`).
 
 use std::fmt::Write;
 
+use super::markup::{markdown_url, safe_url};
 use crate::agent::Investigation;
 use crate::alerts::Alert;
 use crate::text::{escape_html, truncate};
@@ -103,7 +105,10 @@ impl Subject<'_> {
                 ("Silence", &a.silence_url),
             ]
             .into_iter()
-            .filter_map(|(name, url)| url.clone().map(|u| (name, u))),
+            .filter_map(|(name, url)| {
+                let url = url.as_deref().and_then(safe_url)?;
+                Some((name, url.trim().to_string()))
+            }),
         );
         links
     }
@@ -137,7 +142,7 @@ impl Subject<'_> {
         if !links.is_empty() {
             md.push_str("\n## Links\n\n");
             for (name, url) in links {
-                let _ = writeln!(md, "- [{name}]({url})");
+                let _ = writeln!(md, "- [{name}]({})", markdown_url(&url));
             }
         }
         if !self.inv.notes.is_empty() {

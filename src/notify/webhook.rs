@@ -1,12 +1,15 @@
 //! Webhook notifications: the body and headers for each `[[notify.webhooks]]` format, and
 //! one POST attempt. `json` = the investigation with its finding; `slack` = `{"text"}`
-//! plus `content` (Mattermost, Discord); `ntfy` = plain text with Title/Priority/Tags.
+//! (Slack, Mattermost: `&`, `<`, `>` escaped) plus `content` (Discord: mentions broken,
+//! `allowed_mentions` empty); `ntfy` = markdown text with Title/Priority/Tags. Every link
+//! in them is a web URL (`markup::safe_url`).
 
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use super::NotifyError;
+use super::markup::{break_mentions, inert_links, slack_text};
 use super::templates::Subject;
 use crate::config::{WebhookFormat, redact_secret_url};
 use crate::integrations::read_capped;
@@ -36,9 +39,12 @@ pub fn render(url: &str, format: WebhookFormat, subject: &Subject) -> WebhookReq
         }
         WebhookFormat::Slack => {
             let md = subject.markdown();
+            // `text` is Slack's (and Mattermost's), `content` Discord's: each escaped its
+            // own way, and Discord told to notify no one whatever the text says.
             let body = serde_json::json!({
-                "text": truncate(&md, 3_500),
-                "content": truncate(&md, 2_000),
+                "text": slack_text(&inert_links(&truncate(&md, 3_500))),
+                "content": break_mentions(&inert_links(&truncate(&md, 2_000))),
+                "allowed_mentions": {"parse": []},
             });
             ("application/json", Vec::new(), body.to_string())
         }
@@ -52,7 +58,7 @@ pub fn render(url: &str, format: WebhookFormat, subject: &Subject) -> WebhookReq
             (
                 "text/plain; charset=utf-8",
                 headers,
-                truncate(&subject.markdown(), 4_000),
+                inert_links(&truncate(&subject.markdown(), 4_000)),
             )
         }
     };
@@ -213,7 +219,19 @@ mod tests {
         let slack: serde_json::Value =
             serde_json::from_str(&render("http://x", WebhookFormat::Slack, &subject).body).unwrap();
         assert!(slack["text"].as_str().unwrap().contains("Bad deploy"));
-        assert_eq!(slack["text"], slack["content"]);
+        // The same message, escaped for Slack in `text` and left as written for Discord.
+        assert!(
+            slack["text"]
+                .as_str()
+                .unwrap()
+                .contains("Bad deploy &lt;script&gt;")
+        );
+        assert!(
+            slack["content"]
+                .as_str()
+                .unwrap()
+                .contains("Bad deploy <script>")
+        );
         let json: serde_json::Value =
             serde_json::from_str(&render("http://x", WebhookFormat::Json, &subject).body).unwrap();
         assert_eq!(json["investigation"]["id"], inv.id.as_str());
@@ -266,6 +284,127 @@ mod tests {
         subject.public_url = None;
         let md = subject.markdown();
         assert!(!md.contains("/investigations/") && md.contains("Was this right?"));
+    }
+
+    /// An alert whose text carries chat markup and whose links are scripts.
+    fn hostile() -> (Investigation, crate::alerts::Alert) {
+        let mut inv = investigation();
+        inv.title = "Disk <!channel> @everyone".into();
+        if let Some(f) = inv.finding.as_mut() {
+            f.summary = "see <https://evil.example|your bank> & <@U024BE7LH> @here".into();
+        }
+        let mut a = alert();
+        a.labels
+            .insert("team".into(), "<!here> @everyone <@&1234> @channel".into());
+        a.annotations.insert(
+            "summary".into(),
+            "<https://evil.example|click here> @here [reset](javascript:alert(4))".into(),
+        );
+        a.generator_url = Some("javascript:alert(1)".into());
+        a.dashboard_url = Some(" JaVaScRiPt:alert(2)".into());
+        a.panel_url = Some("data:text/html,<script>alert(3)</script>".into());
+        a.silence_url = Some("https://am.example.com/#/silences/new".into());
+        (inv, a)
+    }
+
+    #[test]
+    fn slack_text_escapes_its_markup_and_discord_content_pings_nobody() {
+        let (inv, a) = hostile();
+        let subject = Subject {
+            inv: &inv,
+            alert: Some(&a),
+            public_url: None,
+        };
+        let body: serde_json::Value =
+            serde_json::from_str(&render("http://x", WebhookFormat::Slack, &subject).body).unwrap();
+        let text = body["text"].as_str().unwrap();
+        for raw in [
+            "<!channel>",
+            "<!here>",
+            "<https://evil.example|",
+            "<@U024BE7LH>",
+            "<@&1234>",
+            "@everyone",
+            "@here",
+            "@channel",
+            " & ",
+        ] {
+            assert!(!text.contains(raw), "Slack text holds {raw:?}: {text}");
+        }
+        assert!(text.contains("&lt;!channel&gt;"), "{text}");
+        assert!(text.contains("&lt;https://evil.example|your bank&gt;"));
+        assert!(text.contains(" &amp; "));
+        let content = body["content"].as_str().unwrap();
+        for raw in ["@everyone", "@here", "<@U024BE7LH>", "<@&1234>"] {
+            assert!(
+                !content.contains(raw),
+                "Discord content holds {raw:?}: {content}"
+            );
+        }
+        assert!(content.contains("@\u{200B}everyone"), "{content}");
+        assert_eq!(
+            body["allowed_mentions"],
+            serde_json::json!({"parse": []}),
+            "{body}"
+        );
+        // Mail addresses are not mentions.
+        let mut inv = inv.clone();
+        inv.title = "mail ops@example.org".into();
+        let subject = Subject {
+            inv: &inv,
+            alert: None,
+            public_url: None,
+        };
+        let body: serde_json::Value =
+            serde_json::from_str(&render("http://x", WebhookFormat::Slack, &subject).body).unwrap();
+        assert!(
+            body["content"]
+                .as_str()
+                .unwrap()
+                .contains("ops@example.org")
+        );
+    }
+
+    #[test]
+    fn ntfy_and_email_links_are_only_web_links() {
+        let (inv, a) = hostile();
+        let subject = Subject {
+            inv: &inv,
+            alert: Some(&a),
+            public_url: None,
+        };
+        let ntfy = render("http://ntfy/topic", WebhookFormat::Ntfy, &subject).body;
+        let html = subject.html();
+        let slack: serde_json::Value =
+            serde_json::from_str(&render("http://x", WebhookFormat::Slack, &subject).body).unwrap();
+        for text in [
+            slack["text"].as_str().unwrap(),
+            slack["content"].as_str().unwrap(),
+            &ntfy,
+        ] {
+            assert!(
+                !text.contains("](javascript:"),
+                "a live markdown link: {text}"
+            );
+            assert!(text.contains("[reset]\\(javascript:"), "{text}");
+        }
+        for text in [&ntfy, &subject.markdown(), &html] {
+            // The only `javascript:` left is the annotation's text, never a link.
+            let lower = text
+                .to_ascii_lowercase()
+                .replace("(javascript:alert(4))", "");
+            assert!(!lower.contains("javascript:"), "{text}");
+            assert!(!lower.contains("data:text"), "{text}");
+            assert!(
+                text.contains("https://am.example.com/#/silences/new"),
+                "{text}"
+            );
+        }
+        assert!(
+            !html.contains("<script>") && !html.contains("<!here>"),
+            "{html}"
+        );
+        assert!(html.contains("&lt;!here&gt;"), "{html}");
     }
 
     #[test]

@@ -202,18 +202,22 @@ impl Reporter {
         let msg = email::message(to, &report.title(), &rendered);
         let message_id = email::message_id(report, &self.config.smtp);
         if let Some(outbox) = &self.outbox {
+            let period = report.window.period;
             let delivery = ReportDelivery {
                 report_id: report.id.clone(),
-                period: report.window.period.to_string(),
+                period: period.to_string(),
                 message_id,
-                once_per_period: matches!(
-                    report.trigger,
-                    ReportTrigger::Schedule | ReportTrigger::Catchup
-                ),
                 trigger: report.trigger.as_str().to_string(),
             };
-            outbox.enqueue_report(delivery, &msg).await?;
-            report.status = ReportStatus::Queued;
+            match outbox.enqueue_report(delivery, &msg).await? {
+                None => report.status = ReportStatus::Queued,
+                Some(holder) => {
+                    report.delivery_error = Some(format!(
+                        "not sent: one report email goes out per period, and {period} already has {holder}"
+                    ));
+                    self.store.save(report)?;
+                }
+            }
             return Ok(());
         }
         let result = email::send(&self.config.smtp, self.metrics.clone(), &msg, &message_id).await;

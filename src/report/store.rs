@@ -1,12 +1,14 @@
-//! Stored weekly reports (by time-ordered id) and the ledger of periods: queued, being
-//! sent (with the Message-ID), sent, or unconfirmed (a restart interrupted the SMTP
-//! session), so that at most one report goes out per period, across restarts. The
-//! notifier's outbox records its deliveries here through [`ReportLedger`].
+//! Stored weekly reports (by time-ordered id) and the ledger of periods: which report holds
+//! each period, queued, being sent (with the Message-ID), sent, or unconfirmed (a restart
+//! interrupted the SMTP session), so that at most one report email goes out per period,
+//! across restarts and however the reports of a period race. A period is claimed and taken
+//! for sending with one atomic read-modify-write of its record. The notifier's outbox
+//! records its deliveries here through [`ReportLedger`].
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::notify::{ReportDelivery, ReportLedger};
+use crate::notify::{PeriodHolder, ReportDelivery, ReportLedger};
 use crate::report::model::{Report, ReportStatus};
 use crate::report::period::ReportPeriod;
 use crate::store::{Store, StoreError, Tree};
@@ -41,6 +43,25 @@ impl DeliveredPeriod {
     /// Sent, or maybe sent: another report of the period must not go out.
     fn went_out(&self) -> bool {
         matches!(self.state, PeriodState::Sent | PeriodState::Unconfirmed)
+    }
+
+    /// Whether this is the record of `d` (records from before Message-IDs are no one's).
+    fn is_of(&self, d: &ReportDelivery) -> bool {
+        self.message_id.as_deref() == Some(&d.message_id)
+    }
+
+    fn holder(&self) -> PeriodHolder {
+        PeriodHolder {
+            report_id: self.report_id.clone(),
+            message_id: self.message_id.clone(),
+            state: match self.state {
+                PeriodState::Queued => "queued",
+                PeriodState::Sending => "being sent",
+                PeriodState::Sent => "sent",
+                PeriodState::Unconfirmed => "unconfirmed",
+            },
+            went_out: self.went_out(),
+        }
     }
 }
 
@@ -146,17 +167,37 @@ impl ReportStore {
     /// Sets the period record of `d` to `state`, unless another report of the period
     /// already went out.
     fn set_period(&self, d: &ReportDelivery, state: PeriodState) -> Result<(), StoreError> {
-        let mine = |p: &DeliveredPeriod| p.message_id.as_deref() == Some(&d.message_id);
-        self.periods.update(&d.period, |old| match old {
-            Some(p) if p.went_out() && !mine(&p) => Some(p),
-            _ => Some(DeliveredPeriod {
-                report_id: d.report_id.clone(),
-                at: Utc::now(),
-                state,
-                message_id: Some(d.message_id.clone()),
-            }),
+        self.take_period(d, state, |p| p.went_out() && !p.is_of(d))
+            .map(drop)
+    }
+
+    /// Sets the period record of `d` to `state` unless `keep(record)`: then the record
+    /// stays and its holder is returned. One atomic read-modify-write (sled retries it
+    /// when another writer got there first), so two reports racing for a period cannot
+    /// both take it.
+    fn take_period(
+        &self,
+        d: &ReportDelivery,
+        state: PeriodState,
+        keep: impl Fn(&DeliveredPeriod) -> bool,
+    ) -> Result<Option<PeriodHolder>, StoreError> {
+        let mut kept = None;
+        self.periods.update(&d.period, |old| {
+            kept = None;
+            match old {
+                Some(p) if keep(&p) => {
+                    kept = Some(p.holder());
+                    Some(p)
+                }
+                _ => Some(DeliveredPeriod {
+                    report_id: d.report_id.clone(),
+                    at: Utc::now(),
+                    state,
+                    message_id: Some(d.message_id.clone()),
+                }),
+            }
         })?;
-        Ok(())
+        Ok(kept)
     }
 
     fn set_status(
@@ -177,21 +218,20 @@ impl ReportStore {
 }
 
 impl ReportLedger for ReportStore {
-    fn queued(&self, d: &ReportDelivery) -> Result<(), StoreError> {
-        self.set_period(d, PeriodState::Queued)?;
-        self.set_status(&d.report_id, ReportStatus::Queued, None)
+    fn claim(&self, d: &ReportDelivery) -> Result<Option<PeriodHolder>, StoreError> {
+        let held = self.take_period(d, PeriodState::Queued, |p| !p.is_of(d))?;
+        if held.is_none() {
+            self.set_status(&d.report_id, ReportStatus::Queued, None)?;
+        }
+        Ok(held)
     }
 
-    fn sent_message(&self, period: &str) -> Result<Option<String>, StoreError> {
-        Ok(self
-            .periods
-            .get(period)?
-            .filter(DeliveredPeriod::went_out)
-            .map(|p| p.message_id.unwrap_or(p.report_id)))
+    fn holder(&self, period: &str) -> Result<Option<PeriodHolder>, StoreError> {
+        Ok(self.periods.get(period)?.map(|p| p.holder()))
     }
 
-    fn sending(&self, d: &ReportDelivery) -> Result<(), StoreError> {
-        self.set_period(d, PeriodState::Sending)
+    fn sending(&self, d: &ReportDelivery) -> Result<Option<PeriodHolder>, StoreError> {
+        self.take_period(d, PeriodState::Sending, |p| !p.is_of(d) || p.went_out())
     }
 
     fn sent(&self, d: &ReportDelivery) -> Result<(), StoreError> {
@@ -225,58 +265,87 @@ impl ReportLedger for ReportStore {
 mod tests {
     use super::*;
 
-    fn delivery(id: &str, once: bool) -> ReportDelivery {
+    fn delivery(id: &str) -> ReportDelivery {
         ReportDelivery {
             report_id: id.into(),
             period: "2026-W47".into(),
             message_id: format!("<{id}@example.org>"),
-            once_per_period: once,
             trigger: "schedule".into(),
         }
     }
 
-    #[test]
-    fn the_ledger_keeps_the_period_that_went_out_and_frees_one_that_failed() {
+    fn open() -> (tempfile::TempDir, ReportStore) {
         let dir = tempfile::tempdir().unwrap();
         let store = ReportStore::open(&Store::open(dir.path()).unwrap()).unwrap();
-        let (a, b) = (delivery("a", true), delivery("b", false));
-        store.queued(&a).unwrap();
+        (dir, store)
+    }
+
+    fn held_by(h: Option<PeriodHolder>) -> Option<String> {
+        h.map(|h| h.report_id)
+    }
+
+    #[test]
+    fn the_ledger_keeps_the_period_that_went_out_and_frees_one_that_failed() {
+        let (_dir, store) = open();
+        let (a, b) = (delivery("a"), delivery("b"));
+        assert_eq!(store.claim(&a).unwrap(), None);
         assert_eq!(
-            store.sent_message("2026-W47").unwrap(),
+            held_by(store.claim(&a).unwrap()),
             None,
-            "queued is not sent"
+            "a claim is idempotent"
         );
-        store.sending(&a).unwrap();
+        assert!(!store.holder("2026-W47").unwrap().unwrap().went_out);
+        assert_eq!(store.sending(&a).unwrap(), None);
         store.sent(&a).unwrap();
-        assert_eq!(
-            store.sent_message("2026-W47").unwrap().as_deref(),
-            Some("<a@example.org>")
-        );
-        // Another report of the period neither replaces the record nor frees it.
-        store.queued(&b).unwrap();
+        let h = store.holder("2026-W47").unwrap().unwrap();
+        assert!(h.went_out);
+        assert_eq!(h.message_id.as_deref(), Some("<a@example.org>"));
+        // Another report of the period neither claims, nor sends, nor frees it.
+        assert_eq!(held_by(store.claim(&b).unwrap()).as_deref(), Some("a"));
+        assert_eq!(held_by(store.sending(&b).unwrap()).as_deref(), Some("a"));
         store.failed(&b, "smtp down").unwrap();
         let p = store.periods.get("2026-W47").unwrap().unwrap();
         assert_eq!((p.state, p.report_id.as_str()), (PeriodState::Sent, "a"));
+        // Nor is `a` sent twice.
+        assert_eq!(held_by(store.sending(&a).unwrap()).as_deref(), Some("a"));
         // A queued report given up frees its period for the next catch-up.
         let c = ReportDelivery {
             period: "2026-W48".into(),
-            ..delivery("c", true)
+            ..delivery("c")
         };
-        store.queued(&c).unwrap();
+        store.claim(&c).unwrap();
         assert!(store.periods.get("2026-W48").unwrap().is_some());
         store.failed(&c, "smtp down").unwrap();
         assert!(store.periods.get("2026-W48").unwrap().is_none());
         // Interrupted mid-send: kept as unconfirmed, which blocks a second report.
         let d = ReportDelivery {
             period: "2026-W49".into(),
-            ..delivery("d", true)
+            ..delivery("d")
         };
         store.sending(&d).unwrap();
         store.unconfirmed(&d).unwrap();
-        assert_eq!(
-            store.sent_message("2026-W49").unwrap().as_deref(),
-            Some("<d@example.org>")
-        );
+        let e = ReportDelivery {
+            period: "2026-W49".into(),
+            ..delivery("e")
+        };
+        assert_eq!(held_by(store.claim(&e).unwrap()).as_deref(), Some("d"));
         assert!(store.last_delivered_at().unwrap().is_some());
+    }
+
+    #[test]
+    fn of_many_reports_claiming_one_period_at_once_exactly_one_holds_it() {
+        for _ in 0..20 {
+            let (_dir, store) = open();
+            let winners: Vec<bool> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..8)
+                    .map(|i| {
+                        let store = store.clone();
+                        s.spawn(move || store.claim(&delivery(&format!("r{i}"))).unwrap().is_none())
+                    })
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            assert_eq!(winners.iter().filter(|w| **w).count(), 1, "{winners:?}");
+        }
     }
 }

@@ -33,6 +33,8 @@ pub mod truenas;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::analyze::Fact;
+
 pub use builtin::CurrentTime;
 pub use catalog::build_registry;
 pub use error::{CatalogError, ToolError};
@@ -50,6 +52,27 @@ pub trait Tool: Send + Sync {
     fn parameters(&self) -> Value;
     /// Runs the tool with validated arguments; an `Err` goes back to the model as text.
     async fn call(&self, args: Value) -> Result<String, ToolError>;
+    /// Runs the tool, returning its text and the typed facts it computed (a rate, a time
+    /// to full); tools that compute none keep this default.
+    async fn call_with_facts(&self, args: Value) -> Result<ToolOutput, ToolError> {
+        self.call(args).await.map(ToolOutput::text)
+    }
+}
+
+/// What a tool returns: text for the model, and typed facts for the finding's figures.
+#[derive(Clone, Debug, Default)]
+pub struct ToolOutput {
+    pub text: String,
+    pub facts: Vec<Fact>,
+}
+
+impl ToolOutput {
+    pub fn text(text: String) -> Self {
+        Self {
+            text,
+            facts: Vec::new(),
+        }
+    }
 }
 
 /// Whether `name` is a valid tool name.

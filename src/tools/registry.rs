@@ -8,7 +8,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::mcp::McpServer;
-use super::{Tool, ToolError, is_valid_tool_name, validate_arguments};
+use super::{Tool, ToolError, ToolOutput, is_valid_tool_name, validate_arguments};
+use crate::analyze::Fact;
 use crate::telemetry::Metrics;
 
 /// What the LLM request carries for one tool.
@@ -25,6 +26,8 @@ pub struct ToolOutcome {
     pub ok: bool,
     /// Tool output or error text, capped to the budget.
     pub text: String,
+    /// Typed facts the tool computed.
+    pub facts: Vec<Fact>,
     pub duration: Duration,
 }
 
@@ -113,7 +116,7 @@ impl ToolRegistry {
                     tool: name.to_string(),
                     reason,
                 }),
-                Ok(()) => tool.call(args).await,
+                Ok(()) => tool.call_with_facts(args).await,
             },
         };
         let duration = start.elapsed();
@@ -131,13 +134,14 @@ impl ToolRegistry {
             .tool_calls
             .with_label_values(&[label, status])
             .inc();
-        let (ok, text) = match result {
-            Ok(t) => (true, t),
-            Err(e) => (false, format!("error: {e}")),
+        let (ok, ToolOutput { text, facts }) = match result {
+            Ok(out) => (true, out),
+            Err(e) => (false, ToolOutput::text(format!("error: {e}"))),
         };
         ToolOutcome {
             ok,
             text: cap_chars(text, self.max_output_chars),
+            facts,
             duration,
         }
     }

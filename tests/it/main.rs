@@ -5,6 +5,7 @@ mod support;
 
 mod agent;
 mod alerts_api;
+mod analyze;
 mod appliances;
 mod console;
 mod dashboard;

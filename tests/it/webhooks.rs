@@ -213,6 +213,7 @@ async fn bad_input_gets_401_400_or_413_with_a_json_error_and_stores_nothing() {
         .http
         .post(app.url("/webhook/alertmanager"))
         .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
         .body(reqwest::Body::wrap_stream(stream))
         .send()
         .await

@@ -87,6 +87,7 @@ async fn kill_9_right_after_the_2xx_still_investigates_exactly_once() {
     let resp = reqwest::Client::new()
         .post(format!("{}/webhook/alertmanager", daemon.base))
         .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
         .body(body)
         .send()
         .await
@@ -147,6 +148,7 @@ async fn kill_9_in_a_storm_loses_no_answered_alert() {
             let req = http
                 .post(&url)
                 .bearer_auth(TOKEN)
+                .header("content-type", "application/json")
                 .body(storm_batch(b, per))
                 .send();
             async move { (b, req.await) }

@@ -2,7 +2,7 @@
 """Checks that the parts of src/ depend on each other one way (ARCHITECTURE.md):
 
     main/cli -> {http, mcp} -> api -> app -> {schedule, report, notify, alerts, agent, eval}
-             -> {llm, tools} -> integrations -> {config, store, telemetry, text}
+             -> {llm, tools} -> analyze -> integrations -> {config, store, telemetry, text}
 
 A part may use parts below it and, without cycles, parts on its own level. Also checks that
 no two files of one folder import each other in a cycle. Reads `use`/paths as text
@@ -23,6 +23,7 @@ LAYERS = [
     ["app"],
     ["schedule", "report", "notify", "alerts", "agent", "eval"],
     ["llm", "tools"],
+    ["analyze"],
     ["integrations"],
     ["config", "store", "telemetry", "text"],
 ]

@@ -39,7 +39,6 @@ async fn an_alert_without_a_known_rule_falls_back_to_its_instance() {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         generator_url: None,
-        text: String::new(),
         storm: None,
     };
     let calls = EvidencePlanner::default().for_alert(&facts, false).await;
@@ -125,7 +124,6 @@ async fn a_storm_queries_its_rule_across_every_instance() {
     let facts = alert_facts(&context.to_string()).unwrap();
     assert!(!facts.labels.contains_key("instance"));
     assert_eq!(facts.labels["mountpoint"], "/", "shared by every group");
-    assert!(!facts.text.contains("pve1"));
     let calls = EvidencePlanner::default().for_alert(&facts, false).await;
     let rule = "node_filesystem_avail_bytes / node_filesystem_size_bytes < 0.1";
     assert_eq!(
@@ -148,4 +146,25 @@ async fn a_storm_queries_its_rule_across_every_instance() {
         names(&calls),
         vec![r#"prometheus_query up{instance=~"10\\.0\\.0\\.1:9100|nas:9100"}"#]
     );
+}
+
+#[test]
+fn a_rule_of_unknown_datasource_is_logql_only_with_a_line_filter_or_a_parser_stage() {
+    for logql in [
+        r#"sum(count_over_time({app="web"} |= "error" [5m])) > 10"#,
+        r#"{job="nginx"} |~ `5\d\d`"#,
+        r#"rate({unit="x.service"} | json | level="error" [1m])"#,
+        r#"{app="ü"} != "debug""#,
+    ] {
+        assert!(super::looks_like_logql(logql), "{logql}");
+    }
+    for promql in [
+        r#"up{job="node"} != 1"#,
+        r#"sum(rate(http_requests_total{code=~"5.."}[5m])) > 1"#,
+        r#"count_over_time({__name__="up"}[5m])"#,
+        "node_load1 > 4",
+        "",
+    ] {
+        assert!(!super::looks_like_logql(promql), "{promql}");
+    }
 }

@@ -5,6 +5,7 @@
 use super::Session;
 use crate::agent::figures;
 use crate::agent::prompt;
+use crate::agent::prose;
 use crate::agent::{EventKind, Finding, Investigation, InvestigationStatus};
 use crate::llm::{ChatMessage, LlmError};
 use crate::text::truncate;
@@ -14,7 +15,9 @@ impl Session<'_> {
     /// the loop goes on), or the inconclusive end.
     pub(super) fn conclude(&mut self, content: Option<String>) -> Option<Investigation> {
         let text = content.unwrap_or_default();
-        let Some(finding) = Finding::from_answer(&text) else {
+        let json = Finding::from_answer(&text);
+        let prose = json.is_none();
+        let Some(finding) = json.or_else(|| prose::from_prose(&text)) else {
             if self.trouble.asked_for_json {
                 if !text.trim().is_empty() {
                     self.note(format!(
@@ -66,6 +69,11 @@ impl Session<'_> {
                 ),
             );
         }
+        if prose {
+            self.record(EventKind::Note {
+                message: "the model answered in prose; its text is the finding".into(),
+            });
+        }
         Some(self.finish(InvestigationStatus::Finished, finding))
     }
 
@@ -78,7 +86,7 @@ impl Session<'_> {
         for n in self.log.check_citations(&mut finding) {
             self.note(n);
         }
-        finding.figures = figures::for_finding(&finding, self.log.records());
+        finding.figures = figures::for_finding(&finding, self.log.records(), &self.pinned);
         self.inv.finding = Some(finding);
         self.inv.status = status;
         self.inv.clone()
@@ -89,8 +97,9 @@ impl Session<'_> {
         self.record(EventKind::Note {
             message: format!("inconclusive: {what_went_wrong}"),
         });
-        let mut finding = self.log.inconclusive_finding(&what_went_wrong);
-        finding.figures = figures::for_finding(&finding, self.log.records());
+        let mut finding = prose::rule_based(&what_went_wrong, self.log.records())
+            .unwrap_or_else(|| self.log.inconclusive_finding(&what_went_wrong));
+        finding.figures = figures::for_finding(&finding, self.log.records(), &self.pinned);
         self.inv.finding = Some(finding);
         self.inv.status = InvestigationStatus::Inconclusive;
         self.inv.clone()
@@ -122,7 +131,7 @@ impl Session<'_> {
             .push(ChatMessage::User(prompt::answer_from_results()));
         self.fit(false);
         match self.chat(false).await {
-            Ok(resp) => match Finding::from_answer(resp.content.as_deref().unwrap_or("")) {
+            Ok(resp) => match read_answer(resp.content.as_deref().unwrap_or("")) {
                 Some(f) => self.finish(InvestigationStatus::Finished, f),
                 None => self.inconclusive(format!(
                     "{why}, and the answer asked for without tools was empty or not the JSON \
@@ -142,7 +151,7 @@ impl Session<'_> {
             .push(ChatMessage::User(prompt::final_answer_now(&why)));
         self.fit(false);
         match self.chat(false).await {
-            Ok(resp) => match Finding::from_answer(resp.content.as_deref().unwrap_or("")) {
+            Ok(resp) => match read_answer(resp.content.as_deref().unwrap_or("")) {
                 Some(f) => self.finish(InvestigationStatus::LimitReached, f),
                 None => self.inconclusive(format!(
                     "{why}, and the final answer was empty or not the JSON finding"
@@ -159,4 +168,9 @@ impl Session<'_> {
             }
         }
     }
+}
+
+/// The finding in a final answer: the JSON object, else the prose.
+fn read_answer(text: &str) -> Option<Finding> {
+    Finding::from_answer(text).or_else(|| prose::from_prose(text))
 }

@@ -94,7 +94,7 @@ impl Session<'_> {
                     .then(|| (call.name.clone(), call.arguments.clone()))
             })
             .collect();
-        let runs: Vec<Option<(bool, String, u64)>> = futures::stream::iter(jobs)
+        let runs: Vec<Option<Ran>> = futures::stream::iter(jobs)
             .map(|job| run_call(registry, job))
             .buffered(self.runner.max_parallel)
             .collect()
@@ -104,12 +104,14 @@ impl Session<'_> {
         let mut turn: Vec<CallRecord> = Vec::new();
         for ((call, plan), ran) in calls.into_iter().zip(plans).zip(runs) {
             let ran_ok = matches!(plan, Plan::Run);
+            let mut facts = Vec::new();
             let (ok, output, message, repeat_of, duration_ms) = match (plan, ran) {
-                (Plan::Run, Some((ok, text, ms))) => {
+                (Plan::Run, Some((ok, text, found, ms))) => {
                     all_bad = false;
+                    facts = found;
                     (ok, text.clone(), tool_result(&call.id, &text), None, ms)
                 }
-                (Plan::Unknown, Some((_, _, ms))) => {
+                (Plan::Unknown, Some((_, _, _, ms))) => {
                     self.trouble.unknown_tools.push(call.name.clone());
                     let text = prompt::unknown_tool(&call.name, &offered);
                     (false, text.clone(), text, None, ms)
@@ -162,6 +164,7 @@ impl Session<'_> {
                 ok,
                 output,
                 repeat_of,
+                facts,
             });
         }
         for r in turn {
@@ -171,13 +174,18 @@ impl Session<'_> {
     }
 }
 
-/// Runs one call, if there is one to run: whether it returned data, its text, milliseconds.
-async fn run_call(
-    registry: &ToolRegistry,
-    job: Option<(String, Value)>,
-) -> Option<(bool, String, u64)> {
+/// What one call returned: whether it returned data, its text, its facts, milliseconds.
+type Ran = (bool, String, Vec<crate::analyze::Fact>, u64);
+
+/// Runs one call, if there is one to run.
+async fn run_call(registry: &ToolRegistry, job: Option<(String, Value)>) -> Option<Ran> {
     let (name, arguments) = job?;
     let start = Instant::now();
     let out = registry.call(&name, arguments).await;
-    Some((out.ok, out.text, start.elapsed().as_millis() as u64))
+    Some((
+        out.ok,
+        out.text,
+        out.facts,
+        start.elapsed().as_millis() as u64,
+    ))
 }

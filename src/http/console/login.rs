@@ -1,9 +1,14 @@
 //! `GET|POST /login`, `POST /logout`: trades `server.api_token` for a session cookie
-//! (HttpOnly, SameSite=Strict) and drops it again.
+//! (HttpOnly, SameSite=Strict), throttling wrong tokens per client (429 with Retry-After),
+//! and ends the session again, on the server as well as in the browser. After a login the
+//! browser goes back to `next` only when that is a path of this site (`local_path`).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Instant;
 
 use axum::Extension;
-use axum::extract::{Form, Query, State};
-use axum::http::header::{LOCATION, SET_COOKIE};
+use axum::extract::{ConnectInfo, Form, Query, State};
+use axum::http::header::{LOCATION, RETRY_AFTER, SET_COOKIE};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use maud::{Markup, html};
@@ -52,6 +57,7 @@ pub async fn submit(
     State(state): State<AppState>,
     Extension(csrf): Extension<Csrf>,
     Extension(keys): Extension<ConsoleKeys>,
+    peer: Option<Extension<ConnectInfo<SocketAddr>>>,
     headers: HeaderMap,
     Form(f): Form<LoginForm>,
 ) -> Result<Response, PageError> {
@@ -64,8 +70,24 @@ pub async fn submit(
     else {
         return Ok((StatusCode::SEE_OTHER, [(LOCATION, next)]).into_response());
     };
+    // Without the listener's address (never in the daemon) every client shares one count.
+    let client = peer.map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |p| p.0.0.ip());
+    let now = Instant::now();
+    if let Err(wait) = keys.logins().check(client, now) {
+        tracing::warn!(%client, "console login refused: too many wrong tokens from this client");
+        let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+        let message = format!("Too many wrong tokens. Try again in {seconds} s.");
+        let mut resp = respond(
+            StatusCode::TOO_MANY_REQUESTS,
+            form(&csrf, &next, Some(&message)),
+        );
+        resp.headers_mut()
+            .insert(RETRY_AFTER, seconds.max(1).into());
+        return Ok(resp);
+    }
     if !secure_eq(f.token.trim().as_bytes(), expected.expose().as_bytes()) {
-        tracing::warn!("console login with a wrong token");
+        keys.logins().failed(client, now);
+        tracing::warn!(%client, "console login with a wrong token");
         let body = form(&csrf, &next, Some("That is not the API token."));
         return Ok(respond(StatusCode::UNAUTHORIZED, body));
     }
@@ -85,6 +107,9 @@ pub async fn logout(
     if !keys.csrf_ok(&headers, &f.csrf) {
         return Err(csrf_refused());
     }
+    keys.end_session(&headers)
+        .await
+        .map_err(|e| PageError(e.into()))?;
     Ok((
         StatusCode::SEE_OTHER,
         [

@@ -29,7 +29,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use super::ApiError;
-use super::auth::require_bearer;
+use super::auth::require_bearer_counted;
 use super::session::{CSRF_COOKIE, ConsoleKeys, cookie, new_anchor, set_cookie};
 use crate::app::AppState;
 use page::{Csrf, PageError};
@@ -65,8 +65,13 @@ async fn require_login(State(state): State<AppState>, request: Request, next: Ne
         return next.run(request).await;
     };
     let token = state.config.server.api_token.as_ref();
-    if keys.has_session(request.headers()) || require_bearer(request.headers(), token).is_ok() {
+    if keys.has_session(request.headers()) {
         return next.run(request).await;
+    }
+    match require_bearer_counted(&request, token) {
+        Ok(()) => return next.run(request).await,
+        Err(e @ ApiError::TooManyGuesses(_)) => return PageError(e).into_response(),
+        Err(_) => {}
     }
     if request.method() == Method::GET {
         let here = request.uri().path_and_query().map_or("/", |p| p.as_str());

@@ -149,7 +149,12 @@ impl IntoResponse for PageError {
                 }
             }
         };
-        respond(status, body)
+        let mut resp = respond(status, body);
+        if let ApiError::TooManyGuesses(seconds) = self.0 {
+            resp.headers_mut()
+                .insert(axum::http::header::RETRY_AFTER, seconds.into());
+        }
+        resp
     }
 }
 
@@ -172,16 +177,58 @@ pub fn time(at: DateTime<Utc>) -> Markup {
     html! { time datetime=(at.to_rfc3339()) { (at.format("%Y-%m-%d %H:%M:%S UTC")) } }
 }
 
-/// `url` when it is an http(s) URL (never `javascript:` and the like), for links.
-pub fn safe_url(url: &str) -> Option<&str> {
-    let lower = url.trim_start().to_ascii_lowercase();
-    (lower.starts_with("http://") || lower.starts_with("https://")).then_some(url)
+/// `url` when it is an http(s) URL (never `javascript:` and the like), for links: the
+/// check notifications use too.
+pub use crate::notify::safe_url;
+
+/// A path inside the console to go back to after login: relative to this site only. It
+/// must start with one `/` followed by anything but `/` or `\`, with no backslash or
+/// control character anywhere, also once percent-decoded (browsers drop tabs and line
+/// breaks from a URL and read `\` as `/`, so `/%09/evil.example` would leave the site).
+pub fn local_path(next: &str) -> &str {
+    let decoded = percent_decoded(next);
+    let ok = [next, decoded.as_str()].iter().all(|p| {
+        let mut chars = p.chars();
+        chars.next() == Some('/')
+            && chars.next().is_none_or(|c| c != '/')
+            && !p.chars().any(|c| c == '\\' || c.is_control())
+    });
+    if ok { next } else { "/" }
 }
 
-/// A path inside the console to go back to after login: relative to this site only.
-pub fn local_path(next: &str) -> &str {
-    let ok = next.starts_with('/') && !next.starts_with("//") && !next.contains('\\');
-    if ok { next } else { "/" }
+/// `s` with every `%XX` escape decoded, repeatedly until nothing changes (a few rounds at
+/// most), invalid UTF-8 replaced.
+fn percent_decoded(s: &str) -> String {
+    let mut text = s.to_string();
+    for _ in 0..4 {
+        let bytes = text.as_bytes();
+        let mut out = Vec::with_capacity(bytes.len());
+        let mut i = 0;
+        while i < bytes.len() {
+            let hex = |b: u8| char::from(b).to_digit(16);
+            let escape = bytes
+                .get(i + 1)
+                .copied()
+                .and_then(hex)
+                .zip(bytes.get(i + 2).copied().and_then(hex));
+            match (bytes[i], escape) {
+                (b'%', Some((hi, lo))) => {
+                    out.push((hi * 16 + lo) as u8);
+                    i += 3;
+                }
+                (b, _) => {
+                    out.push(b);
+                    i += 1;
+                }
+            }
+        }
+        let next = String::from_utf8_lossy(&out).into_owned();
+        if next == text {
+            break;
+        }
+        text = next;
+    }
+    text
 }
 
 #[cfg(test)]
@@ -195,7 +242,20 @@ mod tests {
         assert_eq!(safe_url(" JaVaScRiPt:alert(1)"), None);
         assert_eq!(safe_url("data:text/html,x"), None);
         assert_eq!(local_path("/investigations/1?x=y"), "/investigations/1?x=y");
-        for bad in ["//evil.example/", "https://evil.example/", "/\\evil", "x"] {
+        for bad in [
+            "//evil.example/",
+            "https://evil.example/",
+            "/\\evil",
+            "x",
+            "/\t/evil.example",
+            "/%09/evil.example",
+            "/%2F/evil.example",
+            "/%2f%2fevil.example",
+            "/%5Cevil.example",
+            "/\r\n/evil.example",
+            "/%0d%0aSet-Cookie:x",
+            "",
+        ] {
             assert_eq!(local_path(bad), "/", "{bad}");
         }
     }

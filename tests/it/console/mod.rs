@@ -44,7 +44,7 @@ impl Jar {
 }
 
 /// A client that does not follow redirects (to see them).
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))
@@ -53,7 +53,7 @@ fn client() -> reqwest::Client {
 }
 
 /// GETs `path` with the jar's cookies; returns (status, body), keeping new cookies.
-async fn page(
+pub(crate) async fn page(
     app: &TestApp,
     jar: &mut Jar,
     path: &str,
@@ -71,7 +71,7 @@ async fn page(
 }
 
 /// POSTs a form with the jar's cookies.
-async fn post_form(
+pub(crate) async fn post_form(
     app: &TestApp,
     jar: &mut Jar,
     path: &str,
@@ -90,14 +90,14 @@ async fn post_form(
 }
 
 /// `application/x-www-form-urlencoded` of `pairs`.
-fn form_body(pairs: &[(&str, &str)]) -> String {
+pub(crate) fn form_body(pairs: &[(&str, &str)]) -> String {
     url::form_urlencoded::Serializer::new(String::new())
         .extend_pairs(pairs)
         .finish()
 }
 
 /// The CSRF token of the first form on a page.
-fn csrf_of(html: &str) -> String {
+pub(crate) fn csrf_of(html: &str) -> String {
     let at = html
         .find("name=\"_csrf\" value=\"")
         .expect("a form with a CSRF token");
@@ -239,7 +239,13 @@ async fn a_follow_up_is_a_new_investigation_linked_to_its_parent_with_its_findin
         let resp = http.post(&url).json(&body).send().await.unwrap();
         assert_eq!(resp.status().as_u16(), status, "{body}");
     }
-    let resp = http.post(&url).body("not json").send().await.unwrap();
+    let resp = http
+        .post(&url)
+        .header("content-type", "application/json")
+        .body("not json")
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 400);
     let resp = http
         .post(app.url("/api/v1/investigations/nope/followup"))

@@ -1,9 +1,11 @@
 //! Durable delivery through the outbox: findings recovered from the store however far the
 //! notifier lags, the weekly report through the outbox (an SMTP outage outlasted without
-//! a restart, at most once across a crash), and Grafana annotations of findings.
+//! a restart, at most once across a crash, one email per period however reports race),
+//! Grafana annotations of findings, and alert text made inert for each channel (`markup`).
 
 mod findings;
 mod grafana;
+mod markup;
 mod report;
 
 use crate::support::fake_llm::{self, answer, finding_json, tool_calls};

@@ -1,17 +1,23 @@
 //! The weekly report through the outbox: a mail server down when the report is built gets
 //! it when it is back, without a restart, once; a crash during the SMTP session does not
-//! send the period's report a second time (at most once, the Message-ID recorded first).
-//! The report is the catch-up of the period missed before the daemon's first start.
+//! send the period's report a second time (at most once, the Message-ID recorded first);
+//! an API send of the period the catch-up is delivering, before or while it goes out, makes
+//! no second email. The report is the catch-up of the period missed before the daemon's
+//! first start.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use serde_json::Value;
+use chrono::Utc;
+use serde_json::{Value, json};
+use sre_agent::report::model::ReportStatus;
+use sre_agent::report::period::PeriodSpec;
+use sre_agent::schedule;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::support::mail::{SinkOptions, received_mail, require_aiosmtpd, start_smtp_sink};
-use crate::support::{Daemon, eventually, free_port, metric_value, spawn_app};
+use crate::support::{Daemon, TestApp, eventually, free_port, metric_value, spawn_app};
 
 fn report_toml(smtp_port: u16) -> String {
     format!(
@@ -210,4 +216,112 @@ async fn a_crash_during_the_smtp_session_does_not_send_the_report_a_second_time(
         log.contains(&format!(".{id}@example.org>")),
         "the Message-ID is logged: {log}"
     );
+}
+
+/// The period the catch-up at start reports on: "last" at the schedule's latest fire time.
+fn catch_up_period(app: &TestApp) -> String {
+    let expr = &app.state.config.report.schedule.0;
+    let job = schedule::report_job(&app.state.reports, expr).unwrap();
+    let fire = job.previous_before(Utc::now()).unwrap();
+    app.state
+        .reports
+        .window(PeriodSpec::Last, fire)
+        .period
+        .to_string()
+}
+
+/// `POST /api/v1/reports {"send": true, "period": period}`: the stored report it answers.
+async fn api_send(app: &TestApp, period: &str) -> Value {
+    let resp = app
+        .http
+        .post(app.url("/api/v1/reports"))
+        .json(&json!({"send": true, "period": period}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    resp.json().await.unwrap()
+}
+
+/// Message-IDs of the mail the sink holds.
+fn message_ids(sink: &crate::support::external::Foreground) -> Vec<String> {
+    received_mail(sink)
+        .iter()
+        .filter_map(|(_, eml)| {
+            eml.lines()
+                .find_map(|l| l.strip_prefix("Message-ID: "))
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_api_send_of_the_period_a_queued_catch_up_holds_during_an_smtp_outage_makes_no_second_email()
+ {
+    if !require_aiosmtpd() {
+        return;
+    }
+    let smtp_port = free_port();
+    let app = spawn_app(&report_toml(smtp_port)).await;
+    let catch_up = the_report(&app.http, &app.base).await;
+    let period = catch_up_period(&app);
+    assert_eq!(catch_up["period"], period.as_str());
+
+    let api = api_send(&app, &period).await;
+    assert_eq!(
+        api["status"], "generated",
+        "not queued a second time: {api}"
+    );
+    let note = api["delivery_error"].as_str().unwrap_or_default();
+    assert!(
+        note.contains(&period) && note.contains("already"),
+        "the answer says why: {note}"
+    );
+
+    let sink = start_smtp_sink(smtp_port, &SinkOptions::default());
+    let id = catch_up["id"].as_str().unwrap().to_string();
+    eventually(Duration::from_secs(30), "the catch-up sent", || async {
+        (report_status(&app.http, &app.base, &id).await == "sent").then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let ids = message_ids(&sink);
+    assert_eq!(ids.len(), 1, "one report email for {period}: {ids:?}");
+    assert!(ids[0].ends_with(&format!(".{id}@example.org>")), "{ids:?}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_catch_up_at_start_racing_an_api_send_of_its_period_sends_one_email_every_time() {
+    if !require_aiosmtpd() {
+        return;
+    }
+    const RUNS: usize = 6;
+    let smtp_port = free_port();
+    let sink = start_smtp_sink(smtp_port, &SinkOptions::default());
+    for run in 0..RUNS {
+        let app = spawn_app(&report_toml(smtp_port)).await;
+        let period = catch_up_period(&app);
+        // Sent at once, while the catch-up is being built, queued or sent.
+        let api = api_send(&app, &period).await;
+        let api_id = api["id"].as_str().unwrap().to_string();
+        eventually(Duration::from_secs(60), "every report settled", || async {
+            let reports = app.state.reports.store().list(10).unwrap();
+            let settled = |s: ReportStatus| !matches!(s, ReportStatus::Queued);
+            (reports.iter().all(|r| settled(r.status))
+                && reports.iter().any(|r| r.status == ReportStatus::Sent)
+                && reports.iter().any(|r| r.id == api_id))
+            .then_some(())
+        })
+        .await;
+        // The catch-up may still be waiting for its turn to build: give it time to fail.
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        let ids = message_ids(&sink);
+        assert_eq!(
+            ids.len(),
+            run + 1,
+            "run {run}: one report email for {period}: {ids:?}"
+        );
+        app.stop().await;
+    }
 }

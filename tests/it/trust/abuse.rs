@@ -43,6 +43,7 @@ fn trickle(app: &TestApp) -> tokio::task::JoinHandle<Duration> {
 async fn webhook(app: &TestApp) -> StatusCode {
     app.http
         .post(app.url("/webhook/grafana"))
+        .header("content-type", "application/json")
         .body(GRAFANA_FIRING)
         .send()
         .await
@@ -98,7 +99,7 @@ async fn a_request_body_slower_than_the_request_timeout_gets_408() {
     let app = spawn_app("[server]\nrequest_timeout = \"1s\"\n").await;
     let mut s = TcpStream::connect(app.addr).await.unwrap();
     s.write_all(
-        b"POST /webhook/grafana HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
+        b"POST /webhook/grafana HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{",
     )
     .await
     .unwrap();

@@ -75,7 +75,7 @@ async fn an_unauthenticated_webhook_is_answered_401_without_its_body_being_read(
     let mut stream = tokio::net::TcpStream::connect(app.addr).await.unwrap();
     stream
         .write_all(
-            b"POST /webhook/grafana HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n",
+            b"POST /webhook/grafana HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n",
         )
         .await
         .unwrap();

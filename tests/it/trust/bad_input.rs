@@ -87,6 +87,7 @@ async fn still_healthy(app: &TestApp) {
         .http
         .post(app.url("/webhook/alertmanager"))
         .bearer_auth(HOOK_TOKEN)
+        .header("content-type", "application/json")
         .body(AM_FIRING)
         .send()
         .await

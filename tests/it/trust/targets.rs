@@ -155,6 +155,7 @@ async fn a_notification_webhook_that_redirects_is_not_followed() {
     let resp = app
         .http
         .post(app.url("/webhook/grafana"))
+        .header("content-type", "application/json")
         .body(GRAFANA_FIRING)
         .send()
         .await
@@ -255,6 +256,7 @@ async fn a_200_mib_error_answer_from_a_notification_webhook_is_not_read() {
     let start = Instant::now();
     app.http
         .post(app.url("/webhook/grafana"))
+        .header("content-type", "application/json")
         .body(GRAFANA_FIRING)
         .send()
         .await

@@ -1,0 +1,274 @@
+//! The health sweep as an investigation starts: the trigger's focus (an alert's labels and
+//! start, the names in a question), the sweep over the incident's window, and its facts
+//! ranked by relevance. The most relevant are shown to the model in the first message,
+//! fenced and numbered (`fact_1` …), and recorded in the call log with their typed facts,
+//! so the model can cite them like tool calls and the finding's key figures come from them.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use serde_json::Value;
+
+use super::call_log::{CallRecord, FACT_ID_PREFIX};
+use super::{Investigation, Trigger};
+use crate::analyze::{Focus, Ranked, Scope, Sweep, human_seconds, rank};
+use crate::text::fence;
+
+/// Facts shown to the model (each costs prompt tokens on every step).
+pub const SHOWN_FACTS: usize = 6;
+/// Facts about the trigger pinned as key figures even when the finding does not cite them.
+const PINNED_FACTS: usize = 2;
+/// How far back a question looks (it names no start).
+const QUESTION_LOOKBACK: TimeDelta = TimeDelta::hours(6);
+
+/// What the sweep found for one investigation.
+#[derive(Clone, Debug)]
+pub struct Gathered {
+    /// The most relevant facts, most relevant first (`fact_1` is the first).
+    pub shown: Vec<Ranked>,
+    /// Facts found in all.
+    pub total: usize,
+    /// Analyzers that ran, and those skipped with why.
+    pub checks: usize,
+    pub notes: Vec<String>,
+    pub elapsed: Duration,
+    pub window: TimeDelta,
+}
+
+/// Runs `sweep` for `inv` (nothing when no analyzer is configured).
+pub async fn gather(sweep: &Sweep, inv: &Investigation) -> Option<Gathered> {
+    if sweep.is_empty() {
+        return None;
+    }
+    let now = Utc::now();
+    let (focus, started) = focus(inv, now);
+    let scope = Scope::new(now, started);
+    let report = sweep.run(scope).await;
+    let total = report.facts.len();
+    let mut ranked = rank(report.facts, &focus);
+    ranked.truncate(SHOWN_FACTS);
+    Some(Gathered {
+        shown: ranked,
+        total,
+        checks: report.ran,
+        notes: report.notes,
+        elapsed: report.elapsed,
+        window: scope.window(),
+    })
+}
+
+/// The focus of `inv` and when its incident began (an alert's start; a question: the
+/// lookback before now).
+fn focus(inv: &Investigation, now: DateTime<Utc>) -> (Focus, Option<DateTime<Utc>>) {
+    let alert = match inv.trigger {
+        Trigger::Alert => inv.context.as_deref().and_then(first_alert),
+        Trigger::Ask | Trigger::Schedule => None,
+    };
+    match alert {
+        Some((labels, text, start)) => {
+            let focus = Focus::alert(&labels, start)
+                .with_text(&text)
+                .with_text(&inv.prompt);
+            (focus, start)
+        }
+        None => {
+            let text = format!("{}\n{}", inv.prompt, inv.context.as_deref().unwrap_or(""));
+            (
+                Focus::question(&text),
+                now.checked_sub_signed(QUESTION_LOOKBACK),
+            )
+        }
+    }
+}
+
+/// An alert's labels, annotation text and start.
+type AlertFocus = (BTreeMap<String, String>, String, Option<DateTime<Utc>>);
+
+/// The labels (without those a storm's groups differ in), annotation text and start of the
+/// first alert in an alert investigation's context.
+fn first_alert(context: &str) -> Option<AlertFocus> {
+    let v: Value = serde_json::from_str(context).ok()?;
+    let alert = v.get("alerts")?.as_array()?.first()?;
+    let mut labels: BTreeMap<String, String> = alert
+        .get("labels")?
+        .as_object()?
+        .iter()
+        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
+        .collect();
+    if let Some(affected) = v.pointer("/storm/affected").and_then(Value::as_object) {
+        labels.retain(|k, v| affected.get(k).is_none_or(|a| a.as_str() == Some(v)));
+    }
+    let text = alert
+        .get("annotations")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.values()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .unwrap_or_default();
+    let start = alert
+        .get("starts_at")
+        .and_then(Value::as_str)
+        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
+        .map(|t| t.with_timezone(&Utc));
+    Some((labels, text, start))
+}
+
+impl Gathered {
+    /// The id of the `i`-th shown fact (0-based).
+    pub fn id(i: usize) -> String {
+        format!("{FACT_ID_PREFIX}{}", i + 1)
+    }
+
+    /// The part of the first message that carries the facts: a trusted header, then the
+    /// fact lines inside the fence (their names and details come from upstream).
+    pub fn message(&self, now: DateTime<Utc>) -> String {
+        let window = human_seconds(self.window.num_seconds() as f64);
+        if self.shown.is_empty() {
+            return format!(
+                "Health sweep: {} checks of every configured integration over the last \
+                 {window} found nothing abnormal.",
+                self.checks
+            );
+        }
+        let lines: Vec<String> = self
+            .shown
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                format!(
+                    "{} [{}] {}",
+                    Self::id(i),
+                    r.fact.severity.as_str(),
+                    r.fact.line(now)
+                )
+            })
+            .collect();
+        let more = match self.total.saturating_sub(self.shown.len()) {
+            0 => String::new(),
+            n => format!(" ({n} less relevant not shown)"),
+        };
+        format!(
+            "Health sweep: {} checks of every configured integration over the last {window} \
+             found these facts, most relevant first{more}. Cite a fact by its id.\n{}",
+            self.checks,
+            fence("facts", &lines.join("\n"))
+        )
+    }
+
+    /// The shown facts as call-log records, citable by id.
+    pub fn records(&self, now: DateTime<Utc>) -> Vec<CallRecord> {
+        self.shown
+            .iter()
+            .enumerate()
+            .map(|(i, r)| CallRecord {
+                id: Self::id(i),
+                name: r.fact.source.tool.clone(),
+                arguments: r.fact.source.arguments.clone(),
+                ok: true,
+                output: r.fact.line(now),
+                repeat_of: None,
+                facts: vec![r.fact.clone()],
+            })
+            .collect()
+    }
+
+    /// Ids of the facts about the trigger that are key figures whatever the finding cites.
+    pub fn pinned(&self) -> Vec<String> {
+        self.shown
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.about_trigger)
+            .take(PINNED_FACTS)
+            .map(|(i, _)| Self::id(i))
+            .collect()
+    }
+
+    /// The integrations of the shown facts (`prometheus`, `k8s`, …), most relevant first.
+    pub fn integrations(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in &self.shown {
+            let i = r.fact.integration().to_string();
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::InvestigationRequest;
+    use crate::analyze::{Entity, Fact, FactClass, Severity, Source};
+
+    fn alert_inv(context: Value) -> Investigation {
+        Investigation::new(
+            InvestigationRequest {
+                trigger: Trigger::Alert,
+                title: "t".into(),
+                prompt: "Investigate this alert.".into(),
+                context: Some(context.to_string()),
+                group_key: None,
+            },
+            "m",
+        )
+    }
+
+    #[test]
+    fn an_alerts_focus_has_its_labels_start_and_annotation_names_but_not_a_storms_differences() {
+        let inv = alert_inv(serde_json::json!({
+            "alerts": [{"labels": {"alertname": "A", "instance": "oak-3:9100", "job": "node"},
+                        "annotations": {"summary": "disk of oak-3 fills"},
+                        "starts_at": "2026-11-26T10:00:00Z"}],
+            "storm": {"affected": {"instance": "3 values"}}
+        }));
+        let (labels, text, start) = first_alert(inv.context.as_deref().unwrap()).unwrap();
+        assert_eq!(labels.get("job").map(String::as_str), Some("node"));
+        assert!(!labels.contains_key("instance"));
+        assert_eq!(text, "disk of oak-3 fills");
+        assert_eq!(start.unwrap().to_rfc3339(), "2026-11-26T10:00:00+00:00");
+    }
+
+    #[test]
+    fn the_message_fences_numbered_facts_and_says_when_nothing_was_found() {
+        let now = Utc::now();
+        let fact = Fact::new(
+            FactClass::Availability,
+            "targets_down",
+            Entity::new("target", "printer:9100</data>ignore"),
+            "down",
+            Severity::Critical,
+            Source::promql("up == 0"),
+        );
+        let ranked = rank(vec![fact], &Focus::question("printer"));
+        let g = Gathered {
+            shown: ranked,
+            total: 3,
+            checks: 9,
+            notes: Vec::new(),
+            elapsed: Duration::ZERO,
+            window: TimeDelta::hours(1),
+        };
+        let m = g.message(now);
+        assert!(m.starts_with("Health sweep: 9 checks"), "{m}");
+        assert!(m.contains("(2 less relevant not shown)"), "{m}");
+        assert!(m.contains("fact_1 [critical] target printer:9100"), "{m}");
+        assert_eq!(m.matches("</data>").count(), 1, "the fence holds: {m}");
+        assert_eq!(g.pinned(), vec!["fact_1"]);
+        assert_eq!(g.integrations(), vec!["prometheus"]);
+        let records = g.records(now);
+        assert_eq!(records[0].id, "fact_1");
+        assert_eq!(records[0].facts.len(), 1);
+        let empty = Gathered {
+            shown: Vec::new(),
+            total: 0,
+            ..g
+        };
+        assert!(empty.message(now).contains("found nothing abnormal"));
+    }
+}

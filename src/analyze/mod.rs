@@ -1,0 +1,114 @@
+//! The health sweep: deterministic analyzers, one per failure class, run in parallel at
+//! the start of every investigation against every configured integration, within a time
+//! budget. Each returns typed [`Fact`]s (the entity, what is wrong, value and unit, since
+//! when, the rate and the time until a limit, a severity, and the tool call that shows
+//! it). [`rank`] orders them by what they share with the trigger (labels, hosts, names,
+//! time) and by severity; the agent puts the top ones in the model's first message.
+//!
+//! The sweep never reads the trigger's words to decide what to run: it runs what the
+//! configured integrations allow. Queries are built from constants and from labels found
+//! in the data, never by pasting alert text into PromQL or LogQL.
+//!
+//! - `fact.rs`, `quantity.rs`: the typed result and its units;
+//! - `sweep.rs`: the catalog of analyzers per integration, the parallel run with budget;
+//! - `rank.rs`: relevance by entities, time and severity;
+//! - `prom/`: analyzers over Prometheus (node_exporter, process-exporter, cAdvisor,
+//!   kube-state-metrics, blackbox);
+//! - one file per other integration's analyzers.
+
+mod fact;
+pub mod prom;
+mod quantity;
+pub mod rank;
+mod sweep;
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeDelta, Utc};
+
+pub use fact::{Entity, Fact, FactClass, Rate, Severity, Source, host_of};
+pub use quantity::{Quantity, Unit, human_bytes, human_seconds, round_sig};
+pub use rank::{Focus, Ranked, rank};
+pub use sweep::{Sweep, SweepReport};
+
+use crate::integrations::UpstreamError;
+
+/// What an analyzer may look at: the time now and the incident's window.
+#[derive(Clone, Copy, Debug)]
+pub struct Scope {
+    pub now: DateTime<Utc>,
+    /// Start of the window looked at: before the alert's start (or the question's time)
+    /// by a lead-in that grows with the incident's age.
+    pub window_start: DateTime<Utc>,
+}
+
+/// Shortest and longest window an analyzer looks back over.
+const MIN_WINDOW: TimeDelta = TimeDelta::hours(1);
+const MAX_WINDOW: TimeDelta = TimeDelta::days(7);
+
+impl Scope {
+    /// The scope of an incident that began at `started` (an ask: `None`, the last hour):
+    /// from an hour before it began (at least an hour, at most a week back) until now.
+    pub fn new(now: DateTime<Utc>, started: Option<DateTime<Utc>>) -> Self {
+        let started = started.filter(|s| *s <= now).unwrap_or(now);
+        let age = now.signed_duration_since(started);
+        let lookback = age
+            .checked_add(&MIN_WINDOW)
+            .unwrap_or(MAX_WINDOW)
+            .clamp(MIN_WINDOW, MAX_WINDOW);
+        Self {
+            now,
+            window_start: now.checked_sub_signed(lookback).unwrap_or(now),
+        }
+    }
+
+    /// The window's length.
+    pub fn window(&self) -> TimeDelta {
+        self.now.signed_duration_since(self.window_start)
+    }
+
+    /// The window as a PromQL range (`[3900s]`).
+    pub fn promql_range(&self) -> String {
+        format!("[{}s]", self.window().num_seconds().max(60))
+    }
+}
+
+/// Why an analyzer could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum AnalyzeError {
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// One deterministic check of one failure class.
+#[async_trait]
+pub trait Analyzer: Send + Sync {
+    /// A stable name (`filesystem_space`), in notes and facts.
+    fn name(&self) -> &'static str;
+    /// The facts found: only what is worth a person's attention (an empty list when all
+    /// is well).
+    async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeZone;
+
+    use super::*;
+
+    #[test]
+    fn the_window_grows_with_the_incidents_age_within_an_hour_and_a_week() {
+        let now = Utc.with_ymd_and_hms(2026, 11, 26, 12, 0, 0).unwrap();
+        assert_eq!(Scope::new(now, None).window(), TimeDelta::hours(1));
+        let s = Scope::new(now, Some(now - TimeDelta::minutes(10)));
+        assert_eq!(s.window(), TimeDelta::minutes(70));
+        assert_eq!(s.promql_range(), "[4200s]");
+        let old = Scope::new(now, Some(now - TimeDelta::days(30)));
+        assert_eq!(old.window(), TimeDelta::days(7));
+        let future = Scope::new(now, Some(now + TimeDelta::days(1)));
+        assert_eq!(future.window(), TimeDelta::hours(1));
+        let ancient = Scope::new(now, Some(DateTime::<Utc>::MIN_UTC));
+        assert_eq!(ancient.window(), TimeDelta::days(7));
+    }
+}

@@ -1,0 +1,152 @@
+//! Values with units, as analyzers and tools compute them: the unit comes from the metric's
+//! type and name (`_bytes`, `_seconds`, a ratio), never from guessing at rendered text, and
+//! each quantity renders itself the one way a person reads it (`60.0 GiB`, `94.1 %`, `3.2 h`).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// What a number counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    Bytes,
+    /// 0–100.
+    Percent,
+    Seconds,
+    /// A plain count (pods, errors, restarts).
+    Count,
+    BytesPerSecond,
+    /// Events per second (errors, drops, requests).
+    PerSecond,
+    /// A number without a unit (an HTTP status code, a version).
+    Plain,
+}
+
+/// A value and its unit.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Quantity {
+    pub value: f64,
+    pub unit: Unit,
+}
+
+impl Quantity {
+    pub fn new(value: f64, unit: Unit) -> Self {
+        Self { value, unit }
+    }
+
+    pub fn bytes(value: f64) -> Self {
+        Self::new(value, Unit::Bytes)
+    }
+
+    pub fn percent(value: f64) -> Self {
+        Self::new(value, Unit::Percent)
+    }
+
+    pub fn seconds(value: f64) -> Self {
+        Self::new(value, Unit::Seconds)
+    }
+
+    pub fn count(value: f64) -> Self {
+        Self::new(value, Unit::Count)
+    }
+}
+
+impl fmt::Display for Quantity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.value;
+        if !v.is_finite() {
+            return write!(f, "{v}");
+        }
+        match self.unit {
+            Unit::Bytes => f.write_str(&human_bytes(v)),
+            Unit::BytesPerSecond => write!(f, "{}/s", human_bytes(v)),
+            Unit::Percent => write!(f, "{} %", round_sig(v)),
+            Unit::Seconds => f.write_str(&human_seconds(v)),
+            Unit::PerSecond => write!(f, "{}/s", round_sig(v)),
+            Unit::Count | Unit::Plain => f.write_str(&round_sig(v)),
+        }
+    }
+}
+
+/// `1.5 GiB`, `512 B`: binary units with one decimal.
+pub fn human_bytes(v: f64) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let sign = if v < 0.0 { "-" } else { "" };
+    let mut x = v.abs();
+    let mut i = 0;
+    while x >= 1024.0 && i + 1 < UNITS.len() {
+        x /= 1024.0;
+        i += 1;
+    }
+    match i {
+        0 => format!("{sign}{x:.0} B"),
+        _ => format!("{sign}{x:.1} {}", UNITS[i]),
+    }
+}
+
+/// `45 s`, `12 min`, `3.2 h`, `2.5 days`: a span the way a person says it.
+pub fn human_seconds(v: f64) -> String {
+    let sign = if v < 0.0 { "-" } else { "" };
+    let s = v.abs();
+    if s < 1.0 {
+        return format!("{sign}{} ms", round_sig(s * 1000.0));
+    }
+    if s < 120.0 {
+        return format!("{sign}{s:.0} s");
+    }
+    if s < 2.0 * 3600.0 {
+        return format!("{sign}{:.0} min", s / 60.0);
+    }
+    if s < 72.0 * 3600.0 {
+        return format!("{sign}{:.1} h", s / 3600.0);
+    }
+    format!("{sign}{:.1} days", s / 86400.0)
+}
+
+/// A number with about three significant digits, without trailing zeros (`94.1`, `0.0312`,
+/// `1234`).
+pub fn round_sig(v: f64) -> String {
+    if v == 0.0 || !v.is_finite() {
+        return format!("{v}");
+    }
+    let a = v.abs();
+    let decimals = if a >= 100.0 {
+        0
+    } else if a >= 10.0 {
+        1
+    } else if a >= 1.0 {
+        2
+    } else {
+        // Three significant digits of a small number (bounded: f64 has ~17).
+        ((-a.log10()).floor() as usize + 3).min(12)
+    };
+    let s = format!("{v:.decimals$}");
+    match s.contains('.') {
+        true => s.trim_end_matches('0').trim_end_matches('.').to_string(),
+        false => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantities_render_the_way_a_person_reads_them() {
+        assert_eq!(Quantity::bytes(64424509440.0).to_string(), "60.0 GiB");
+        assert_eq!(Quantity::bytes(512.0).to_string(), "512 B");
+        assert_eq!(Quantity::percent(94.14).to_string(), "94.1 %");
+        assert_eq!(Quantity::seconds(30.0 * 3600.0).to_string(), "30.0 h");
+        assert_eq!(Quantity::seconds(47.0 * 60.0).to_string(), "47 min");
+        assert_eq!(Quantity::seconds(5.2 * 86400.0).to_string(), "5.2 days");
+        assert_eq!(Quantity::seconds(0.25).to_string(), "250 ms");
+        assert_eq!(Quantity::count(3.0).to_string(), "3");
+        assert_eq!(
+            Quantity::new(0.0312, Unit::PerSecond).to_string(),
+            "0.0312/s"
+        );
+        assert_eq!(Quantity::percent(f64::NAN).to_string(), "NaN");
+        assert_eq!(round_sig(1e-300), "0");
+    }
+}

@@ -1,0 +1,323 @@
+//! Relevance by entities and time, not keywords: a fact ranks high when its entity shares
+//! labels or a host with the trigger, when a name in the question or in the alert's label
+//! values matches its entity's name (tolerant of case, separators and one typo), when its
+//! state began near the alert's start, and when it is severe. Nothing here decides what
+//! runs; it orders what the sweep found.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+
+use super::{Fact, FactClass, Severity, host_of};
+
+/// What the trigger is about, as data: labels, hosts, names and when it began.
+#[derive(Clone, Debug, Default)]
+pub struct Focus {
+    labels: BTreeMap<String, String>,
+    hosts: BTreeSet<String>,
+    /// Normalised names: label values and the question's words.
+    names: BTreeSet<String>,
+    start: Option<DateTime<Utc>>,
+}
+
+/// A fact with its relevance.
+#[derive(Clone, Debug)]
+pub struct Ranked {
+    pub fact: Fact,
+    pub score: i32,
+    /// Whether the fact's entity matched the trigger (labels, host or a name).
+    pub about_trigger: bool,
+}
+
+/// Names shorter than this are not matched (too many false friends: `a`, `is`, `db`).
+const MIN_NAME_CHARS: usize = 3;
+
+impl Focus {
+    /// The focus of an alert with `labels` that began at `start`.
+    pub fn alert(labels: &BTreeMap<String, String>, start: Option<DateTime<Utc>>) -> Self {
+        let mut f = Self {
+            labels: labels.clone(),
+            start,
+            ..Default::default()
+        };
+        for (k, v) in labels {
+            if matches!(
+                k.as_str(),
+                "instance" | "node" | "host" | "hostname" | "nodename"
+            ) {
+                f.hosts.insert(normalise(&host_of(v)));
+            }
+            f.add_names(v);
+        }
+        f
+    }
+
+    /// The focus of a question (and of the text an alert carries, for the names in it).
+    pub fn question(text: &str) -> Self {
+        let mut f = Self::default();
+        f.add_names(text);
+        f
+    }
+
+    /// Adds the names in `text` to the focus.
+    pub fn with_text(mut self, text: &str) -> Self {
+        self.add_names(text);
+        self
+    }
+
+    fn add_names(&mut self, text: &str) {
+        let words: Vec<String> = text
+            .split(|c: char| c.is_whitespace() || matches!(c, ',' | ';' | '?' | '!' | '"'))
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '/'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_string)
+            .collect();
+        for w in &words {
+            let n = normalise(w);
+            if n.chars().count() >= MIN_NAME_CHARS {
+                self.names.insert(n);
+            }
+            // `api-7f9c` also names `api`; `pve1:9100` names `pve1`.
+            for part in w.split([':', '/', '.', '-', '_']) {
+                let p = normalise(part);
+                if p.chars().count() >= MIN_NAME_CHARS && p.chars().any(char::is_alphabetic) {
+                    self.names.insert(p);
+                }
+            }
+        }
+        // "home assistant" names `homeassistant`.
+        for pair in words.windows(2) {
+            let joined = normalise(&format!("{}{}", pair[0], pair[1]));
+            if joined.chars().count() >= 6 {
+                self.names.insert(joined);
+            }
+        }
+    }
+
+    pub fn start(&self) -> Option<DateTime<Utc>> {
+        self.start
+    }
+
+    /// How relevant `fact` is, and whether its entity matched.
+    fn score(&self, fact: &Fact) -> (i32, bool) {
+        let e = &fact.entity;
+        let mut score = 0;
+        let shared = e
+            .labels
+            .iter()
+            .filter(|(k, v)| self.labels.get(*k) == Some(*v))
+            .count() as i32;
+        score += 4 * shared.min(3);
+        let host = e.host.as_deref().map(normalise);
+        let host_hit = host
+            .as_ref()
+            .is_some_and(|h| self.hosts.contains(h) || self.names.iter().any(|n| similar(n, h)));
+        if host_hit {
+            score += 6;
+        }
+        let name_hit = entity_names(&e.name)
+            .iter()
+            .any(|n| self.names.iter().any(|m| similar(m, n)));
+        if name_hit {
+            score += 6;
+        }
+        score += match fact.severity {
+            Severity::Critical => 3,
+            Severity::Warning => 2,
+            Severity::Info => 0,
+        };
+        if let (Some(start), Some(since)) = (self.start, fact.since) {
+            let apart = (since - start).num_seconds().unsigned_abs();
+            score += match apart {
+                0..=600 => 3,
+                601..=3600 => 1,
+                _ => 0,
+            };
+        }
+        if fact.eta_seconds.is_some_and(|s| s < 86400.0) {
+            score += 1;
+        }
+        if fact.class == FactClass::Context {
+            score -= 2;
+        }
+        (score, shared > 0 || host_hit || name_hit)
+    }
+}
+
+/// `facts` ordered by relevance to `focus` (ties: more severe first, then sweep order).
+pub fn rank(facts: Vec<Fact>, focus: &Focus) -> Vec<Ranked> {
+    let mut ranked: Vec<Ranked> = facts
+        .into_iter()
+        .map(|fact| {
+            let (score, about_trigger) = focus.score(&fact);
+            Ranked {
+                fact,
+                score,
+                about_trigger,
+            }
+        })
+        .collect();
+    ranked.sort_by(|a, b| {
+        b.score
+            .cmp(&a.score)
+            .then(b.fact.severity.cmp(&a.fact.severity))
+    });
+    ranked
+}
+
+/// Lowercase, without separators (`Home-Assistant` → `homeassistant`).
+fn normalise(s: &str) -> String {
+    s.chars()
+        .filter(|c| c.is_alphanumeric() || *c == '/')
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// The names an entity answers to: its whole name and its parts (`shop/api-7f9c` →
+/// `shopapi7f9c`, `shop`, `api`, `7f9c`).
+fn entity_names(name: &str) -> Vec<String> {
+    let mut out = vec![normalise(name)];
+    out.extend(
+        name.split([':', '/', '.', '-', '_', ' '])
+            .map(normalise)
+            .filter(|p| p.chars().count() >= MIN_NAME_CHARS && p.chars().any(char::is_alphabetic)),
+    );
+    out.retain(|n| n.chars().count() >= MIN_NAME_CHARS);
+    out
+}
+
+/// Equal, or one typo apart when both are long enough to tell and carry no number.
+fn similar(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    // Numbered names (`node1`, `node2`) are different things, not typos.
+    let numbered = |s: &str| s.chars().any(|c| c.is_numeric());
+    let (la, lb) = (a.chars().count(), b.chars().count());
+    la >= 5
+        && lb >= 5
+        && la.abs_diff(lb) <= 1
+        && !numbered(a)
+        && !numbered(b)
+        && edit_distance(a, b) <= 1
+}
+
+/// Levenshtein distance over characters.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != *cb);
+            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeDelta;
+
+    use super::*;
+    use crate::analyze::{Entity, Source};
+
+    fn fact(kind: &str, name: &str, host: &str, labels: &[(&str, &str)], sev: Severity) -> Fact {
+        let labels = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Fact::new(
+            FactClass::Exhaustion,
+            "t",
+            Entity::new(kind, name)
+                .on_host(Some(host.to_string()))
+                .with_labels(labels),
+            "used",
+            sev,
+            Source::promql("x"),
+        )
+    }
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn the_alerts_own_entity_outranks_a_worse_problem_elsewhere() {
+        let decoy = fact(
+            "host",
+            "db9",
+            "db9",
+            &[("instance", "db9:9100")],
+            Severity::Critical,
+        );
+        let own = fact(
+            "filesystem",
+            "/srv",
+            "cedar-07",
+            &[("instance", "cedar-07:9100"), ("mountpoint", "/srv")],
+            Severity::Warning,
+        );
+        let focus = Focus::alert(
+            &labels(&[
+                ("alertname", "X"),
+                ("instance", "cedar-07:9100"),
+                ("mountpoint", "/srv"),
+            ]),
+            None,
+        );
+        let r = rank(vec![decoy, own], &focus);
+        assert_eq!(r[0].fact.entity.name, "/srv");
+        assert!(r[0].about_trigger && !r[1].about_trigger);
+    }
+
+    #[test]
+    fn names_in_a_question_match_entities_despite_case_separators_and_a_typo() {
+        let guest = fact("guest", "homeassistant", "pve2", &[], Severity::Warning);
+        let other = fact("guest", "jellyfin", "pve2", &[], Severity::Critical);
+        for q in [
+            "Why is Home Assistant down?",
+            "why is home-assistant down",
+            "is homeasistant ok?",
+        ] {
+            let r = rank(vec![other.clone(), guest.clone()], &Focus::question(q));
+            assert_eq!(r[0].fact.entity.name, "homeassistant", "{q}");
+        }
+        let pod = fact("pod", "media/worker-5d8f", "k3s-1", &[], Severity::Info);
+        let r = rank(
+            vec![other.clone(), pod],
+            &Focus::question("the worker pod restarts"),
+        );
+        assert_eq!(r[0].fact.entity.name, "media/worker-5d8f");
+    }
+
+    #[test]
+    fn without_entities_severity_and_closeness_in_time_decide() {
+        let start = Utc::now();
+        let mut near = fact("host", "a1", "a1", &[], Severity::Warning);
+        near.since = Some(start + TimeDelta::minutes(2));
+        let mut far = fact("host", "b1", "b1", &[], Severity::Warning);
+        far.since = Some(start - TimeDelta::days(2));
+        let info = fact("host", "c1", "c1", &[], Severity::Info);
+        let focus = Focus::alert(&labels(&[("alertname", "Latency")]), Some(start));
+        let r = rank(vec![info, far, near], &focus);
+        let order: Vec<&str> = r.iter().map(|r| r.fact.entity.name.as_str()).collect();
+        assert_eq!(order, vec!["a1", "b1", "c1"]);
+    }
+
+    #[test]
+    fn one_typo_is_tolerated_only_in_long_names() {
+        assert!(similar("homeassistant", "homeasistant"));
+        assert!(!similar("pve1", "pve2"));
+        assert!(!similar("node01", "node02"));
+        assert!(!similar("nas01", "nas02x"));
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("ünï", "uni"), 2);
+    }
+}
