@@ -7,7 +7,8 @@
 //! invariants, and which files to touch to add a tool, an integration, a key or an endpoint.
 //!
 //! Map of the crate, top to bottom:
-//! - [`cli`]: the commands of the binary; [`http`]: the router, auth layers and [`App`].
+//! - [`cli`]: the commands of the binary; [`http`]: the router, auth layers and [`App`];
+//!   [`mcp`]: sre-agent as an MCP server (its handler, served by `http` and `cli`).
 //! - [`api`]: the JSON bodies shared by the HTTP API and the CLI.
 //! - [`app`]: every component built in one place; the shared [`AppState`]; retention.
 //! - [`schedule`], [`report`], [`notify`], [`alerts`], [`agent`]: the domain (cron jobs, the
@@ -28,6 +29,7 @@ pub mod eval;
 pub mod http;
 pub mod integrations;
 pub mod llm;
+pub mod mcp;
 pub mod notify;
 pub mod report;
 pub mod schedule;

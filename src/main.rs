@@ -52,6 +52,9 @@ enum Command {
         #[arg(long = "follow-up", value_name = "ID")]
         follow_up: Option<String>,
     },
+    /// Serve sre-agent as an MCP server over stdio (for desktop assistants and IDEs): the
+    /// read-only tools run here; investigations go to the running daemon's API.
+    Mcp,
     /// List or show stored investigations.
     Investigations {
         #[command(subcommand)]
@@ -145,6 +148,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Command::Serve => run(cli::serve::run(config)),
+        Command::Mcp => run(cli::mcp::run(config)),
         Command::Healthcheck { url, timeout } => {
             run(cli::healthcheck::run(&config, url.as_deref(), timeout))
         }

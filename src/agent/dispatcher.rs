@@ -257,6 +257,11 @@ impl Dispatcher {
         Ok(inv)
     }
 
+    /// The tools investigations call (also offered by the MCP server).
+    pub fn tools(&self) -> &ToolRegistry {
+        self.inner.runner.tools()
+    }
+
     /// The daily budgets.
     pub fn spend(&self) -> &SpendLedger {
         &self.inner.spend

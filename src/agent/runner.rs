@@ -106,6 +106,11 @@ impl Runner {
         self.llm.as_ref().map(LlmClient::model)
     }
 
+    /// The tools the model may call.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
     /// Runs `inv` (already marked running) to a final status; events are stored as they happen.
     pub async fn run(&self, inv: Investigation) -> Investigation {
         let seq = self.store.events(&inv.id).map(|e| e.len()).unwrap_or(0) as u32;

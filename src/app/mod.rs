@@ -100,6 +100,9 @@ impl Components {
         // Reports go out through the notifier's outbox (retries, at most once per period).
         let reports = reports.with_outbox(notifier.clone());
         let health = Arc::new(RwLock::new(BTreeMap::new()));
+        for server in dispatcher.tools().mcp_servers() {
+            server.report_to(health.clone());
+        }
         let checker = HealthChecker::new(&config, metrics.clone(), health.clone())
             .map_err(AppError::component("building the health checker"))?;
         let scheduler = Scheduler::start(tasks.clone(), metrics.clone())

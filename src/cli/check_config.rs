@@ -1,6 +1,7 @@
 //! `sre-agent check-config`: validates the configuration and prints it with every secret
 //! as `***`, with which integrations are on and which `SRE_AGENT_*` variables were ignored
-//! (`Config::redacted_summary`, which the console shows too).
+//! (`Config::redacted_summary`, which the console shows too), then whether each MCP server
+//! starts and lists its allowed tools (`check_mcp.rs`).
 
 use std::io::Write as _;
 
@@ -12,6 +13,9 @@ pub fn run(config: &Config, source: &ConfigSource) {
     let _ = std::io::stdout()
         .lock()
         .write_all(render(config, source).as_bytes());
+    let _ = std::io::stdout()
+        .lock()
+        .write_all(super::check_mcp::report(config).as_bytes());
 }
 
 fn render(config: &Config, source: &ConfigSource) -> String {

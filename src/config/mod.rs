@@ -4,13 +4,15 @@
 //!
 //! One module per section group: `sections` (server, LLM, alerts, report, mail…), one per
 //! optional integration (`kubernetes`, `proxmox`, `pbs`, `truenas`), `http_tools` for
-//! `[[tools.http]]`; `values` and `matcher` hold the validated value types, `limits` the
-//! upper bounds of numbers `serve` would overflow on, `secrets` the `*_file` resolver.
+//! `[[tools.http]]`, `mcp` for `[mcp]`; `values` and `matcher` hold the validated value
+//! types, `limits` the upper bounds of numbers `serve` would overflow on, `secrets` the
+//! `*_file` resolver.
 
 mod http_tools;
 mod kubernetes;
 pub mod limits;
 pub(crate) mod matcher;
+mod mcp;
 mod pbs;
 mod pricing;
 mod proxmox;
@@ -30,6 +32,7 @@ use serde::{Deserialize, Serialize};
 pub use http_tools::{HttpToolConfig, ToolsConfig, placeholders, validate_http_tools};
 pub use kubernetes::KubernetesConfig;
 pub use matcher::LabelMatcher;
+pub use mcp::{McpConfig, McpServerConfig, validate_mcp};
 pub use pbs::PbsConfig;
 pub use pricing::{
     BUILT_IN_PRICES_DATE, built_in_prices, price_for, unpriced_model_warning, validate_pricing,
@@ -92,6 +95,7 @@ config_sections! {
     pbs: PbsConfig,
     truenas: TruenasConfig,
     tools: ToolsConfig,
+    mcp: McpConfig,
 }
 
 /// Whether an integration is configured.
@@ -307,7 +311,8 @@ impl Config {
         self.proxmox.validate("proxmox")?;
         self.pbs.validate()?;
         self.truenas.validate()?;
-        validate_http_tools(&self.tools.http)
+        validate_http_tools(&self.tools.http)?;
+        validate_mcp(&self.mcp)
     }
 
     /// The address to listen on (validated at load).

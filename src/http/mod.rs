@@ -3,6 +3,7 @@
 //! parse and delegate; no business logic. The web console (`console/`) is served at `/`.
 //! What a browser may do is limited around all of them (`browser.rs`: JSON bodies declared
 //! as such, no state change from another site's page, no DNS rebinding without a token).
+//! The MCP server (`mcp.rs`) is served at `/mcp`.
 
 mod alerts_api;
 mod auth;
@@ -16,6 +17,7 @@ mod investigations;
 mod limits;
 mod listener;
 mod login_throttle;
+mod mcp;
 mod openapi;
 mod panics;
 mod rejections;
@@ -62,6 +64,7 @@ pub fn router(state: AppState) -> Router {
         .merge(webhooks::router(&state).layer(limit.clone()))
         .merge(openapi::router().layer(limit.clone()))
         .merge(api)
+        .merge(mcp::router(&state))
         .merge(console::router(&state).layer(limit))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(

@@ -23,6 +23,7 @@ pub const ENDPOINTS: &[&str] = &[
     "/api/v1/reports/{id}",
     "/api/v1/investigations/{id}/events",
     "/api/v1/investigations/{id}/followup",
+    "/mcp",
     // The web console.
     "/",
     "/investigations/{id}",
@@ -125,6 +126,9 @@ pub struct Metrics {
     pub feedback: IntCounterVec,
     pub start_time: Gauge,
     pub panics: IntCounterVec,
+    pub mcp_server_calls: IntCounterVec,
+    pub mcp_server_call_duration: HistogramVec,
+    pub mcp_client_restarts: IntCounterVec,
 }
 
 fn opts(name: &str, help: &str) -> Opts {
@@ -322,6 +326,28 @@ impl Metrics {
                     "Panics caught by task; the daemon kept serving (a loop task restarted)."
                 ),
                 &["task"]
+            )?),
+            mcp_server_calls: reg!(IntCounterVec::new(
+                opts(
+                    "mcp_server_calls_total",
+                    "Calls to sre-agent's MCP server by transport (stdio, http), tool (or resources/read) and status (ok, error)."
+                ),
+                &["via", "tool", "status"]
+            )?),
+            mcp_server_call_duration: reg!(HistogramVec::new(
+                hopts(
+                    "mcp_server_call_duration_seconds",
+                    "Latency of calls to sre-agent's MCP server by transport.",
+                    SLOW_BUCKETS
+                ),
+                &["via"]
+            )?),
+            mcp_client_restarts: reg!(IntCounterVec::new(
+                opts(
+                    "mcp_client_restarts_total",
+                    "Restarts of a configured MCP server ([[mcp.servers]]) after it ended or failed."
+                ),
+                &["server"]
             )?),
             registry,
         })

@@ -1,8 +1,8 @@
 //! The catalog of tools, the one place that says which tools exist: `current_time` and
 //! `runbook_search` always, the tools of each integration only when it is configured,
-//! then the `[[tools.http]]` tools. The built-in names come from the same table, so a
-//! declared tool that would take one is refused by [`validate`] at load and in
-//! `check-config`, before the daemon binds its port.
+//! then the `[[tools.http]]` tools, then the allow-listed tools of `[[mcp.servers]]`. The
+//! built-in names come from the same table, so a declared tool that would take one is
+//! refused by [`validate`] at load and in `check-config`, before the daemon binds its port.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -246,6 +246,16 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
             return bad(format!("{:?} clashes with a built-in tool", t.name));
         }
     }
+    for (i, s) in config.mcp.servers.iter().enumerate() {
+        for (j, tool) in s.tools.iter().enumerate() {
+            let name = s.tool_name(tool);
+            if builtin.contains(name.as_str()) || config.tools.http.iter().any(|t| t.name == name) {
+                return Err(ConfigError::Invalid(format!(
+                    "mcp.servers[{i}].tools[{j}]: {name:?} clashes with another tool"
+                )));
+            }
+        }
+    }
     Ok(())
 }
 
@@ -288,6 +298,18 @@ pub fn register_integrations(
         }
         registry.register(Arc::new(HttpTool::new(&key, spec)?));
     }
+    let (servers, tools) = super::mcp::build(config, registry.metrics());
+    for tool in tools {
+        if registry.get(tool.name()).is_some() {
+            return Err(ConfigError::Invalid(format!(
+                "mcp.servers: the tool name {:?} clashes with another tool",
+                tool.name()
+            ))
+            .into());
+        }
+        registry.register(Arc::new(tool));
+    }
+    registry.add_mcp_servers(servers);
     Ok(())
 }
 

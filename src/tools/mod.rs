@@ -1,7 +1,8 @@
 //! Read-only tools the LLM may call: the [`Tool`] trait, the [`catalog`] that registers
 //! every tool whose integration is configured, the [`ToolRegistry`] (argument validation,
 //! metrics), shared argument reading ([`args`]) and formatting ([`format`]), and
-//! [`ToolError`]s returned to the model as text. Tools never write upstream.
+//! [`ToolError`]s returned to the model as text; [`mcp`] makes the allow-listed tools of the
+//! operator's MCP servers tools like the others. Tools never write upstream.
 
 pub mod args;
 mod builtin;
@@ -15,6 +16,7 @@ pub mod http_declared;
 mod k8s_format;
 pub mod kubernetes;
 pub mod loki;
+pub mod mcp;
 pub mod no_data;
 pub mod overview;
 pub mod pbs;

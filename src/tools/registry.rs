@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::mcp::McpServer;
 use super::{Tool, ToolError, ToolOutput, is_valid_tool_name, validate_arguments};
 use crate::analyze::Fact;
 use crate::telemetry::Metrics;
@@ -36,6 +37,8 @@ pub struct ToolRegistry {
     tools: Vec<Arc<dyn Tool>>,
     metrics: Arc<Metrics>,
     max_output_chars: usize,
+    /// The MCP servers whose tools are registered (their connections live as long as this).
+    mcp_servers: Vec<Arc<McpServer>>,
 }
 
 impl ToolRegistry {
@@ -44,7 +47,22 @@ impl ToolRegistry {
             tools: Vec::new(),
             metrics,
             max_output_chars,
+            mcp_servers: Vec::new(),
         }
+    }
+
+    pub fn metrics(&self) -> &Arc<Metrics> {
+        &self.metrics
+    }
+
+    /// Keeps `servers` for [`ToolRegistry::mcp_servers`].
+    pub fn add_mcp_servers(&mut self, servers: Vec<Arc<McpServer>>) {
+        self.mcp_servers.extend(servers);
+    }
+
+    /// The `[[mcp.servers]]` behind the `mcp_*` tools, for health.
+    pub fn mcp_servers(&self) -> &[Arc<McpServer>] {
+        &self.mcp_servers
     }
 
     /// Adds a tool. Panics on an invalid or duplicate name: that is a programming error.

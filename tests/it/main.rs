@@ -15,6 +15,7 @@ mod foundation;
 mod http_tools;
 mod integration_config;
 mod kubernetes;
+mod mcp;
 mod memory;
 mod notify;
 mod real_model;

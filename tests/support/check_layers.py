@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks that the parts of src/ depend on each other one way (ARCHITECTURE.md):
 
-    main/cli -> http -> api -> app -> {schedule, report, notify, alerts, agent, eval}
+    main/cli -> {http, mcp} -> api -> app -> {schedule, report, notify, alerts, agent, eval}
              -> {llm, tools} -> analyze -> integrations -> {config, store, telemetry, text}
 
 A part may use parts below it and, without cycles, parts on its own level. Also checks that
@@ -18,7 +18,7 @@ import sys
 
 LAYERS = [
     ["main", "cli"],
-    ["http"],
+    ["http", "mcp"],
     ["api"],
     ["app"],
     ["schedule", "report", "notify", "alerts", "agent", "eval"],
