@@ -18,6 +18,7 @@ mod kubernetes;
 mod memory;
 mod notify;
 mod real_model;
+mod registries;
 mod report;
 mod report_api;
 mod report_backups;
