@@ -87,21 +87,9 @@ pub struct AlertStore {
     seen: Tree<()>,
     firing: FiringSets,
     cache: Arc<Mutex<GroupCache>>,
-    /// Every received alert, outside sled (schema 2 kept it in the `alerts` tree).
+    /// Every received alert, in a journal outside sled.
     log: Journal<AlertRecord>,
 }
-
-/// The marker of the group layout (see `Store::marker`): "2" split groups into rows and
-/// samples, "3" keys the last-activity index by whole seconds (`rows::seen_key`), "4"
-/// keeps firing sets in buckets, "5" keeps hashes of the fingerprints in them, "6" keeps
-/// 5 bytes of each hash in fewer buckets (`firing.rs`).
-const LAYOUT_MARKER: &str = "alerts_layout";
-/// Layout 3's firing tree (one key per fingerprint), moved into buckets by layout 4.
-const OLD_FIRING: &str = "alert_firing";
-/// Layout 4's firing buckets (JSON lists of fingerprints), hashed by layout 5.
-const JSON_FIRING: &str = "alert_firing_sets";
-/// Layout 5's firing buckets (8-byte hashes), packed by layout 6.
-const HASHED_FIRING: &str = "alert_firing_hashes";
 
 /// Which sample alerts a listing reads of each group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -122,7 +110,7 @@ pub struct GroupPage {
 
 impl AlertStore {
     pub fn open(store: &Store) -> Result<Self, StoreError> {
-        let this = Self {
+        Ok(Self {
             store: store.clone(),
             groups: store.tree("alert_groups")?,
             samples: store.tree("alert_samples")?,
@@ -130,37 +118,8 @@ impl AlertStore {
             seen: store.tree("alert_groups_seen")?,
             firing: FiringSets::new(store.tree_with("alert_firing_packed")?),
             cache: Arc::default(),
-            log: store.journal_from_tree("alerts", "alerts", |r: &AlertRecord| r.received_at)?,
-        };
-        let layout = store.marker(LAYOUT_MARKER)?;
-        if !matches!(layout.as_deref(), Some("3" | "4" | "5" | "6")) {
-            // The index is rebuilt from the rows (one key per group).
-            let keys = this
-                .seen
-                .keys_range([], [0xff])
-                .collect::<Result<Vec<_>, _>>()?;
-            this.seen.remove_all(keys)?;
-            this.migrate_groups()?;
-        }
-        if layout.as_deref() != Some("6") {
-            let one_key: Tree<()> = store.tree(OLD_FIRING)?;
-            let json: Tree<Vec<String>> = store.tree(JSON_FIRING)?;
-            let hashed: Tree<Vec<u64>, firing::Hashes> = store.tree_with(HASHED_FIRING)?;
-            let moved = this.firing.import(&one_key)?
-                + this.firing.convert(&json)?
-                + this.firing.convert_hashes(&hashed)?;
-            if moved > 0 {
-                tracing::info!(
-                    fingerprints = moved,
-                    "firing sets moved into packed buckets"
-                );
-            }
-            store.set_marker(LAYOUT_MARKER, "6")?;
-            for old in [OLD_FIRING, JSON_FIRING, HASHED_FIRING] {
-                store.drop_tree(old)?;
-            }
-        }
-        Ok(this)
+            log: store.journal("alerts")?,
+        })
     }
 
     /// The group `key` with its samples.

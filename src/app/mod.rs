@@ -69,6 +69,12 @@ impl Components {
         let config = Arc::new(config);
         let store = Store::open(&config.server.data_dir)?;
         let metrics = Arc::new(Metrics::new(&config.llm.model));
+        for c in crate::report::collect::Collector::ALL {
+            metrics.init_collector(c.label());
+        }
+        for c in crate::notify::Channel::ALL {
+            metrics.init_channel(c.label());
+        }
         let tasks = TaskTracker::new();
         let dispatcher = Dispatcher::new(&config, &store, metrics.clone())
             .map_err(AppError::component("building the investigation dispatcher"))?;

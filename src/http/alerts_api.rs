@@ -5,9 +5,9 @@
 //! Reads only the groups of the page (an index by last activity), however much is stored.
 //! `GET /api/v1/storms?limit=N`: recent alert storms with their groups (bounded).
 
+use axum::Json;
 use axum::extract::{Query, State};
 use axum::routing::get;
-use axum::{Json, Router};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde::{Deserialize, Serialize};
@@ -18,12 +18,13 @@ use crate::alerts::grouping::InvState;
 use crate::alerts::store::{AlertGroup, Samples};
 use crate::alerts::storm::{Storm, StormStatus, storm_key};
 use crate::app::AppState;
+use crate::http::routes::Routes;
 
 /// Member groups shown per storm in `/api/v1/storms`.
 const STORM_GROUPS_SHOWN: usize = 100;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route("/api/v1/alerts", get(list))
         .route("/api/v1/storms", get(storms))
 }

@@ -4,7 +4,6 @@
 //! cited evidence as fenced context and the same budgets as any other.
 
 use axum::Json;
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -15,9 +14,10 @@ use super::ApiError;
 use crate::agent::follow_up_request;
 use crate::api::{AskRequest, MAX_QUESTION_CHARS, Queued};
 use crate::app::AppState;
+use crate::http::routes::Routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/investigations/{id}/followup", post(follow_up))
+pub fn router() -> Routes {
+    Routes::new().route("/api/v1/investigations/{id}/followup", post(follow_up))
 }
 
 /// Asks a follow-up question of an ended investigation: a new, linked investigation.

@@ -1,7 +1,6 @@
 //! `/healthz` (liveness), `/readyz` (store open; each component's health), `/metrics`.
 
 use axum::Json;
-use axum::Router;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::middleware::from_fn_with_state;
@@ -11,12 +10,13 @@ use serde_json::json;
 
 use super::auth;
 use crate::app::AppState;
+use crate::http::routes::Routes;
 
-pub fn router(state: &AppState) -> Router<AppState> {
-    let metrics = Router::new()
+pub fn router(state: &AppState) -> Routes {
+    let metrics = Routes::new()
         .route("/metrics", get(metrics))
         .route_layer(from_fn_with_state(state.clone(), auth::metrics_token));
-    Router::new()
+    Routes::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .merge(metrics)

@@ -8,7 +8,6 @@
 use std::convert::Infallible;
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::{Path, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
@@ -20,12 +19,13 @@ use serde_json::json;
 use super::ApiError;
 use crate::agent::Dispatcher;
 use crate::app::AppState;
+use crate::http::routes::Routes;
 
 /// How often a running investigation's store is read for new events.
 const POLL: Duration = Duration::from_millis(200);
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/investigations/{id}/events", get(events))
+pub fn router() -> Routes {
+    Routes::new().route("/api/v1/investigations/{id}/events", get(events))
 }
 
 /// The timeline as Server-Sent Events (`event: step`, JSON data, index as `id`) until one

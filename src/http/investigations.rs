@@ -6,7 +6,6 @@
 use std::collections::HashMap;
 
 use axum::Json;
-use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -19,9 +18,10 @@ use crate::api::{
     AskRequest, FeedbackRequest, FeedbackStored, InvestigationDetail, MAX_QUESTION_CHARS, Queued,
 };
 use crate::app::AppState;
+use crate::http::routes::Routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route("/api/v1/ask", post(ask))
         .route("/api/v1/investigations", get(list))
         .route("/api/v1/investigations/{id}", get(show).delete(remove))

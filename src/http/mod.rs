@@ -1,5 +1,5 @@
-//! The axum router: one `router()` per resource, merged here, with the request-metrics
-//! middleware around all of them and authentication as route layers (`auth.rs`). Handlers
+//! The axum router: one `router()` per resource (a `Routes`, which keeps its paths for the
+//! request metrics), merged here, with the request-metrics middleware around all of them and authentication as route layers (`auth.rs`). Handlers
 //! parse and delegate; no business logic. The web console (`console/`) is served at `/`.
 //! What a browser may do is limited around all of them (`browser.rs`: JSON bodies declared
 //! as such, no state change from another site's page, no DNS rebinding without a token).
@@ -23,12 +23,15 @@ mod panics;
 mod rejections;
 mod reports;
 mod request_metrics;
+mod routes;
 mod server;
 mod session;
 mod webhooks;
 
 use axum::middleware;
 use axum::{Extension, Router};
+
+use routes::Routes;
 
 pub use error::ApiError;
 pub use server::{App, ServeError};
@@ -48,7 +51,7 @@ pub fn router(state: AppState) -> Router {
             .max(reports::time_needed(&state.config)),
         limits::request_timeout,
     );
-    let api = Router::new()
+    let api = Routes::new()
         .merge(investigations::router().layer(limit.clone()))
         .merge(alerts_api::router().layer(limit.clone()))
         .merge(reports::router().layer(report_limit))
@@ -59,13 +62,18 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             auth::api_token,
         ));
-    Router::new()
+    let (routes, paths) = Routes::new()
         .merge(health::router(&state).layer(limit.clone()))
         .merge(webhooks::router(&state).layer(limit.clone()))
         .merge(openapi::router().layer(limit.clone()))
         .merge(api)
         .merge(mcp::router(&state))
         .merge(console::router(&state).layer(limit))
+        .into_parts();
+    for path in paths {
+        state.metrics.init_endpoint(path);
+    }
+    routes
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),

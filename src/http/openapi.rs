@@ -8,7 +8,6 @@
 
 use std::sync::LazyLock;
 
-use axum::Router;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -19,10 +18,10 @@ use utoipa::{Modify, OpenApi};
 use super::{
     alerts_api, follow_up, health, investigation_events, investigations, reports, webhooks,
 };
-use crate::app::AppState;
+use crate::http::routes::Routes;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/api/v1/openapi.json", get(document))
+pub fn router() -> Routes {
+    Routes::new().route("/api/v1/openapi.json", get(document))
 }
 
 /// The document, rendered once.

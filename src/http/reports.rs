@@ -1,23 +1,24 @@
 //! `/api/v1/reports`: generate a report now (`POST`), list stored reports, fetch one as
 //! JSON, HTML (`?format=html`, charts as data: URIs) or markdown. Bearer `server.api_token`.
 
+use axum::Json;
 use axum::body::Bytes;
 use axum::extract::{Path, Query, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use axum::{Json, Router};
 use serde::Deserialize;
 
 use super::ApiError;
 use crate::api::{CreateReport, ReportListItem};
 use crate::app::AppState;
+use crate::http::routes::Routes;
 use crate::report::model::{Report, ReportTrigger};
 use crate::report::period::PeriodSpec;
 use crate::report::{ReportRequest, render};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route("/api/v1/reports", get(list).post(create))
         .route("/api/v1/reports/{id}", get(show))
 }

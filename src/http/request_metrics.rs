@@ -1,5 +1,6 @@
-//! Request metrics middleware, labelled by route template (never the raw path) so label
-//! cardinality is bounded; unknown routes count as `other`. The in-progress gauge is
+//! Request metrics middleware, labelled by the matched route's template (never the raw
+//! path), so the label takes one value per route of the router; a request no route
+//! matched counts as `other`. The in-progress gauge is
 //! decremented by a guard, so a request dropped mid-way (its client hung up, its time ran
 //! out) does not leave it counted forever.
 
@@ -10,15 +11,11 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::app::AppState;
-use crate::telemetry::ENDPOINTS;
+use crate::telemetry::OTHER_ENDPOINT;
 
 pub async fn track(State(state): State<AppState>, req: Request, next: Next) -> Response {
-    let endpoint = req
-        .extensions()
-        .get::<MatchedPath>()
-        .map(|p| p.as_str())
-        .and_then(|p| ENDPOINTS.iter().find(|e| **e == p).copied())
-        .unwrap_or("other");
+    let matched = req.extensions().get::<MatchedPath>().cloned();
+    let endpoint = matched.as_ref().map_or(OTHER_ENDPOINT, MatchedPath::as_str);
     let m = &state.metrics;
     let in_progress = InProgress::start(m.http_in_progress.with_label_values(&[endpoint]));
     let start = Instant::now();

@@ -14,7 +14,7 @@ use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::from_fn_with_state;
 use axum::routing::post;
-use axum::{Extension, Json, Router};
+use axum::{Extension, Json};
 use hmac::{Hmac, Mac};
 use http_body_util::LengthLimitError;
 use sha2::Sha256;
@@ -24,6 +24,7 @@ use super::auth;
 use crate::alerts::{Accepted, AlertSource, IntakeSummary, Settle, parse_webhook};
 use crate::app::AppState;
 use crate::config::WebhookConfig;
+use crate::http::routes::Routes;
 
 /// Grafana's default HMAC signature header.
 pub const SIGNATURE_HEADER: &str = "x-grafana-alerting-signature";
@@ -33,8 +34,8 @@ pub const TIMESTAMP_HEADER: &str = "x-grafana-alerting-timestamp";
 /// Signatures remembered at most; past it the soonest to expire is forgotten first.
 const MAX_REMEMBERED_SIGNATURES: usize = 10_000;
 
-pub fn router(state: &AppState) -> Router<AppState> {
-    Router::new()
+pub fn router(state: &AppState) -> Routes {
+    Routes::new()
         .route("/webhook/grafana", post(grafana))
         .route("/webhook/alertmanager", post(alertmanager))
         .route_layer(axum::middleware::from_fn(super::browser::require_json))

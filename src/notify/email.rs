@@ -164,7 +164,9 @@ impl Mailer {
 
     fn count(&self, status: &str) {
         if let Some(m) = &self.metrics {
-            m.notifications.with_label_values(&["email", status]).inc();
+            m.notifications
+                .with_label_values(&[super::Channel::Email.label(), status])
+                .inc();
         }
     }
 }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::Utc;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
@@ -98,14 +98,12 @@ impl Notifier {
     }
 
     /// Runs until `token`: drains the finished index at start and at every event (a lag
-    /// in `events` only means "look again"), catches up on final investigations of the
-    /// last day stored before this version kept the index, and sends due entries.
+    /// in `events` only means "look again"), and sends due entries.
     pub async fn run(
         self,
         mut events: broadcast::Receiver<Investigation>,
         token: CancellationToken,
     ) {
-        self.catch_up_last_day().await;
         let listener = {
             let this = self.clone();
             let token = token.clone();
@@ -155,31 +153,13 @@ impl Notifier {
         }
         listener.abort();
     }
-
-    /// Final investigations of the last day without a notification (stored by a version
-    /// without the finished index).
-    async fn catch_up_last_day(&self) {
-        let since = Utc::now() - TimeDelta::days(1);
-        match self
-            .inner
-            .investigations
-            .between(since, DateTime::<Utc>::MAX_UTC)
-        {
-            Ok(invs) => {
-                for inv in invs.iter().filter(|i| i.status.is_final()) {
-                    if let Err(e) = self.enqueue(inv).await {
-                        tracing::error!(error = %e, "cannot enqueue a notification");
-                    }
-                }
-            }
-            Err(e) => tracing::error!(error = %e, "cannot list investigations for notifications"),
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use chrono::TimeDelta;
 
     use super::*;
     use crate::agent::store::InvestigationStore;
@@ -211,8 +191,7 @@ mod tests {
             .unwrap()
     }
 
-    /// Investigations queued long ago (beyond the start-up look-back) that finish in a
-    /// burst the notifier's broadcast cannot hold: every one is still enqueued, once.
+    /// Investigations queued days ago that finish in a burst the notifier's broadcast cannot hold: every one is still enqueued, once.
     #[tokio::test]
     async fn a_lagging_notifier_enqueues_every_finished_investigation_once() {
         let dir = tempfile::tempdir().unwrap();

@@ -11,6 +11,7 @@
 //! - [`grafana`]: the annotation of a finding on the alert's dashboard panel.
 //! - [`markup`]: untrusted text made inert per channel, and the one check links pass.
 
+mod channel;
 pub mod email;
 pub mod finished;
 pub mod grafana;
@@ -22,6 +23,7 @@ pub mod templates;
 pub mod webhook;
 mod worker;
 
+pub use channel::Channel;
 pub use email::{EmailMessage, InlineImage, Mailer};
 pub use markup::safe_url;
 pub use outbox::Notifier;

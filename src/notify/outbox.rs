@@ -12,11 +12,11 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
-use super::NotifyError;
 use super::email::Mailer;
 use super::grafana::AnnotationRequest;
 use super::report::{ReportLedger, StoredReport};
 use super::webhook::WebhookRequest;
+use super::{Channel, NotifyError};
 use crate::agent::store::InvestigationStore;
 use crate::alerts::store::AlertStore;
 use crate::config::Config;
@@ -33,8 +33,7 @@ pub struct StoredEmail {
     pub html: String,
 }
 
-/// What one outbox entry delivers; the tag is the `channel` label of
-/// `sre_agent_notifications_total`.
+/// What one outbox entry delivers; the tag is its `Channel`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "channel", rename_all = "lowercase")]
 pub enum Payload {
@@ -45,13 +44,15 @@ pub enum Payload {
 }
 
 impl Payload {
+    /// The channel's label.
     pub fn channel(&self) -> &'static str {
         match self {
-            Self::Email(_) => "email",
-            Self::Webhook(_) => "webhook",
-            Self::Report(_) => "report",
-            Self::Grafana(_) => "grafana",
+            Self::Email(_) => Channel::Email,
+            Self::Webhook(_) => Channel::Webhook,
+            Self::Report(_) => Channel::Report,
+            Self::Grafana(_) => Channel::Grafana,
         }
+        .label()
     }
 }
 

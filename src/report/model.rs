@@ -189,7 +189,7 @@ pub struct ReportData {
     pub memory: Section<MemoryData>,
     /// Backup health and Proxmox guests; present only when `[pbs]` or `[proxmox]` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub homelab: Option<Section<BackupHealth>>,
+    pub backups: Option<Section<BackupHealth>>,
 }
 
 /// What is wrong with an alert rule's behaviour or definition.

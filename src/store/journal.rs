@@ -31,10 +31,7 @@ use serde::de::DeserializeOwned;
 
 use super::StoreError;
 
-mod import;
 mod segment;
-
-pub(super) use import::import;
 
 use segment::{Name, compress, list};
 
@@ -378,7 +375,7 @@ impl Inner {
 }
 
 /// Where the journal `name` of the store in `data_dir` lives.
-pub(super) fn dir_of(data_dir: &Path, name: &str) -> PathBuf {
+fn dir_of(data_dir: &Path, name: &str) -> PathBuf {
     data_dir.join("journal").join(name)
 }
 

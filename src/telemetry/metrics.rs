@@ -6,41 +6,8 @@ use prometheus::{
     IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
-/// HTTP routes, as route templates; anything else is counted as `other`.
-pub const ENDPOINTS: &[&str] = &[
-    "/healthz",
-    "/readyz",
-    "/metrics",
-    "/webhook/grafana",
-    "/webhook/alertmanager",
-    "/api/v1/ask",
-    "/api/v1/investigations",
-    "/api/v1/investigations/{id}",
-    "/api/v1/investigations/{id}/feedback",
-    "/api/v1/alerts",
-    "/api/v1/storms",
-    "/api/v1/reports",
-    "/api/v1/reports/{id}",
-    "/api/v1/investigations/{id}/events",
-    "/api/v1/investigations/{id}/followup",
-    "/mcp",
-    // The web console.
-    "/",
-    "/investigations/{id}",
-    "/investigations/{id}/followup",
-    "/investigations/{id}/feedback",
-    "/ask",
-    "/alerts",
-    "/reports",
-    "/reports/{id}",
-    "/reports/{id}/email",
-    "/reports/{id}/charts/{chart}",
-    "/status",
-    "/login",
-    "/logout",
-    "other",
-];
-
+/// The `endpoint` label of a request no route matched.
+pub const OTHER_ENDPOINT: &str = "other";
 pub const TRIGGERS: &[&str] = &["ask", "alert", "schedule"];
 /// What can be refused by the daily budget: the investigation triggers and the report's
 /// narrative call.
@@ -62,17 +29,10 @@ pub const ALERT_OUTCOMES: &[&str] = &[
 pub const TOKEN_TYPES: &[&str] = &["prompt", "completion", "cached"];
 pub const REPORT_TRIGGERS: &[&str] = &["schedule", "catchup", "api", "cli"];
 pub const REPORT_STATES: &[&str] = &["sent", "generated", "failed", "unconfirmed"];
-/// Delivery kinds of the outbox: finding emails and webhooks, the weekly report email,
-/// Grafana annotations.
-pub const CHANNELS: &[&str] = &["email", "webhook", "report", "grafana"];
 /// `unconfirmed`: a report whose SMTP session a restart interrupted (not resent).
 pub const NOTIFICATION_STATES: &[&str] = &["sent", "failed", "retry", "unconfirmed"];
 /// People's verdicts on findings.
 pub const VERDICTS: &[&str] = &["right", "wrong"];
-/// Weekly report collectors.
-pub const COLLECTORS: &[&str] = &[
-    "alerts", "slos", "agent", "cost", "logs", "memory", "changes", "hygiene",
-];
 
 /// Background tasks that run under `telemetry::supervise` (the `task` of
 /// `sre_agent_panics_total`).
@@ -354,10 +314,7 @@ impl Metrics {
     }
 
     fn init_known_labels(&self, model: &str) {
-        for e in ENDPOINTS {
-            self.http_request_duration.with_label_values(&[e]);
-            self.http_in_progress.with_label_values(&[e]);
-        }
+        self.init_endpoint(OTHER_ENDPOINT);
         self.http_requests.with_label_values(&["/healthz", "200"]);
         for s in ["ok", "error"] {
             self.llm_calls.with_label_values(&[s]);
@@ -387,11 +344,6 @@ impl Metrics {
                 self.reports.with_label_values(&[t, s]);
             }
         }
-        for c in CHANNELS {
-            for s in NOTIFICATION_STATES {
-                self.notifications.with_label_values(&[c, s]);
-            }
-        }
         for v in VERDICTS {
             self.feedback.with_label_values(&[v]);
         }
@@ -400,9 +352,6 @@ impl Metrics {
         }
         // Always registered, so the tool families are exported before any tool is configured.
         self.init_tool("current_time");
-        for c in COLLECTORS {
-            self.init_collector(c);
-        }
         self.build_info
             .with_label_values(&[env!("CARGO_PKG_VERSION"), model])
             .set(1);
@@ -420,6 +369,19 @@ impl Metrics {
         self.tool_call_duration.with_label_values(&[tool]);
         for s in ["ok", "error"] {
             self.tool_calls.with_label_values(&[tool, s]);
+        }
+    }
+
+    /// Pre-initialises the series of one HTTP route (its template, as the router has it).
+    pub fn init_endpoint(&self, endpoint: &str) {
+        self.http_request_duration.with_label_values(&[endpoint]);
+        self.http_in_progress.with_label_values(&[endpoint]);
+    }
+
+    /// Pre-initialises the series of one delivery channel.
+    pub fn init_channel(&self, channel: &str) {
+        for s in NOTIFICATION_STATES {
+            self.notifications.with_label_values(&[channel, s]);
         }
     }
 

@@ -19,6 +19,7 @@ mod mcp;
 mod memory;
 mod notify;
 mod real_model;
+mod registries;
 mod report;
 mod report_api;
 mod report_backups;

@@ -44,9 +44,9 @@ async fn the_weekly_report_lists_overdue_backups_failed_tasks_and_guests_down() 
 
     let h = report
         .data
-        .homelab
+        .backups
         .as_ref()
-        .expect("homelab section present");
+        .expect("backups section present");
     assert!(h.notes.is_empty(), "{:?}", h.notes);
     assert_eq!(h.data.backup_groups, 2);
     let overdue: Vec<_> = h
@@ -115,12 +115,12 @@ async fn without_pbs_or_proxmox_the_report_has_no_backup_section() {
         })
         .await
         .unwrap();
-    assert!(report.data.homelab.is_none());
+    assert!(report.data.backups.is_none());
     assert!(!render::to_markdown(&report).contains("Backups and virtualisation"));
     assert!(
         !serde_json::to_string(&report.data)
             .unwrap()
-            .contains("homelab")
+            .contains("\"backups\"")
     );
 }
 
@@ -144,7 +144,7 @@ async fn an_unreachable_pbs_becomes_a_note_naming_the_service() {
         })
         .await
         .unwrap();
-    let h = report.data.homelab.unwrap();
+    let h = report.data.backups.unwrap();
     assert_eq!(h.notes.len(), 1, "{:?}", h.notes);
     assert!(
         h.notes[0].contains("Proxmox Backup Server at http://127.0.0.1:"),

@@ -1,22 +1,15 @@
 //! The fingerprints of each group's firing alerts, in buckets: `{group}\0{bucket}` keys
-//! (`BUCKETS` per group, by a hash of the fingerprint), each holding 40 bits of that hash
+//! (`1 << BUCKET_BITS` per group, by a hash of the fingerprint), each holding 40 bits of that hash
 //! per fingerprint (5 bytes each, sorted).
 //!
-//! Layout 3 kept one key per fingerprint. With distinct alerts a group's set grows to its
-//! cap (`GROUP_FIRING_CAP`), and sled keeps resident every node it writes: at 1,000,000
-//! stored alerts (200 groups at the cap, 400,000 keys) that tree was 370 MB of sled's
-//! files and most of the daemon's memory while ingesting. Buckets keep the same
-//! fingerprints in a few thousand keys. Layout 4 kept them as JSON lists of the
-//! fingerprints (about 19 bytes each; heaptrack: 7.2 MB of the daemon's heap at 1,000,000
-//! alerts), layout 5 as 8-byte hashes in 64 buckets a group (3.6 MB; still ~7 MiB of the
-//! daemon's resident memory when idle at 1,000,000 alerts, against a fill whose alerts all
-//! resolve), layout 6 as 5 bytes in 16 buckets (fewer keys, each with sled's overhead).
+//! Why buckets of hashes: with distinct alerts a group's set grows to its cap
+//! (`GROUP_FIRING_CAP`), and sled keeps resident every node it writes, so one key per
+//! fingerprint made the firing sets most of the daemon's memory on a large store. Buckets
+//! keep a group's set in 16 small keys.
 //! A fingerprint's bucket and kept bits come from 44 bits of its mixed hash: two
 //! fingerprints of one group at the cap share them with odds of about 1 in 10^7; the set
 //! only counts what is firing, so such a pair would count once (and the group would read
 //! resolved early until the other fires again).
-
-use std::collections::BTreeMap;
 
 use super::FiringSet;
 use super::rows::member_key;
@@ -30,24 +23,6 @@ const BUCKET_BITS: u32 = 4;
 const KEPT_BITS: u32 = 40;
 /// Bytes a bucket keeps per fingerprint.
 const KEPT_BYTES: usize = (KEPT_BITS / 8) as usize;
-
-/// A layout-5 bucket's value: its sorted 64-bit hashes, 8 bytes each (little-endian).
-pub(super) struct Hashes;
-
-impl Codec<Vec<u64>> for Hashes {
-    fn encode(hashes: &Vec<u64>) -> Result<Vec<u8>, String> {
-        Ok(hashes.iter().flat_map(|h| h.to_le_bytes()).collect())
-    }
-    fn decode(bytes: &[u8]) -> Result<Vec<u64>, String> {
-        if !bytes.len().is_multiple_of(8) {
-            return Err(format!("{} bytes are not 8-byte hashes", bytes.len()));
-        }
-        Ok(bytes
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().expect("chunks of 8")))
-            .collect())
-    }
-}
 
 /// A bucket's value: the kept bits of its fingerprints' hashes, sorted, `KEPT_BYTES` each
 /// (little-endian).
@@ -115,95 +90,10 @@ impl FiringSets {
             error: None,
         }
     }
-
-    /// Adds `fingerprints` to the set of `group` (a migration; safe to repeat).
-    pub fn add_all<'f>(
-        &self,
-        group: &str,
-        fingerprints: impl IntoIterator<Item = &'f str>,
-    ) -> Result<(), StoreError> {
-        self.add_hashes(group, fingerprints.into_iter().map(hash))
-    }
-
-    /// Adds the fingerprints hashed `hashes` (by `hash`) to the set of `group` (a
-    /// migration; safe to repeat).
-    fn add_hashes(
-        &self,
-        group: &str,
-        hashes: impl IntoIterator<Item = u64>,
-    ) -> Result<(), StoreError> {
-        let mut buckets: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-        for h in hashes {
-            let (bucket, kept) = slot(h);
-            buckets
-                .entry(bucket_key(group, bucket))
-                .or_default()
-                .push(kept);
-        }
-        for (key, kept) in buckets {
-            let mut set = self.tree.get(&key)?.unwrap_or_default();
-            for k in kept {
-                if let Err(at) = set.binary_search(&k) {
-                    set.insert(at, k);
-                }
-            }
-            self.tree.insert(&key, &set)?;
-        }
-        Ok(())
-    }
-
-    /// Moves layout 4's buckets (JSON lists of fingerprints) into this layout; returns
-    /// how many fingerprints. Safe to run again after a stop midway (the old tree is
-    /// dropped by the caller once this returns).
-    pub fn convert(&self, old: &Tree<Vec<String>>) -> Result<usize, StoreError> {
-        let mut moved = 0;
-        for r in old.iter() {
-            let (key, fps) = r?;
-            moved += fps.len();
-            self.add_hashes(&bucket_group(&key), fps.iter().map(|fp| hash(fp)))?;
-        }
-        Ok(moved)
-    }
-
-    /// Moves layout 5's buckets (8-byte hashes) into this layout; returns how many
-    /// fingerprints. Safe to run again after a stop midway (the old tree is dropped by the
-    /// caller once this returns).
-    pub fn convert_hashes(&self, old: &Tree<Vec<u64>, Hashes>) -> Result<usize, StoreError> {
-        let mut moved = 0;
-        for r in old.iter() {
-            let (key, hashes) = r?;
-            moved += hashes.len();
-            self.add_hashes(&bucket_group(&key), hashes)?;
-        }
-        Ok(moved)
-    }
-
-    /// Moves layout 3's one-key-per-fingerprint tree (`{group}\0{fingerprint}` keys) into
-    /// buckets, a group at a time; returns how many fingerprints. Safe to run again after
-    /// a stop midway (the old tree is dropped by the caller once this returns).
-    pub fn import(&self, old: &Tree<()>) -> Result<usize, StoreError> {
-        let mut moved = 0;
-        let mut group = String::new();
-        let mut fps: Vec<String> = Vec::new();
-        for k in old.keys_range([], [0xff]) {
-            let k = k?;
-            let at = k.iter().position(|b| *b == 0).unwrap_or(k.len());
-            let g = String::from_utf8_lossy(&k[..at]);
-            if g != group {
-                self.add_all(&group, fps.iter().map(String::as_str))?;
-                moved += fps.len();
-                fps.clear();
-                group = g.into_owned();
-            }
-            fps.push(String::from_utf8_lossy(k.get(at + 1..).unwrap_or_default()).into_owned());
-        }
-        self.add_all(&group, fps.iter().map(String::as_str))?;
-        Ok(moved + fps.len())
-    }
 }
 
 /// The hash of a fingerprint: FNV-1a, so it is the same in every build.
-pub(super) fn hash(fingerprint: &str) -> u64 {
+fn hash(fingerprint: &str) -> u64 {
     fingerprint.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
     })
@@ -223,12 +113,6 @@ fn slot(hash: u64) -> (u64, u64) {
 /// The key of `bucket` of `group`'s set.
 fn bucket_key(group: &str, bucket: u64) -> String {
     member_key(group, &format!("{bucket:x}"))
-}
-
-/// The group of a bucket key (of this layout or an older one).
-fn bucket_group(key: &[u8]) -> String {
-    let at = key.iter().position(|b| *b == 0).unwrap_or(key.len());
-    String::from_utf8_lossy(&key[..at]).into_owned()
 }
 
 /// One group's firing set in the buckets. The first storage error is kept and returned
@@ -314,27 +198,5 @@ mod tests {
         assert!(kept.iter().all(|k| *k < 1 << KEPT_BITS));
         let err = Packed::decode(&bytes[..14]).unwrap_err();
         assert!(err.contains("14 bytes"), "{err}");
-    }
-
-    #[test]
-    fn the_one_key_per_fingerprint_layout_imports_group_by_group_and_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        let old: Tree<()> = store.tree("old_firing").unwrap();
-        for g in ["g1", "g2"] {
-            for i in 0..100 {
-                old.insert(member_key(g, &format!("fp{i}")), &()).unwrap();
-            }
-        }
-        let sets = FiringSets::new(store.tree_with("firing_test").unwrap());
-        assert_eq!(sets.import(&old).unwrap(), 200);
-        assert_eq!(
-            sets.import(&old).unwrap(),
-            200,
-            "a second run changes nothing"
-        );
-        assert_eq!(sets.count("g1").unwrap(), 100);
-        assert_eq!(sets.count("g2").unwrap(), 100);
-        assert!(!sets.of("g1").insert("fp42"));
     }
 }

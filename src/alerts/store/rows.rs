@@ -1,9 +1,8 @@
-//! How an alert group is laid out on disk (schema 2): a small row per group
-//! (`alert_groups`), one record per sample alert (`alert_samples`, `{group}\0{fingerprint}`
-//! keys), the firing fingerprints' hashes (`alert_firing_hashes`, see `firing.rs`) and an index of groups by
-//! last activity (`alert_groups_seen`, `{last_seen nanos}\0{group}` keys) for newest-first
-//! listings and the retention sweep. Schema 1 kept the samples and the firing set inside
-//! the row; such rows still decode (`samples`, `legacy_firing`) and are split on migration.
+//! How an alert group is laid out on disk: a small row per group (`alert_groups`), one
+//! record per sample alert (`alert_samples`, `{group}\0{fingerprint}` keys), the firing
+//! fingerprints in packed buckets (`alert_firing_packed`, see `firing.rs`) and an index of
+//! groups by last activity (`alert_groups_seen`, `{last_seen seconds as nanos}\0{group}`
+//! keys) for newest-first listings and the retention sweep.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,8 +12,7 @@ use serde::{Deserialize, Serialize};
 use crate::alerts::{Alert, AlertSource, AlertStatus};
 
 use super::group::SampleRank;
-use super::{AlertGroup, AlertStore, Outcome};
-use crate::store::StoreError;
+use super::{AlertGroup, Outcome};
 
 /// One group's row: everything but its sample alerts.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -27,35 +25,15 @@ pub(super) struct GroupRow {
     pub last_seen: DateTime<Utc>,
     pub received: u64,
     pub last_outcome: Outcome,
-    #[serde(default)]
     pub firing_count: usize,
     pub investigation_id: Option<String>,
     pub pending_since: Option<DateTime<Utc>>,
     pub investigations: u32,
     /// The fingerprint of the group's last alert (its sample is `last_alert`).
-    #[serde(default)]
     pub last_fingerprint: String,
     /// The alert inbox entry of the last batch absorbed (0: none, or decided in place).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub batch: u64,
-    /// Schema 1: the samples inside the row.
-    #[serde(default, rename = "alerts", skip_serializing)]
-    pub samples: BTreeMap<String, Alert>,
-    /// Schema 1: the last alert inside the row.
-    #[serde(default, rename = "last_alert", skip_serializing)]
-    pub legacy_last_alert: Option<Alert>,
-    /// Schema 0: the firing fingerprints inside the row.
-    #[serde(default, rename = "firing", skip_serializing)]
-    pub legacy_firing: BTreeSet<String>,
-}
-
-impl GroupRow {
-    /// True when the row still holds what schema 2 keeps in other trees.
-    pub fn is_legacy(&self) -> bool {
-        !self.samples.is_empty()
-            || self.legacy_last_alert.is_some()
-            || !self.legacy_firing.is_empty()
-    }
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -107,9 +85,6 @@ pub(super) fn row_of(g: &AlertGroup) -> GroupRow {
         investigations: g.investigations,
         last_fingerprint: g.last_alert.fingerprint.clone(),
         batch: g.batch,
-        samples: BTreeMap::new(),
-        legacy_last_alert: None,
-        legacy_firing: BTreeSet::new(),
     }
 }
 
@@ -142,38 +117,5 @@ pub(super) fn group_of(
         batch: row.batch,
         touched: BTreeSet::new(),
         ranks,
-    }
-}
-
-impl AlertStore {
-    /// Splits schema-1 rows (samples and firing set inline) into the schema-2 trees and
-    /// indexes every group by last activity. Safe to run again after a stop midway.
-    pub(super) fn migrate_groups(&self) -> Result<(), StoreError> {
-        let mut moved = 0;
-        for r in self.groups.iter() {
-            let (_, mut row) = r?;
-            self.seen.insert(seen_key(row.last_seen, &row.key), &())?;
-            if !row.is_legacy() {
-                continue;
-            }
-            let firing = std::mem::take(&mut row.legacy_firing);
-            self.firing
-                .add_all(&row.key, firing.iter().map(String::as_str))?;
-            row.firing_count = self.firing.count(&row.key)?;
-            let mut samples = std::mem::take(&mut row.samples);
-            if let Some(last) = row.legacy_last_alert.take() {
-                row.last_fingerprint = last.fingerprint.clone();
-                samples.entry(last.fingerprint.clone()).or_insert(last);
-            }
-            for (fp, alert) in &samples {
-                self.samples.insert(member_key(&row.key, fp), alert)?;
-            }
-            self.groups.insert(&row.key, &row)?;
-            moved += 1;
-        }
-        if moved > 0 {
-            tracing::info!(groups = moved, "alert groups moved to the schema 2 layout");
-        }
-        Ok(())
     }
 }

@@ -1,12 +1,11 @@
 //! The console's one stylesheet and one script, compiled into the binary (`include_str!`)
 //! and served with a version in their path, so browsers may cache them for good.
 
-use axum::Router;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::response::IntoResponse;
 use axum::routing::get;
 
-use crate::app::AppState;
+use crate::http::routes::Routes;
 
 const CSS: &str = include_str!("assets/console.css");
 const JS: &str = include_str!("assets/console.js");
@@ -16,8 +15,8 @@ pub const CSS_PATH: &str = concat!("/static/console-", env!("CARGO_PKG_VERSION")
 /// The script's path.
 pub const JS_PATH: &str = concat!("/static/console-", env!("CARGO_PKG_VERSION"), ".js");
 
-pub fn router() -> Router<AppState> {
-    Router::new()
+pub fn router() -> Routes {
+    Routes::new()
         .route(CSS_PATH, get(css))
         .route(JS_PATH, get(js))
 }

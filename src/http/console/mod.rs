@@ -20,7 +20,6 @@ mod reports;
 mod status;
 mod timeline;
 
-use axum::Router;
 use axum::extract::{Request, State};
 use axum::http::header::{LOCATION, SET_COOKIE};
 use axum::http::{HeaderValue, Method, StatusCode};
@@ -32,11 +31,12 @@ use super::ApiError;
 use super::auth::require_bearer_counted;
 use super::session::{CSRF_COOKIE, ConsoleKeys, cookie, new_anchor, set_cookie};
 use crate::app::AppState;
+use crate::http::routes::Routes;
 use page::{Csrf, PageError};
 
 /// The console's routes; needs the [`ConsoleKeys`] extension (set in `http::router`).
-pub fn router(state: &AppState) -> Router<AppState> {
-    let pages = Router::new()
+pub fn router(state: &AppState) -> Routes {
+    let pages = Routes::new()
         .route("/", get(list::page))
         .route("/investigations/{id}", get(timeline::page))
         .route("/investigations/{id}/followup", post(forms::follow_up))
@@ -50,7 +50,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route("/status", get(status::page))
         .route("/logout", post(login::logout))
         .route_layer(from_fn_with_state(state.clone(), require_login));
-    Router::new()
+    Routes::new()
         .merge(pages)
         .route("/login", get(login::page).post(login::submit))
         .layer(from_fn(csrf_cookie))

@@ -70,17 +70,37 @@ pub fn day_label(d: NaiveDate) -> String {
     d.format("%a %-d").to_string()
 }
 
+crate::telemetry::labelled! {
+    /// The report's collectors: the `collector` label of `sre_agent_report_collector_*`.
+    pub enum Collector {
+        Alerts => "alerts",
+        Slos => "slos",
+        Agent => "agent",
+        Cost => "cost",
+        Logs => "logs",
+        Memory => "memory",
+        Hygiene => "hygiene",
+        Backups => "backups",
+        Changes => "changes",
+    }
+}
+
 /// Runs every collector concurrently, each under its own timeout.
 pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData {
     let timeout = ctx.config.report.collector_timeout.get();
     let history = std::sync::OnceLock::new();
     let (alerts, slos, agent, cost, logs, memory) = tokio::join!(
-        timed("alerts", timeout, metrics, alerts::collect(ctx, &history)),
-        timed("slos", timeout, metrics, slos::collect(ctx)),
-        timed("agent", timeout, metrics, agent::collect(ctx)),
-        timed("cost", timeout, metrics, cost::collect(ctx)),
-        timed("logs", timeout, metrics, logs::collect(ctx)),
-        timed("memory", timeout, metrics, memory::collect(ctx)),
+        timed(
+            Collector::Alerts,
+            timeout,
+            metrics,
+            alerts::collect(ctx, &history)
+        ),
+        timed(Collector::Slos, timeout, metrics, slos::collect(ctx)),
+        timed(Collector::Agent, timeout, metrics, agent::collect(ctx)),
+        timed(Collector::Cost, timeout, metrics, cost::collect(ctx)),
+        timed(Collector::Logs, timeout, metrics, logs::collect(ctx)),
+        timed(Collector::Memory, timeout, metrics, memory::collect(ctx)),
     );
     let mut data = ReportData {
         alerts,
@@ -91,23 +111,22 @@ pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData 
         memory,
         changes: Section::default(),
         hygiene: Section::default(),
-        homelab: None,
+        backups: None,
     };
     // Alert hygiene reads the alerts collector's history (and the rules, received alerts).
     data.hygiene = timed(
-        "hygiene",
+        Collector::Hygiene,
         timeout,
         metrics,
         hygiene::collect(ctx, history.into_inner()),
     )
     .await;
     if backups::configured(&ctx.config) {
-        // "homelab" stays the collector label and the report field: dashboards and
-        // stored reports know them by that name.
-        data.homelab = Some(timed("homelab", timeout, metrics, backups::collect(ctx)).await);
+        data.backups =
+            Some(timed(Collector::Backups, timeout, metrics, backups::collect(ctx)).await);
     }
     // Changes compares the sections just collected with the previous report: no I/O.
-    data.changes = timed("changes", timeout, metrics, async {
+    data.changes = timed(Collector::Changes, timeout, metrics, async {
         changes::collect(ctx.previous.as_ref(), &data)
     })
     .await;
@@ -115,11 +134,12 @@ pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData 
 }
 
 async fn timed<T: Default>(
-    name: &'static str,
+    collector: Collector,
     timeout: Duration,
     metrics: &Metrics,
     fut: impl Future<Output = Section<T>>,
 ) -> Section<T> {
+    let name = collector.label();
     let started = Instant::now();
     let (section, status) = match tokio::time::timeout(timeout, fut).await {
         Ok(s) if s.notes.is_empty() => (s, "ok"),

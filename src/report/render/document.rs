@@ -27,7 +27,7 @@ pub const SECTIONS: &[SectionWriter] = &[
     agent,
     cost,
     logs,
-    homelab,
+    backups,
     recurring,
     changes,
 ];
@@ -264,8 +264,8 @@ fn logs(r: &Report, d: &mut Document) {
     }
 }
 
-fn homelab(r: &Report, d: &mut Document) {
-    if let Some(h) = &r.data.homelab {
+fn backups(r: &Report, d: &mut Document) {
+    if let Some(h) = &r.data.backups {
         super::backups::blocks(&mut d.blocks, h);
     }
 }
