@@ -236,46 +236,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn every_configured_integration_brings_its_analyzers_and_none_run_without_it() {
-        crate::install_crypto_provider();
-        assert!(Sweep::from_config(&Config::default()).unwrap().is_empty());
-        let url = || {
-            Some(crate::config::HttpUrl(
-                url::Url::parse("http://127.0.0.1:9").unwrap(),
-            ))
-        };
-        let secret = || Some(crate::config::Secret::new("s"));
-        let mut config = Config::default();
-        config.kubernetes.enabled = true;
-        config.kubernetes.in_cluster = true;
-        config.proxmox.url = url();
-        config.proxmox.token_id = Some("a@pve!b".into());
-        config.proxmox.token_secret = secret();
-        config.pbs.url = url();
-        config.pbs.token_id = Some("a@pbs!b".into());
-        config.pbs.token_secret = secret();
-        config.truenas.url = url();
-        config.truenas.api_key = secret();
-        let names = Sweep::from_config(&config).unwrap().names();
-        assert_eq!(
-            names,
-            vec![
-                "kube_pods",
-                "kube_nodes",
-                "kube_rollouts",
-                "proxmox_guests",
-                "proxmox_storage",
-                "pbs_tasks",
-                "pbs_datastores",
-                "pbs_backups",
-                "truenas_pools",
-                "truenas_alerts",
-                "truenas_disks",
-            ]
-        );
-    }
-
     #[tokio::test(start_paused = true)]
     async fn a_failing_slow_or_panicking_analyzer_is_skipped_with_a_note_and_the_rest_report() {
         let sweep = Sweep::of(vec![

@@ -4,7 +4,6 @@
 //! absent when `mcp.serve = false`. No request timeout layer: a tool call is bounded by
 //! the tool's own timeouts.
 
-use axum::Router;
 use axum::extract::{Request, State};
 use axum::middleware::{Next, from_fn_with_state};
 use axum::response::Response;
@@ -12,13 +11,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::ApiError;
 use super::auth::require_bearer_counted;
+use super::routes::Routes;
 use crate::app::AppState;
 
-pub fn router(state: &AppState) -> Router<AppState> {
+pub fn router(state: &AppState) -> Routes {
     if !state.config.mcp.serve {
-        return Router::new();
+        return Routes::new();
     }
-    Router::new()
+    Routes::new()
         .nest_service(
             "/mcp",
             // Stateless: no session outlives its request, so nothing needs cancelling.

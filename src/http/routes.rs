@@ -32,6 +32,18 @@ impl Routes {
         self
     }
 
+    /// Serves `service` at `path` and below it (see `Router::nest_service`).
+    pub fn nest_service<S>(mut self, path: &'static str, service: S) -> Self
+    where
+        S: Service<Request, Error = Infallible> + Clone + Send + Sync + 'static,
+        S::Response: IntoResponse,
+        S::Future: Send + 'static,
+    {
+        self.router = self.router.nest_service(path, service);
+        self.paths.push(path);
+        self
+    }
+
     /// Adds every route of `other` (see `Router::merge`).
     pub fn merge(mut self, other: Routes) -> Self {
         self.router = self.router.merge(other.router);

@@ -344,41 +344,6 @@ pub fn by_host(v: &[Sample]) -> HashMap<String, f64> {
     out
 }
 
-/// How full a filesystem (or a storage, a datastore, a pool) may get, and how soon it may
-/// be full, before it is a warning or critical: one set of thresholds for every analyzer of
-/// space.
-pub(crate) use filesystem::{CRIT_ETA, CRIT_PERCENT, WARN_ETA, WARN_PERCENT};
-
-/// The severity of a space `used_percent` full and `eta` seconds from full, by the
-/// filesystem thresholds; `None` when it is fine.
-pub(crate) fn space_severity(used_percent: f64, eta: Option<f64>) -> Option<super::Severity> {
-    use super::Severity::{Critical, Warning};
-    match (used_percent, eta) {
-        (u, _) if u >= CRIT_PERCENT => Some(Critical),
-        (_, Some(e)) if e < CRIT_ETA => Some(Critical),
-        (u, _) if u >= WARN_PERCENT => Some(Warning),
-        (_, Some(e)) if e < WARN_ETA => Some(Warning),
-        _ => None,
-    }
-}
-
-/// The least-squares slope of `points` (time in seconds, value), per second; `None` with
-/// fewer than three points or no spread in time.
-pub(crate) fn slope(points: &[(f64, f64)]) -> Option<f64> {
-    if points.len() < 3 {
-        return None;
-    }
-    let n = points.len() as f64;
-    let (mt, mv) = points
-        .iter()
-        .fold((0.0, 0.0), |(a, b), (t, v)| (a + t / n, b + v / n));
-    let (num, den) = points.iter().fold((0.0, 0.0), |(num, den), (t, v)| {
-        (num + (t - mt) * (v - mv), den + (t - mt) * (t - mt))
-    });
-    let s = num / den;
-    (den > 0.0 && s.is_finite()).then_some(s)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
