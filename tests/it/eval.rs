@@ -198,9 +198,10 @@ async fn a_wrong_scripted_answer_fails_with_the_reasons() {
     let run = run_scripted(&scenario, &turns).await;
     assert!(!run.verdict.passed);
     let reasons = run.verdict.reasons.join("\n");
+    // The right host and days left are in the finding's key figures (the sweep's
+    // certificate fact), so they are not missing; the wrong claim and the call that was
+    // not made still fail the run.
     for expected in [
-        r"missing fact /nas\.home\.lan/",
-        "missing number: days left",
         "forbidden claim",
         "no call of a tool /^grafana_alert_rules$/",
     ] {

@@ -41,9 +41,6 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
     let p = Prom { client };
     vec![
         Arc::new(filesystem::FilesystemSpace(p.clone())),
-        Arc::new(kube_state::KubeStatePods(p.clone())),
-        Arc::new(kube_state_workloads::KubeStateNodes(p.clone())),
-        Arc::new(kube_state_workloads::KubeStateRollouts(p.clone())),
         Arc::new(memory::HostMemory(p.clone())),
         Arc::new(memory::Swap(p.clone())),
         Arc::new(process_memory::ProcessMemory(p.clone())),
