@@ -10,6 +10,9 @@
 mod feedback;
 mod panics;
 mod reads;
+mod tools;
+
+pub use tools::build_tools;
 
 pub use feedback::FeedbackOutcome;
 
@@ -64,14 +67,6 @@ struct Inner {
     /// The budget claim of each queued or running investigation.
     claims: Mutex<HashMap<String, Claim>>,
     max_interrupted_retries: u32,
-}
-
-/// The tools the agent may call, as configured (see `tools::catalog`).
-pub fn build_tools(
-    config: &Config,
-    metrics: Arc<Metrics>,
-) -> Result<ToolRegistry, crate::tools::CatalogError> {
-    crate::tools::catalog::build_registry(config, metrics)
 }
 
 /// A dispatcher that could not be built.

@@ -336,14 +336,3 @@ async fn every_shipped_scenario_passes_renamed_and_no_original_name_reaches_the_
     let (_, sent) = run_recorded(&plain, &scripted(&plain)).await;
     assert!(sent.iter().any(|t| contains_token(t, "pve1")));
 }
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "two more seeds of the renamed suite; run with --ignored"]
-async fn the_renamed_suite_passes_with_two_more_seeds() {
-    if !tools_available() {
-        return;
-    }
-    for seed in [7, 424242] {
-        renamed_suite_passes_and_leaks_no_name(seed).await;
-    }
-}

@@ -9,6 +9,7 @@ mod captured;
 mod changes;
 mod clock;
 mod exposition;
+mod exposition_text;
 mod filesystem;
 mod host;
 mod kube;
