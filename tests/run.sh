@@ -14,8 +14,18 @@ hash -r
 # A missing external tool fails the tests instead of skipping them.
 export SRE_TEST_REQUIRE_EXTERNAL=1
 python3 tests/support/check_layers.py src
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2 " GiB"}'), open files $(ulimit -n)," \
+  "temp: $(df -h "${TMPDIR:-/tmp}" | awk 'NR==2 {print $4 " free of " $2}')"
 cargo build --locked --bins
-cargo test --locked --lib --bins --tests
+# The test output is kept; when a test fails, why is printed last, where a short log of the
+# run still shows it.
+mkdir -p target
+if ! cargo test --locked --lib --bins --tests 2>&1 | tee target/test-output.log; then
+  echo "== why the failing tests failed =="
+  grep -A6 "panicked at" target/test-output.log | grep -v "^stack backtrace\|^ *[0-9]*: \|^ *at " |
+    cut -c1-400 | head -120
+  exit 1
+fi
 bash tests/support/check_rules.sh
 SRE_DEPLOY_BIN="$PWD/target/debug/sre-agent" bash tests/deploy/run.sh
 # Last, on a quiet CPU (2 cores: never beside a build): a real local model (tests/llm/,

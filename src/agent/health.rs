@@ -12,13 +12,16 @@ use serde_json::Value;
 
 use super::call_log::{CallRecord, FACT_ID_PREFIX};
 use super::{Investigation, Trigger};
-use crate::analyze::{Focus, Ranked, Scope, Sweep, human_seconds, rank};
+use crate::analyze::{FactClass, Focus, Ranked, Scope, Severity, Sweep, human_seconds, rank};
 use crate::text::fence;
 
 /// Facts shown to the model (each costs prompt tokens on every step).
 pub const SHOWN_FACTS: usize = 6;
 /// Facts about the trigger pinned as key figures even when the finding does not cite them.
 const PINNED_FACTS: usize = 2;
+/// Further problems pinned beside them: facts that are not about the trigger's entity but
+/// began around its start (a cause elsewhere, like the database host of an application).
+const PINNED_CONCURRENT: usize = 2;
 /// How far back a question looks (it names no start).
 const QUESTION_LOOKBACK: TimeDelta = TimeDelta::hours(6);
 
@@ -176,15 +179,28 @@ impl Gathered {
             .collect()
     }
 
-    /// Ids of the facts about the trigger that are key figures whatever the finding cites.
+    /// Ids of the facts that are key figures whatever the finding cites: those about the
+    /// trigger, then problems elsewhere that did not begin far from its start (most
+    /// relevant first). Context facts are never pinned.
     pub fn pinned(&self) -> Vec<String> {
-        self.shown
+        let about = self
+            .shown
             .iter()
             .enumerate()
             .filter(|(_, r)| r.about_trigger)
-            .take(PINNED_FACTS)
-            .map(|(i, _)| Self::id(i))
-            .collect()
+            .take(PINNED_FACTS);
+        let concurrent = self
+            .shown
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| {
+                !r.about_trigger
+                    && r.fact.severity >= Severity::Warning
+                    && r.fact.class != FactClass::Context
+                    && r.near_start != Some(false)
+            })
+            .take(PINNED_CONCURRENT);
+        about.chain(concurrent).map(|(i, _)| Self::id(i)).collect()
     }
 
     /// The integrations of the shown facts (`prometheus`, `k8s`, …), most relevant first.

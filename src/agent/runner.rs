@@ -155,6 +155,18 @@ impl Runner {
                 message.push_str(&format!("; {}", g.notes.join("; ")));
             }
             s.record(EventKind::Note { message });
+            // Each shown fact on the timeline as the call that shows it, under its citable
+            // id: the console links a finding's `fact_N` to it, a follow-up can quote it.
+            for r in g.records(now) {
+                s.record(EventKind::ToolCall {
+                    id: r.id,
+                    name: r.name,
+                    arguments: r.arguments,
+                    duration_ms: 0,
+                    ok: true,
+                    output_excerpt: r.output.chars().take(turn::EXCERPT_CHARS).collect(),
+                });
+            }
         }
         if self.llm.is_none() {
             return s.fail(&LlmError::NotConfigured);

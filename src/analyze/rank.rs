@@ -27,7 +27,13 @@ pub struct Ranked {
     pub score: i32,
     /// Whether the fact's entity matched the trigger (labels, host or a name).
     pub about_trigger: bool,
+    /// Whether its state began within the hour around the trigger's start (`None`: no
+    /// start or no since to compare).
+    pub near_start: Option<bool>,
 }
+
+/// How far from the trigger's start a fact's state may begin and still count as near it.
+const NEAR_START_SECS: u64 = 3600;
 
 /// Names shorter than this are not matched (too many false friends: `a`, `is`, `db`).
 const MIN_NAME_CHARS: usize = 3;
@@ -98,6 +104,12 @@ impl Focus {
         self.start
     }
 
+    /// Whether `fact`'s state began near the trigger's start.
+    fn near_start(&self, fact: &Fact) -> Option<bool> {
+        let (start, since) = (self.start?, fact.since?);
+        Some((since - start).num_seconds().unsigned_abs() <= NEAR_START_SECS)
+    }
+
     /// How relevant `fact` is, and whether its entity matched.
     fn score(&self, fact: &Fact) -> (i32, bool) {
         let e = &fact.entity;
@@ -150,10 +162,12 @@ pub fn rank(facts: Vec<Fact>, focus: &Focus) -> Vec<Ranked> {
         .into_iter()
         .map(|fact| {
             let (score, about_trigger) = focus.score(&fact);
+            let near_start = focus.near_start(&fact);
             Ranked {
                 fact,
                 score,
                 about_trigger,
+                near_start,
             }
         })
         .collect();

@@ -46,23 +46,32 @@ impl World {
         let prometheus = if w.series.is_empty() && w.rules.is_empty() && w.background.is_empty() {
             None
         } else {
-            let mut background = Vec::new();
-            for b in &w.background {
-                background.extend(super::background::series(b).map_err(|reason| {
-                    EvalError::Scenario {
-                        path: scenario.dir.join("scenario.toml"),
-                        reason,
-                    }
-                })?);
-            }
-            let text = series::openmetrics(
-                &w.series,
-                &background,
-                now.timestamp(),
-                w.duration.unwrap_or(DURATION),
-                w.step.unwrap_or(STEP),
-            );
-            let data = prometheus::backfill(dir.path(), &text)?;
+            // Reading captures, writing the text and promtool's backfill take seconds of
+            // CPU and block: off the runtime, so daemons and clients of other scenarios
+            // running beside this one are not starved (a client stalled past the daemon's
+            // header timeout has its connection closed).
+            let (specs, backgrounds) = (w.series.clone(), w.background.clone());
+            let (window, step) = (w.duration.unwrap_or(DURATION), w.step.unwrap_or(STEP));
+            let (scenario_file, dir_path) =
+                (scenario.dir.join("scenario.toml"), dir.path().to_path_buf());
+            let data = tokio::task::spawn_blocking(move || {
+                let mut background = Vec::new();
+                for b in &backgrounds {
+                    background.extend(super::background::series(b).map_err(|reason| {
+                        EvalError::Scenario {
+                            path: scenario_file.clone(),
+                            reason,
+                        }
+                    })?);
+                }
+                let text = series::openmetrics(&specs, &background, now.timestamp(), window, step);
+                prometheus::backfill(&dir_path, &text)
+            })
+            .await
+            .map_err(|e| EvalError::Tool {
+                tool: "promtool",
+                reason: format!("the backfill task failed: {e}"),
+            })??;
             let rules: Vec<PathBuf> = w
                 .rules
                 .iter()

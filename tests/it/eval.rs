@@ -108,6 +108,17 @@ async fn run_suite(scenarios: &[Scenario], parallel: usize) -> (SuiteOutcome, Ve
     (SuiteOutcome::new("fake-model", outcomes), sent)
 }
 
+/// A suite's table with the lines that are not passes (failures and their reasons) first,
+/// so a short log of the run shows them.
+fn failures_first(table: &str) -> String {
+    let failing: Vec<&str> = table
+        .lines()
+        .skip(1)
+        .filter(|l| !l.contains(" PASS "))
+        .collect();
+    format!("{}\n\n{table}", failing.join("\n"))
+}
+
 /// Scenario runs at once: each is a Prometheus and a daemon, mostly waiting.
 const PARALLEL: usize = 3;
 
@@ -129,7 +140,7 @@ async fn every_shipped_scenario_passes_with_its_scripted_answers() {
         started.elapsed().as_secs_f64()
     );
     let table = suite.to_text();
-    assert!(suite.all_passed(), "{table}");
+    assert!(suite.all_passed(), "{}", failures_first(&table));
     if std::env::var("SRE_EVAL_ONLY").is_err() {
         assert!(suite.runs >= 60, "only {} scenarios shipped", suite.runs);
     }
@@ -309,7 +320,11 @@ async fn renamed_suite_passes_and_leaks_no_name(seed: u64) {
         suite.runs,
         started.elapsed().as_secs_f64()
     );
-    assert!(suite.all_passed(), "seed {seed}:\n{}", suite.to_text());
+    assert!(
+        suite.all_passed(),
+        "seed {seed}: {}",
+        failures_first(&suite.to_text())
+    );
     for ((s, names), sent) in scenarios.iter().zip(&originals).zip(&sent) {
         assert!(!sent.is_empty(), "{}: nothing sent", s.name);
         for text in sent {

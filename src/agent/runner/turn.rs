@@ -15,7 +15,7 @@ use crate::llm::{ChatMessage, ToolCall, match_tool_name};
 use crate::tools::ToolRegistry;
 
 /// Longest tool output excerpt kept in stored events.
-const EXCERPT_CHARS: usize = 500;
+pub(super) const EXCERPT_CHARS: usize = 500;
 /// Most calls one turn may run; the rest are answered "too many calls in one turn" (a
 /// model must not fan out into hundreds of upstream requests in one answer).
 pub const MAX_CALLS_PER_TURN: usize = 8;

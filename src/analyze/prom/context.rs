@@ -1,6 +1,8 @@
 //! Not a problem but what a comparison needs ("which host has the least free memory?"):
-//! one fact per host with its memory available, CPU busy share and fullest filesystem
-//! (node_exporter), at severity info so it ranks below every problem.
+//! the comparison itself, computed — which host has the least memory available, the
+//! busiest CPU and the fullest filesystem, with the runners-up — then one fact per host
+//! with its memory available, CPU busy share and fullest filesystem (node_exporter), all
+//! at severity info so they rank below every problem.
 
 use std::collections::BTreeMap;
 
@@ -96,12 +98,117 @@ impl Analyzer for HostContext {
             }
             facts.push(fact);
         }
-        // The sweep keeps an analyzer's first facts: the hosts shortest of memory first.
+        // The sweep keeps an analyzer's first facts: the comparisons, then the hosts
+        // shortest of memory first.
         let share = |f: &Fact| match (f.value, f.limit) {
             (Some(v), Some(l)) if l.value > 0.0 => v.value / l.value,
             _ => f64::MAX,
         };
         facts.sort_by(|a, b| share(a).total_cmp(&share(b)));
-        Ok(facts)
+        let mut out = self.comparisons(&facts, &busy, &fullest);
+        out.extend(facts);
+        Ok(out)
     }
+}
+
+/// Runners-up named in a comparison's detail.
+const RUNNERS_UP: usize = 3;
+
+impl HostContext {
+    /// The extremes across hosts (none with fewer than two hosts): least memory
+    /// available (in bytes), busiest CPU, fullest filesystem.
+    fn comparisons(
+        &self,
+        hosts: &[Fact],
+        busy: &BTreeMap<String, f64>,
+        fullest: &BTreeMap<String, (String, f64)>,
+    ) -> Vec<Fact> {
+        let mut out = Vec::new();
+        let memory: Vec<(String, f64, Option<Quantity>)> = hosts
+            .iter()
+            .filter_map(|f| Some((f.entity.name.clone(), f.value?.value, f.limit)))
+            .collect();
+        if let Some(fact) = extreme(
+            self.name(),
+            memory,
+            |a, b| a.total_cmp(b),
+            "least memory available",
+            Quantity::bytes,
+            "node_memory_MemAvailable_bytes",
+        ) {
+            out.push(fact);
+        }
+        let cpu = busy.iter().map(|(h, v)| (h.clone(), *v, None)).collect();
+        if let Some(fact) = extreme(
+            self.name(),
+            cpu,
+            |a, b| b.total_cmp(a),
+            "busiest CPU",
+            Quantity::percent,
+            BUSY,
+        ) {
+            out.push(fact);
+        }
+        let disks: Vec<(String, f64, Option<Quantity>)> = fullest
+            .iter()
+            .map(|(h, (_, u))| (h.clone(), *u, None))
+            .collect();
+        if let Some(mut fact) = extreme(
+            self.name(),
+            disks,
+            |a, b| b.total_cmp(a),
+            "fullest filesystem",
+            Quantity::percent,
+            "100 * (1 - node_filesystem_avail_bytes / node_filesystem_size_bytes)",
+        ) {
+            if let Some((m, _)) = fullest.get(&fact.entity.name) {
+                fact.what = format!("fullest filesystem ({m})");
+            }
+            out.push(fact);
+        }
+        out
+    }
+}
+
+/// The host first by `order` among `values` (host, value, limit) as a fact, with the
+/// runners-up and the other end in its detail.
+fn extreme(
+    analyzer: &'static str,
+    mut values: Vec<(String, f64, Option<Quantity>)>,
+    order: impl Fn(&f64, &f64) -> std::cmp::Ordering,
+    what: &str,
+    quantity: impl Fn(f64) -> Quantity,
+    query: &str,
+) -> Option<Fact> {
+    values.retain(|(_, v, _)| v.is_finite());
+    if values.len() < 2 {
+        return None;
+    }
+    values.sort_by(|a, b| order(&a.1, &b.1));
+    let (host, value, limit) = values[0].clone();
+    let others: Vec<String> = values[1..]
+        .iter()
+        .take(RUNNERS_UP)
+        .map(|(h, v, _)| format!("{h} {}", quantity(*v)))
+        .collect();
+    let mut detail = format!("next: {}", others.join(", "));
+    if values.len() > RUNNERS_UP + 1 {
+        if let Some((h, v, _)) = values.last() {
+            detail.push_str(&format!("; last: {h} {}", quantity(*v)));
+        }
+    }
+    let mut fact = Fact::new(
+        FactClass::Context,
+        analyzer,
+        Entity::new("host", host.clone()).on_host(Some(host)),
+        &format!("{what} of {} hosts", values.len()),
+        Severity::Info,
+        Source::promql(query),
+    )
+    .value(quantity(value))
+    .detail(detail);
+    if let Some(l) = limit {
+        fact = fact.limit(l);
+    }
+    Some(fact)
 }

@@ -72,9 +72,18 @@ async fn calm_hosts_report_only_their_context_the_one_shortest_of_memory_first()
     let all = lines(&facts);
     eprintln!("{all}");
     assert!(facts.iter().all(|f| f.class == FactClass::Context), "{all}");
-    assert_eq!(facts.len(), 3, "{all}");
+    // The comparisons come first, computed: least memory, busiest CPU, fullest filesystem.
+    assert_eq!(facts.len(), 6, "{all}");
+    assert_eq!(facts[0].what, "least memory available of 3 hosts", "{all}");
     assert_eq!(facts[0].entity.name, "yew-2", "{all}");
-    let detail = facts[0].detail.as_deref().unwrap_or("");
+    let next = facts[0].detail.as_deref().unwrap_or("");
+    assert!(next.starts_with("next: yew-"), "{all}");
+    assert!(!next.contains("yew-2"), "{all}");
+    assert!(facts[1].what.starts_with("busiest CPU of 3 hosts"), "{all}");
+    assert!(facts[2].what.starts_with("fullest filesystem (/"), "{all}");
+    // Then one fact per host, the one shortest of memory first.
+    assert_eq!(facts[3].entity.name, "yew-2", "{all}");
+    let detail = facts[3].detail.as_deref().unwrap_or("");
     assert!(detail.contains("CPU busy 7"), "{all}");
     assert!(detail.contains("fullest filesystem /"), "{all}");
 }

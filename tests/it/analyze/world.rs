@@ -56,7 +56,13 @@ pub fn series(
 pub struct World {
     pub prometheus: PrometheusProcess,
     _dir: TempDir,
+    _slot: tokio::sync::OwnedSemaphorePermit,
 }
+
+/// Worlds alive at once, whatever the test threads: each is a promtool backfill and a
+/// Prometheus holding thousands of series, heavy in memory and CPU.
+static WORLDS: std::sync::LazyLock<Arc<tokio::sync::Semaphore>> =
+    std::sync::LazyLock::new(|| Arc::new(tokio::sync::Semaphore::new(2)));
 
 impl World {
     /// `None` when promtool/prometheus are missing (the test is skipped).
@@ -75,6 +81,11 @@ impl World {
         if !require_tool("promtool") || !require_tool("prometheus") {
             return None;
         }
+        let slot = WORLDS
+            .clone()
+            .acquire_owned()
+            .await
+            .expect("open semaphore");
         let now = Utc::now().timestamp();
         let mut families: BTreeMap<&str, Vec<&SeriesDef>> = BTreeMap::new();
         for d in defs {
@@ -101,13 +112,19 @@ impl World {
         }
         text.push_str("# EOF\n");
         let dir = tempfile::tempdir().unwrap();
-        let data = backfill(dir.path(), &text).expect("backfill");
+        // promtool blocks for seconds: off the runtime, so other tests' tasks run.
+        let path = dir.path().to_path_buf();
+        let data = tokio::task::spawn_blocking(move || backfill(&path, &text))
+            .await
+            .expect("backfill task")
+            .expect("backfill");
         let prometheus = start_scraping(dir.path(), &data, &[], scrape_configs)
             .await
             .expect("prometheus");
         Some(Self {
             prometheus,
             _dir: dir,
+            _slot: slot,
         })
     }
 
