@@ -192,16 +192,14 @@ fn extreme(
         .map(|(h, v, _)| format!("{h} {}", quantity(*v)))
         .collect();
     let mut detail = format!("next: {}", others.join(", "));
-    if values.len() > RUNNERS_UP + 1 {
-        if let Some((h, v, _)) = values.last() {
-            detail.push_str(&format!("; last: {h} {}", quantity(*v)));
-        }
+    if let Some((h, v, _)) = values.last().filter(|_| values.len() > RUNNERS_UP + 1) {
+        detail.push_str(&format!("; last: {h} {}", quantity(*v)));
     }
     let mut fact = Fact::new(
         FactClass::Context,
         analyzer,
         Entity::new("host", host.clone()).on_host(Some(host)),
-        &format!("{what} of {} hosts", values.len()),
+        format!("{what} of {} hosts", values.len()),
         Severity::Info,
         Source::promql(query),
     )
