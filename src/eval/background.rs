@@ -8,8 +8,14 @@
 //! at the rate between the exporter's two captured scrapes, or, with one scrape, as if they
 //! had started a day before it. Gauges holding unix times (`*_time_seconds`, `*_expiry`,
 //! `*_created`, …) keep their distance to now that they had to the capture, and
-//! `node_time_seconds` follows the sample time, so ages, uptimes and certificate expiries
-//! look as they did when captured.
+//! `node_time_seconds` follows the sample time, so ages and certificate expiries look as
+//! they did when captured.
+//!
+//! A background host is calm, whatever the machine the capture was taken on was doing (it
+//! was busy building, every CPU near 100 %): CPU-time counters other than idle grow at
+//! [`CALM_CPU`] of their captured rate and idle takes the rest of each CPU, and processes
+//! and the host itself started at least a day before the window (the exporters were
+//! captured seconds after they started).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -59,6 +65,23 @@ const FILES: &[(&str, &str)] = &[
 
 /// Counters seen in one scrape only grow as if they had started this long before it.
 const ASSUMED_AGE_SECS: f64 = 86_400.0;
+
+/// The share of its captured rate a busy CPU-time counter keeps in a calm background.
+pub const CALM_CPU: f64 = 0.06;
+
+/// How long before the window a background process or host started, at least.
+const UP_BEFORE_WINDOW_SECS: i64 = 86_400;
+
+/// A counter of CPU time (node, process-exporter, cAdvisor), whose captured rate reflects
+/// the capture machine's load.
+fn is_cpu_time(name: &str) -> bool {
+    name.contains("cpu") && name.ends_with("_seconds_total")
+}
+
+/// A unix time at which something started (a process, the host's boot).
+fn is_start_time(name: &str) -> bool {
+    name.ends_with("start_time_seconds") || name.ends_with("boot_time_seconds")
+}
 
 /// A captured exporter's series (tests/fixtures/exporters/exporters.toml names them) for
 /// each instance: `{ exporter = "node", instances = ["nas", "pve2:9100"] }`.
@@ -227,8 +250,9 @@ pub enum Motion {
     Gauge { noise: f64, seed: u64 },
     /// Grows by `rate` per second from `value` at the window start.
     Counter { rate: f64 },
-    /// A unix time: `value` is shifted by `now - captured`.
-    Timestamp { captured: i64 },
+    /// A unix time: `value` is shifted by `now - captured`; a start time no later than a
+    /// day before the window.
+    Timestamp { captured: i64, start: bool },
     /// Follows the sample time (plus the captured offset).
     Clock { offset: f64 },
 }
@@ -254,7 +278,15 @@ impl BackgroundSeries {
             }
             Motion::Gauge { .. } => self.value,
             Motion::Counter { rate } => self.value + rate * (t - start).max(0) as f64,
-            Motion::Timestamp { captured } => self.value + (now - captured) as f64,
+            Motion::Timestamp {
+                captured,
+                start: false,
+            } => self.value + (now - captured) as f64,
+            Motion::Timestamp {
+                captured,
+                start: true,
+            } => (self.value + (now - captured) as f64)
+                .min(start.saturating_sub(UP_BEFORE_WINDOW_SECS) as f64),
             Motion::Clock { offset } => t as f64 + offset,
         }
     }
@@ -368,7 +400,10 @@ pub fn series(spec: &BackgroundSpec) -> Result<Vec<BackgroundSeries>, String> {
             } else if let (true, Some(captured)) =
                 (is_timestamp(&s.name, s.value), exporter.captured)
             {
-                Motion::Timestamp { captured }
+                Motion::Timestamp {
+                    captured,
+                    start: is_start_time(&s.name),
+                }
             } else {
                 Motion::Gauge {
                     noise: spec.noise,
@@ -383,7 +418,42 @@ pub fn series(spec: &BackgroundSpec) -> Result<Vec<BackgroundSeries>, String> {
             });
         }
     }
+    calm_cpus(&mut out);
     Ok(out)
+}
+
+/// Scales busy CPU-time counters down to [`CALM_CPU`] of their rate; each node CPU's idle
+/// counter takes what the others leave of one second per second.
+fn calm_cpus(series: &mut [BackgroundSeries]) {
+    let mut busy: HashMap<(String, String), f64> = HashMap::new();
+    for s in series.iter_mut() {
+        let Motion::Counter { rate } = &mut s.motion else {
+            continue;
+        };
+        if !is_cpu_time(&s.name) || s.labels.get("mode").is_some_and(|m| m == "idle") {
+            continue;
+        }
+        *rate *= CALM_CPU;
+        if s.name == "node_cpu_seconds_total" {
+            let cpu = (
+                s.labels.get("instance").cloned().unwrap_or_default(),
+                s.labels.get("cpu").cloned().unwrap_or_default(),
+            );
+            *busy.entry(cpu).or_default() += *rate;
+        }
+    }
+    for s in series.iter_mut() {
+        if s.name != "node_cpu_seconds_total" || s.labels.get("mode").is_none_or(|m| m != "idle") {
+            continue;
+        }
+        let cpu = (
+            s.labels.get("instance").cloned().unwrap_or_default(),
+            s.labels.get("cpu").cloned().unwrap_or_default(),
+        );
+        if let Motion::Counter { rate } = &mut s.motion {
+            *rate = (1.0 - busy.get(&cpu).copied().unwrap_or(0.0)).max(0.0);
+        }
+    }
 }
 
 #[cfg(test)]
@@ -449,6 +519,40 @@ mod tests {
     }
 
     #[test]
+    fn a_background_host_is_calm_and_up_since_before_the_window_whatever_the_capture_did() {
+        let bg = series(&spec("node", &["cedar-07"])).unwrap();
+        // Per CPU, the busy modes share what idle leaves of one second per second.
+        let mut per_cpu: BTreeMap<String, (f64, f64)> = BTreeMap::new();
+        for s in bg.iter().filter(|s| s.name == "node_cpu_seconds_total") {
+            let Motion::Counter { rate } = s.motion else {
+                panic!("{:?}", s.motion)
+            };
+            let e = per_cpu.entry(s.labels["cpu"].clone()).or_default();
+            if s.labels["mode"] == "idle" {
+                e.0 += rate;
+            } else {
+                e.1 += rate;
+            }
+        }
+        assert!(!per_cpu.is_empty());
+        for (cpu, (idle, busy)) in per_cpu {
+            assert!(busy <= 0.1, "cpu {cpu}: busy {busy}");
+            assert!(
+                (idle + busy - 1.0).abs() < 1e-6,
+                "cpu {cpu}: {idle} + {busy}"
+            );
+        }
+        let (start, now) = (1_999_990_000, 2_000_000_000);
+        for name in ["node_boot_time_seconds", "process_start_time_seconds"] {
+            let s = bg.iter().find(|s| s.name == name).unwrap();
+            assert!(
+                s.value_at(now, start, now) <= (start - 86_400) as f64,
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
     fn a_probe_keeps_its_target_as_instance_and_its_certificate_expiry_relative_to_now() {
         let bg = series(&spec("blackbox-tls", &["https://photos.lan"])).unwrap();
         let expiry = bg
@@ -458,7 +562,7 @@ mod tests {
         assert_eq!(expiry.labels["instance"], "https://photos.lan");
         let now = 1_900_000_000;
         let left = expiry.value_at(now, now - 3600, now) - now as f64;
-        let Motion::Timestamp { captured } = expiry.motion else {
+        let Motion::Timestamp { captured, .. } = expiry.motion else {
             panic!()
         };
         assert!((left - (expiry.value - captured as f64)).abs() < 1.0);

@@ -2,9 +2,11 @@
 //! Windows exporter's `windows_logical_disk_*`): how full, how fast free space falls and
 //! when it is gone. The fall rate is the steepest least-squares slope of the last 10
 //! minutes, the last hour and the window (at least a day); a short span counts only when
-//! its fall is material (at least 2 % of the size). A disk that began filling minutes ago
-//! is seen at native resolution, a slow fill over days is not lost, and a burst of writes
-//! that a healthy disk absorbs is not taken for a fill.
+//! its fall is material (at least 2 % of the size). A fall is a fill only when free space
+//! is now below the lowest it was before the last hour: a level that swings (logs rotated,
+//! caches filled and evicted) falls steeply half of the time without ever running out. A
+//! disk that began filling minutes ago is seen at native resolution, a slow fill over days
+//! is not lost, and a burst of writes that a healthy disk absorbs is not taken for a fill.
 
 use async_trait::async_trait;
 use chrono::TimeDelta;
@@ -61,6 +63,8 @@ pub(crate) const WARN_PERCENT: f64 = 85.0;
 pub(crate) const CRIT_PERCENT: f64 = 95.0;
 /// Share of the size a fall must reach over its span to count as a fill.
 const MATERIAL_SHARE: f64 = 0.02;
+/// How far (a share of the size) free space must be below its earlier low to be falling.
+const NEW_LOW_SHARE: f64 = 0.001;
 /// Time to full under which a filesystem is worth a look, and critical.
 pub(crate) const WARN_ETA: f64 = 7.0 * 86400.0;
 pub(crate) const CRIT_ETA: f64 = 86400.0;
@@ -103,6 +107,16 @@ impl FilesystemSpace {
                 .await?;
             slopes.push((span as f64, by_identity(d)));
         }
+        // The lowest free space before the last hour (absent for a series younger).
+        let earlier_low = by_identity(
+            self.0
+                .vector(&format!(
+                    "min_over_time({}{sel}[{}s] offset 1h)",
+                    v.free,
+                    long.saturating_sub(3600).max(600)
+                ))
+                .await?,
+        );
         let mut facts = Vec::new();
         for s in free {
             let key = super::identity(&s.metric);
@@ -125,6 +139,11 @@ impl FilesystemSpace {
                 .fold(None, |acc: Option<f64>, d| {
                     Some(acc.map_or(d, |a| a.min(d)))
                 });
+            // A new low, or no history before the last hour to compare with.
+            let new_low = earlier_low
+                .get(&key)
+                .is_none_or(|low| avail < low - NEW_LOW_SHARE * total);
+            let slope = slope.filter(|_| new_low);
             let eta = slope.filter(|d| *d < 0.0).map(|d| avail / -d);
             let severity = match (used, eta) {
                 (u, _) if u >= CRIT_PERCENT => Severity::Critical,
