@@ -1,11 +1,8 @@
-//! `Intake`: decides a parsed webhook batch. Its alerts are grouped, deduped, held back by
-//! `alerts.ignore`, the cooldown or the daily budget, or coalesced into storms; the groups,
-//! storms and the alert log are written and flushed together. Webhook batches reach it
-//! through the alert inbox (`pipeline.rs`: answered once on disk, then decided in arrival
-//! order by one processor); `ingest` decides a batch in place. Decided investigations are
-//! then submitted in the background (`follow_up.rs`), once per group episode: a group
-//! marked pending without an investigation id is submitted again at start, after asking
-//! the dispatcher for one already created for it.
+//! `Intake`: turns a parsed webhook batch into stored alerts, group updates and
+//! investigation decisions, durable (flushed) before the webhook is answered; then submits
+//! decided investigations in the background, idempotently per group episode (a group
+//! marked pending without an investigation id is re-submitted at start, after checking
+//! the dispatcher for one already created for it).
 
 use std::collections::HashMap;
 use std::sync::Arc;
