@@ -1,8 +1,9 @@
-//! The prompts: a short system prompt (every token is sent on every step, and costs
-//! 0.02–0.05 s on a CPU), the first user message with untrusted text (alert payloads, logs,
-//! tool output) inside `<data>` markers by [`crate::text::fence`], tool results that say
-//! which id to cite, and the few corrections the loop sends to a model that went astray.
-//! Written for small models: one instruction per sentence, the answer's JSON spelled out.
+//! The prompts: a short system prompt (every token is sent on every step, and a small
+//! model on a CPU reads each one again), the first user message with untrusted text (alert
+//! payloads, logs, tool output) inside `<data>` markers by [`crate::text::fence`], tool
+//! results that say which id to cite, and the few corrections the loop sends to a model
+//! that went astray. Written for small models: one instruction per sentence, the answer's
+//! JSON spelled out.
 
 pub use crate::text::fence;
 

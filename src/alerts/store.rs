@@ -1,7 +1,9 @@
-//! Alert storage: every received alert (time-ordered log) and one record per alert group
-//! holding its state, recent alerts and the investigation decision. The decision
-//! (`pending_since`) lives in the group record, so it is written atomically with the alert
-//! that caused it and made durable by the same flush.
+//! Alert storage: every received alert in a time-ordered log (the `alerts` journal of
+//! hourly files), and each alert group as a row with its sample alerts and firing set
+//! (on-disk layout in `store/rows.rs` and `store/firing.rs`), read through a bounded cache
+//! of decoded groups (`store/cache.rs`). The investigation decision (`pending_since`) lives
+//! in the group row, so it is written atomically with the alert that caused it and made
+//! durable by the same flush.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -1,16 +1,9 @@
-//! The daemon's heap: what it gives back to the system.
-//!
-//! Measured with the scale bench (single-alert webhooks from 16 clients, 130,000 stored
-//! alerts): glibc's default of up to eight arenas per core let each runtime thread keep
-//! its own partly free heap, and the daemon held 84 MiB resident while ingesting, most of
-//! it freed memory (heaptrack saw about 24 MiB live). Two arenas took it to 60 MiB at the
-//! same intake rate. Trimming every second gives back what start-up and bursts free (on a
-//! 1.1M-alert store: 50 MiB just after start, 34 MiB a few seconds later); trimming every
-//! 250 ms lowered the fill rate by a fifth and did not lower the peak.
-//! Other allocators were measured and not taken: mimalloc idled at 60 MiB and jemalloc at
-//! 39 MiB where glibc idles at 20. sled's writes leave replaced nodes and log
-//! buffers for epoch-based reclamation, which frees them only as later operations run, so
-//! the trimmer frees them first (`store::collect_garbage`).
+//! The daemon's heap: glibc limited to two arenas (`limit_arenas`, called in `main` before
+//! any thread starts), and freed memory given back every second on a thread of its own
+//! (`trim_in_background`): sled's deferred garbage first (`store::collect_garbage`), then
+//! glibc's free pages. Without this, each runtime thread keeps its own partly free arena
+//! and freed pages stay resident. Why these settings and not another allocator:
+//! `docs/decisions/0007-memory-allocator-and-build.md`.
 
 use std::time::Duration;
 

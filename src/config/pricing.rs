@@ -65,7 +65,7 @@ const BUILT_IN: &[(&str, f64, f64, f64)] = &[
     ),
 ];
 
-/// Every built-in price, for the README table and tests.
+/// Every built-in price (the table `README.md` points to).
 pub fn built_in_prices() -> impl Iterator<Item = (&'static str, ModelPricing)> {
     BUILT_IN.iter().map(|&(model, input, cached, output)| {
         (

@@ -1,15 +1,20 @@
-//! The weekly reliability report: collectors gather each section concurrently (each one's
-//! failure becomes a note), one LLM call writes the executive summary (or a deterministic
-//! one), the report is rendered as markdown and HTML with PNG charts, stored, and emailed.
+//! The weekly reliability report: `Reporter` builds one for a period. Collectors gather the
+//! sections concurrently (each one's failure becomes a note), one LLM call writes the
+//! executive summary (or a deterministic one), the report is rendered as markdown and
+//! HTML with PNG charts, stored, and emailed.
 //!
 //! - [`period`]: the ISO week a report is about and its time window.
-//! - [`collect`]: alerts, slos, agent, cost, logs, changes.
+//! - [`sources`]: the configured upstreams the collectors read.
+//! - [`collect`]: alerts, alert hygiene (with `history`), SLOs, agent activity, cost, log
+//!   errors, recurring incidents (`memory`), backups, changes since the previous report.
+//! - [`model`]: the collected data, one struct per section.
 //! - [`summary`]: the narrative LLM call and the automatic fallback.
 //! - [`narrative`]: JSON answers to that call read into prose and actions.
-//! - [`render`]: markdown, email-safe HTML, charts.
+//! - [`render`]: markdown, plain text, email-safe HTML, charts.
 //! - [`email`]: the report email and its Message-ID; in the daemon it is stored in the
 //!   notifier's outbox and delivered from there (retries across outages and restarts, at
 //!   most once per period); a one-shot `sre-agent report --send` sends it directly.
+//! - [`store`]: stored reports and the ledger of which report holds each period.
 
 pub mod collect;
 pub mod email;

@@ -1,8 +1,11 @@
-//! Durable state in sled: typed trees with serde values, a schema version, and clear
-//! errors for a data directory that is unwritable, locked by another sre-agent or written
-//! in another schema, plus append-only journals beside it for records that only grow
-//! (`journal.rs`). sled writes without compression in segments of 64 KiB (see
-//! `SLED_COMPRESSION` and `SEGMENT_SIZE`).
+//! Durable state: typed sled trees with serde values (`tree.rs`), the schema version a
+//! data directory is stamped with (`schema.rs`), append-only journals beside sled for
+//! records that only grow (`journal.rs`), inboxes of requests written before they are
+//! answered (`inbox.rs`), and one group-commit flush that makes sled and the journals
+//! durable for every writer waiting on it (`flush.rs`). Errors are clear for a data
+//! directory that is unwritable, locked by another sre-agent or written in another schema.
+//! sled writes without compression in segments of 64 KiB (see `SLED_COMPRESSION` and
+//! `SEGMENT_SIZE`), and its deferred garbage is freed when idle (`collect_garbage`).
 //! sled types do not leave this module. The parts keep their own typed stores on top of it
 //! (`alerts::store`, `agent::store`, `report::store`, the notifier's outbox).
 

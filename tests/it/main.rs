@@ -10,6 +10,7 @@ mod appliances;
 mod console;
 mod dashboard;
 mod delivery;
+mod docs;
 mod eval;
 mod foundation;
 mod http_tools;

@@ -3,7 +3,7 @@
 //! the real Prometheus and the model. The assertions are structural (a small model's answer
 //! varies): the tool calls reach the real Prometheus, a non-empty finding is stored with a
 //! final status, tokens are counted. Whether the findings are right is what `sre-agent
-//! eval` measures (README, Benchmarks).
+//! eval` measures (`docs/benchmarks.md`).
 //!
 //! Runs when `SRE_TEST_LLM_URL` is set (`tests/run.sh` starts the model after every other
 //! test, on a quiet CPU, and sets it); skipped otherwise, failed when `SRE_TEST_REQUIRE_LLM=1`.

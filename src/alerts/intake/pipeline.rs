@@ -2,18 +2,17 @@
 //! once that write is on disk; one processor task then decides it, writes its groups and
 //! logs its alerts, in the order the batches arrived.
 //!
-//! Why: deciding and writing a batch of 100 alerts costs some 3 ms of CPU, and batches
-//! were decided one at a time under the decision lock, so in a storm (four webhooks of 100
-//! alerts in flight) a webhook waited for the three ahead of it and p99 reached 14 ms on
-//! two cores. The inbox write is one `write` and a shared `fdatasync`.
+//! Why: senders need only know the batch is safe, and deciding a large batch costs
+//! milliseconds of CPU under the decision lock, so webhooks in flight together would wait
+//! for each other's decisions (`docs/decisions/0004-alert-inbox.md`). The inbox write is
+//! one `write` and a shared `fdatasync`.
 //!
 //! A small batch (`DECIDED_ANSWER_MAX` alerts or fewer) that finds no other one waiting
-//! is answered after its decisions are made and flushed, as before (`queued`, `groups` and
-//! `storms` filled in, 200): deciding it costs well under a millisecond, and whoever tries the webhook by hand
-//! sees what it did. A larger one, or one with others ahead of it, is answered once on
-//! disk (`deferred`, 202), and its decisions show in the API moments later: in the storm
-//! bench the first of each round of four 100-alert webhooks waited 11 ms (p50) for its
-//! decisions against 1.7 ms for the others. Senders read only the status.
+//! is answered after its decisions are made and flushed (`queued`, `groups` and `storms`
+//! filled in, 200): deciding it costs well under a millisecond, and whoever tries the
+//! webhook by hand sees what it did. A larger one, or one with others ahead of it, is
+//! answered once on disk (`deferred`, 202), and its decisions show in the API moments
+//! later. Senders read only the status.
 //!
 //! Cancellation: once a batch is written its job is queued at once (in the order of the
 //! inbox's numbers, under the inbox's write lock), and the processor syncs it itself before

@@ -3,9 +3,9 @@
 //! per fingerprint (5 bytes each, sorted).
 //!
 //! Why buckets of hashes: with distinct alerts a group's set grows to its cap
-//! (`GROUP_FIRING_CAP`), and sled keeps resident every node it writes, so one key per
-//! fingerprint made the firing sets most of the daemon's memory on a large store. Buckets
-//! keep a group's set in 16 small keys.
+//! (`GROUP_FIRING_CAP`), and sled keeps resident every node it writes, so a key per
+//! fingerprint would make the firing sets most of the daemon's memory on a large store.
+//! Buckets keep a group's set in 16 small keys.
 //! A fingerprint's bucket and kept bits come from 44 bits of its mixed hash: two
 //! fingerprints of one group at the cap share them with odds of about 1 in 10^7; the set
 //! only counts what is firing, so such a pair would count once (and the group would read

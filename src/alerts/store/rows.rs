@@ -1,8 +1,10 @@
-//! How an alert group is laid out on disk: a small row per group (`alert_groups`), one
-//! record per sample alert (`alert_samples`, `{group}\0{fingerprint}` keys), the firing
-//! fingerprints in packed buckets (`alert_firing_packed`, see `firing.rs`) and an index of
-//! groups by last activity (`alert_groups_seen`, `{last_seen seconds as nanos}\0{group}`
-//! keys) for newest-first listings and the retention sweep.
+//! How an alert group is laid out on disk, and the conversions between an `AlertGroup` and
+//! its records: a small row per group (`alert_groups`: status, counts, the investigation
+//! decision, and the alert inbox entry of the last batch it absorbed), one record per sample
+//! alert (`alert_samples`, `{group}\0{fingerprint}` keys), the firing fingerprints in packed
+//! buckets (`alert_firing_packed`, see `firing.rs`) and an index of groups by last activity
+//! (`alert_groups_seen`, `{last_seen in whole seconds, as zero-padded nanos}\0{group}` keys)
+//! for newest-first listings and the retention sweep.
 
 use std::collections::{BTreeMap, BTreeSet};
 
