@@ -18,6 +18,8 @@ pub struct Focus {
     /// Normalised names: label values and the question's words.
     names: BTreeSet<String>,
     start: Option<DateTime<Utc>>,
+    /// An alert (context facts matter less than under a question, which may compare).
+    alert: bool,
 }
 
 /// A fact with its relevance.
@@ -44,6 +46,7 @@ impl Focus {
         let mut f = Self {
             labels: labels.clone(),
             start,
+            alert: true,
             ..Default::default()
         };
         for (k, v) in labels {
@@ -124,13 +127,12 @@ impl Focus {
         let host_hit = host
             .as_ref()
             .is_some_and(|h| self.hosts.contains(h) || self.names.iter().any(|n| similar(n, h)));
-        if host_hit {
-            score += 6;
-        }
         let name_hit = entity_names(&e.name)
             .iter()
             .any(|n| self.names.iter().any(|m| similar(m, n)));
-        if name_hit {
+        // The entity is the trigger's by its host or its name: counted once (a host's
+        // name is its host).
+        if host_hit || name_hit {
             score += 6;
         }
         score += match fact.severity {
@@ -140,8 +142,10 @@ impl Focus {
         };
         if let (Some(start), Some(since)) = (self.start, fact.since) {
             let apart = (since - start).num_seconds().unsigned_abs();
+            // A state that began with the alert is the strongest sign of its cause,
+            // wherever it is (an application's alert, its database's disk).
             score += match apart {
-                0..=600 => 3,
+                0..=600 => 4,
                 601..=3600 => 1,
                 _ => 0,
             };
@@ -150,7 +154,7 @@ impl Focus {
             score += 1;
         }
         if fact.class == FactClass::Context {
-            score -= 2;
+            score -= if self.alert { 4 } else { 2 };
         }
         (score, shared > 0 || host_hit || name_hit)
     }
