@@ -1,7 +1,7 @@
 //! An alert's identity for incident memory: its `alertname` plus the key labels
 //! ([`KEY_LABELS`]) that every firing alert of the investigation shares, and the words of
-//! its name and summary for text similarity. Read from the investigation's alert context
-//! (the JSON the intake builds), else from its group key.
+//! its name and summary for text similarity. Read from the investigation's typed alert
+//! data ([`crate::agent::AlertContext`]), else from its group key's labels.
 
 use std::collections::{BTreeMap, BTreeSet};
 
