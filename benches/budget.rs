@@ -31,7 +31,7 @@ fn stored(store: &Store, n: usize) {
                 trigger: Trigger::Alert,
                 title: format!("HighLoad (instance=host{i})"),
                 prompt: "Investigate this alert.".into(),
-                context: Some("x".repeat(400)),
+                context: Some("x".repeat(400).into()),
                 group_key: Some(format!("{{alertname=\"HighLoad\", instance=\"host{i}\"}}")),
             },
             "gpt-4o-mini",

@@ -23,10 +23,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::promql::{
-    escape, expr_from_generator_url, fires_below, identity_selector, metric_names, value_expr,
-    without_comments,
+    escape, fires_below, identity_selector, metric_names, value_expr, without_comments,
 };
-use super::{Investigation, Trigger};
+use super::{AlertContext, Investigation, Trigger};
 use crate::config::Config;
 use crate::integrations::{GrafanaClient, PrometheusClient, UpstreamError};
 use crate::tools::ToolRegistry;
@@ -102,7 +101,8 @@ pub struct EvidencePlanner {
 #[derive(Debug, Default)]
 struct AlertFacts {
     labels: BTreeMap<String, String>,
-    generator_url: Option<String>,
+    /// The rule's expression, when the alert carries it.
+    rule_expr: Option<String>,
     /// Set for a storm's investigation.
     storm: Option<StormFacts>,
 }
@@ -145,7 +145,7 @@ impl EvidencePlanner {
             return Vec::new();
         }
         let mut calls = match inv.trigger {
-            Trigger::Alert => match inv.context.as_deref().and_then(alert_facts) {
+            Trigger::Alert => match inv.alert().and_then(alert_facts) {
                 Some(facts) => self.for_alert(&facts, overview).await,
                 None => Vec::new(),
             },
@@ -268,12 +268,8 @@ impl EvidencePlanner {
 
     /// The expression of the rule behind the alert, as written.
     async fn rule_text(&self, facts: &AlertFacts) -> Option<Rule> {
-        if let Some(expr) = facts
-            .generator_url
-            .as_deref()
-            .and_then(expr_from_generator_url)
-        {
-            return Some(Rule::Promql(expr));
+        if let Some(expr) = &facts.rule_expr {
+            return Some(Rule::Promql(expr.clone()));
         }
         let name = facts.labels.get("alertname")?;
         if let Some(prom) = &self.prometheus
@@ -413,41 +409,20 @@ fn regex_escape(s: &str) -> String {
     out
 }
 
-/// The labels and generator URL of the first alert in an alert investigation's context;
-/// for a storm, without the labels its groups differ in (`storm.affected`).
-fn alert_facts(context: &str) -> Option<AlertFacts> {
-    let v: Value = serde_json::from_str(context).ok()?;
-    let alert = v.get("alerts")?.as_array()?.first()?;
-    let mut labels: BTreeMap<String, String> = alert
-        .get("labels")?
-        .as_object()?
-        .iter()
-        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-        .collect();
-    let storm = v.get("storm").and_then(Value::as_object).map(|s| {
-        // Labels the groups differ in (`affected` names more than the sample's value).
-        if let Some(affected) = s.get("affected").and_then(Value::as_object) {
-            labels.retain(|k, v| affected.get(k).is_none_or(|a| a.as_str() == Some(v)));
-        }
-        let instances = s
-            .get("instances")
-            .and_then(Value::as_array)
-            .map(|list| {
-                list.iter()
-                    .filter_map(|m| m.get("instance").and_then(Value::as_str))
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
-        StormFacts { instances }
+/// What the evidence reads of an alert investigation: its first alert's labels and rule;
+/// for a storm, without the labels its groups differ in, and the instances it lists.
+fn alert_facts(alert: &AlertContext) -> Option<AlertFacts> {
+    let storm = alert.storm().map(|s| StormFacts {
+        instances: s
+            .members
+            .iter()
+            .filter_map(|m| m.get("instance").cloned())
+            .collect(),
     });
     Some(AlertFacts {
-        labels,
+        labels: alert.first_labels()?,
+        rule_expr: alert.first()?.rule_expr(),
         storm,
-        generator_url: alert
-            .get("generator_url")
-            .and_then(Value::as_str)
-            .map(str::to_string),
     })
 }
 

@@ -36,7 +36,7 @@ pub fn follow_up_request(
         trigger: Trigger::Ask,
         title: question.chars().take(80).collect(),
         prompt,
-        context: Some(parent_context(parent, events)),
+        context: Some(parent_context(parent, events).into()),
         group_key: None,
     }
 }
@@ -51,7 +51,8 @@ fn parent_context(parent: &Investigation, events: &[Event]) -> String {
         parent.status.as_str(),
         parent.prompt.trim()
     );
-    if let Some(c) = parent.context.as_deref().filter(|c| !c.trim().is_empty()) {
+    let context = parent.context.as_ref().map(|c| c.render());
+    if let Some(c) = context.as_deref().filter(|c| !c.trim().is_empty()) {
         let _ = writeln!(
             out,
             "\nIts context:\n{}",
@@ -150,7 +151,7 @@ mod tests {
         assert_eq!(asked(&req.prompt), "and since when?");
         assert_eq!(asked("why?"), "why?");
         assert_eq!(req.trigger, Trigger::Ask);
-        let ctx = req.context.unwrap();
+        let ctx = req.context.unwrap().render().into_owned();
         assert!(ctx.contains("why is pve2 slow?"), "{ctx}");
         assert!(ctx.contains("pve2 swaps") && ctx.contains("memory 97% used"));
         assert!(ctx.contains("call_1 prometheus_query") && ctx.contains("mem 97%"));

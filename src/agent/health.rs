@@ -8,10 +8,9 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use serde_json::Value;
 
 use super::call_log::{CallRecord, FACT_ID_PREFIX};
-use super::{Investigation, Trigger};
+use super::{AlertContext, Investigation, Trigger};
 use crate::analyze::{FactClass, Focus, Ranked, Scope, Severity, Sweep, human_seconds, rank};
 use crate::text::fence;
 
@@ -65,7 +64,7 @@ pub async fn gather(sweep: &Sweep, inv: &Investigation) -> Option<Gathered> {
 /// lookback before now).
 fn focus(inv: &Investigation, now: DateTime<Utc>) -> (Focus, Option<DateTime<Utc>>) {
     let alert = match inv.trigger {
-        Trigger::Alert => inv.context.as_deref().and_then(first_alert),
+        Trigger::Alert => inv.alert().and_then(first_alert),
         Trigger::Ask | Trigger::Schedule => None,
     };
     match alert {
@@ -76,7 +75,8 @@ fn focus(inv: &Investigation, now: DateTime<Utc>) -> (Focus, Option<DateTime<Utc
             (focus, start)
         }
         None => {
-            let text = format!("{}\n{}", inv.prompt, inv.context.as_deref().unwrap_or(""));
+            let context = inv.context.as_ref().map(|c| c.render());
+            let text = format!("{}\n{}", inv.prompt, context.as_deref().unwrap_or(""));
             (
                 Focus::question(&text),
                 now.checked_sub_signed(QUESTION_LOOKBACK),
@@ -89,35 +89,17 @@ fn focus(inv: &Investigation, now: DateTime<Utc>) -> (Focus, Option<DateTime<Utc
 type AlertFocus = (BTreeMap<String, String>, String, Option<DateTime<Utc>>);
 
 /// The labels (without those a storm's groups differ in), annotation text and start of the
-/// first alert in an alert investigation's context.
-fn first_alert(context: &str) -> Option<AlertFocus> {
-    let v: Value = serde_json::from_str(context).ok()?;
-    let alert = v.get("alerts")?.as_array()?.first()?;
-    let mut labels: BTreeMap<String, String> = alert
-        .get("labels")?
-        .as_object()?
-        .iter()
-        .filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
-        .collect();
-    if let Some(affected) = v.pointer("/storm/affected").and_then(Value::as_object) {
-        labels.retain(|k, v| affected.get(k).is_none_or(|a| a.as_str() == Some(v)));
-    }
-    let text = alert
-        .get("annotations")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.values()
-                .filter_map(Value::as_str)
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .unwrap_or_default();
-    let start = alert
-        .get("starts_at")
-        .and_then(Value::as_str)
-        .and_then(|s| DateTime::parse_from_rfc3339(s).ok())
-        .map(|t| t.with_timezone(&Utc));
-    Some((labels, text, start))
+/// first alert of an alert investigation.
+fn first_alert(alert: &AlertContext) -> Option<AlertFocus> {
+    let first = alert.first()?;
+    let labels = alert.first_labels()?;
+    let text = first
+        .annotations
+        .values()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(" ");
+    Some((labels, text, first.starts_at))
 }
 
 impl Gathered {
@@ -219,16 +201,16 @@ impl Gathered {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::InvestigationRequest;
+    use crate::agent::{AlertSample, AlertScope, Context, InvestigationRequest, StormSummary};
     use crate::analyze::{Entity, Fact, FactClass, Severity, Source};
 
-    fn alert_inv(context: Value) -> Investigation {
+    fn alert_inv(context: AlertContext) -> Investigation {
         Investigation::new(
             InvestigationRequest {
                 trigger: Trigger::Alert,
                 title: "t".into(),
                 prompt: "Investigate this alert.".into(),
-                context: Some(context.to_string()),
+                context: Some(Context::Alert(context)),
                 group_key: None,
             },
             "m",
@@ -237,13 +219,36 @@ mod tests {
 
     #[test]
     fn an_alerts_focus_has_its_labels_start_and_annotation_names_but_not_a_storms_differences() {
-        let inv = alert_inv(serde_json::json!({
-            "alerts": [{"labels": {"alertname": "A", "instance": "oak-3:9100", "job": "node"},
-                        "annotations": {"summary": "disk of oak-3 fills"},
-                        "starts_at": "2026-11-26T10:00:00Z"}],
-            "storm": {"affected": {"instance": "3 values"}}
-        }));
-        let (labels, text, start) = first_alert(inv.context.as_deref().unwrap()).unwrap();
+        let strings = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let inv = alert_inv(AlertContext {
+            scope: AlertScope::Storm(StormSummary {
+                alert: "A".into(),
+                groups: 3,
+                firing_groups: 3,
+                alerts_received: 3,
+                started_at: None,
+                affected: strings(&[("instance", "3 values")]),
+                members: Vec::new(),
+                follow_up: None,
+            }),
+            alerts: vec![AlertSample {
+                firing: true,
+                labels: strings(&[
+                    ("alertname", "A"),
+                    ("instance", "oak-3:9100"),
+                    ("job", "node"),
+                ]),
+                annotations: strings(&[("summary", "disk of oak-3 fills")]),
+                starts_at: Some("2026-11-26T10:00:00Z".parse().unwrap()),
+                ..AlertSample::default()
+            }],
+        });
+        let (labels, text, start) = first_alert(inv.alert().unwrap()).unwrap();
         assert_eq!(labels.get("job").map(String::as_str), Some("node"));
         assert!(!labels.contains_key("instance"));
         assert_eq!(text, "disk of oak-3 fills");

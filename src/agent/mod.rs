@@ -1,4 +1,5 @@
-//! Investigations: the types shared with alerts, schedules and reports, the
+//! Investigations: the types shared with alerts, schedules and reports (the typed alert
+//! data an alert investigation starts with, [`AlertContext`], and its [`GroupKey`]), the
 //! [`Dispatcher`] (durable queue + workers), the investigation loop (`runner`) with its
 //! bounded corrections of small models, its prompt with fenced untrusted data (`prompt`),
 //! the tools offered in a small context (`context`), the calls made and their citation
@@ -6,6 +7,7 @@
 //! answers to ([`SpendLedger`]), incident memory with people's feedback
 //! ([`IncidentMemory`]), and their store.
 
+mod alert_context;
 mod budget;
 mod call_log;
 mod context;
@@ -14,6 +16,7 @@ mod evidence;
 mod figures;
 mod finding;
 mod follow_up;
+mod group_key;
 mod health;
 pub mod memory;
 mod prompt;
@@ -27,12 +30,16 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use alert_context::{
+    AlertContext, AlertSample, AlertScope, Context, GroupSummary, StormFollowUp, StormSummary,
+};
 pub use budget::{Budget, Limit, OverBudget, SubmitError, investigation_reserve};
 pub use call_log::{CallLog, CallRecord};
 pub use context::{MAX_SMALL_TOOLS, SMALL_CONTEXT_TOKENS, select_tools};
 pub use dispatcher::{Dispatcher, DispatcherError, FeedbackOutcome, build_tools};
 pub use finding::{Evidence, Finding};
 pub use follow_up::{asked, follow_up_request};
+pub use group_key::GroupKey;
 pub use memory::{Feedback, IncidentMemory, Recurrence, Verdict};
 pub use prompt::{fence, first_request_body, system_prompt, user_message};
 pub use runner::{MAX_CONTEXT_RETRIES, MAX_CORRECTIONS, Runner};
@@ -120,9 +127,10 @@ pub struct InvestigationRequest {
     pub title: String,
     /// The question or instruction (trusted: from the config or the user).
     pub prompt: String,
-    /// Untrusted data (alert JSON, labels, annotations), fenced by the agent.
-    pub context: Option<String>,
-    /// The alert group, when `trigger` is `Alert`.
+    /// Untrusted data (an alert's labels and annotations, a follow-up's earlier
+    /// investigation), fenced by the agent.
+    pub context: Option<Context>,
+    /// The alert group's (or storm's) name in the alert store, when `trigger` is `Alert`.
     pub group_key: Option<String>,
 }
 
@@ -146,7 +154,8 @@ pub struct Investigation {
     /// Remarks added by others, e.g. "resolved at …".
     pub notes: Vec<String>,
     pub prompt: String,
-    pub context: Option<String>,
+    /// Untrusted data the investigation started with (see [`InvestigationRequest`]).
+    pub context: Option<Context>,
     /// LLM calls made.
     #[serde(default)]
     pub steps: u32,
@@ -186,6 +195,11 @@ impl Investigation {
             feedback: None,
             parent_id: None,
         }
+    }
+
+    /// The alert data, for an alert investigation.
+    pub fn alert(&self) -> Option<&AlertContext> {
+        self.context.as_ref().and_then(Context::alert)
     }
 
     /// Wall time from start to end, when both are known.

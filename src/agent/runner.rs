@@ -129,7 +129,8 @@ impl Runner {
             None => None,
         };
         let now = chrono::Utc::now();
-        let mut messages = initial_messages(&inv.prompt, inv.context.as_deref(), fenced);
+        let context = inv.context.as_ref().map(|c| c.render());
+        let mut messages = initial_messages(&inv.prompt, context.as_deref(), fenced);
         let mut log = CallLog::default();
         let mut integrations = Vec::new();
         if let (Some(g), Some(ChatMessage::User(first))) = (&gathered, messages.last_mut()) {

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 use super::grouping::{Budget, InvState};
 use super::intake::{Investigator, NewInvestigation};
-use crate::agent::{Dispatcher, InvestigationRequest, InvestigationStatus, Trigger};
+use crate::agent::{Context, Dispatcher, InvestigationRequest, InvestigationStatus, Trigger};
 use crate::store::StoreError;
 
 #[async_trait]
@@ -17,7 +17,7 @@ impl Investigator for Dispatcher {
                 trigger: Trigger::Alert,
                 title: req.title,
                 prompt: req.prompt,
-                context: Some(req.context),
+                context: Some(Context::Alert(req.context)),
                 group_key: Some(req.group_key),
             },
         )

@@ -39,23 +39,18 @@ impl InvState {
 /// Today's daily budgets (count and cost, with what running work reserved), from the
 /// dispatcher's spend ledger.
 pub use crate::agent::Budget;
+/// The key of a group, with its labels.
+pub use crate::agent::GroupKey;
 
-/// `{alertname="X", instance="y"}` from the `group_by` labels present, in `group_by`
-/// order; alerts carrying none of them group by their fingerprint.
+/// The store's name of the group of an alert: its [`GroupKey`] from the `group_by` labels
+/// present, in `group_by` order (`{alertname="X", instance="y"}`); alerts carrying none of
+/// them group by their fingerprint.
 pub fn group_key(
     group_by: &[String],
     labels: &BTreeMap<String, String>,
     fingerprint: &str,
 ) -> String {
-    let parts: Vec<String> = group_by
-        .iter()
-        .filter_map(|name| labels.get(name).map(|v| format!("{name}={v:?}")))
-        .collect();
-    if parts.is_empty() {
-        format!("{{fingerprint={fingerprint:?}}}")
-    } else {
-        format!("{{{}}}", parts.join(", "))
-    }
+    GroupKey::of(group_by, labels, fingerprint).to_string()
 }
 
 /// "HighErrorRate (job=checkout, instance=web1)": the alertname plus the other key labels.

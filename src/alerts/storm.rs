@@ -17,7 +17,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::AlertStatus;
-use super::grouping::InvState;
+use super::grouping::{GroupKey, InvState};
 use super::store::GroupState;
 
 pub use hostlist::compact_values;
@@ -262,13 +262,10 @@ impl Storm {
     }
 }
 
-/// `{alertname="X"}` from the `storm_by` labels present; None when none is present.
+/// The store's name of the storm of an alert: the [`GroupKey`] of its `storm_by` labels
+/// present (`{alertname="X"}`); None when none is present.
 pub fn storm_key(storm_by: &[String], labels: &BTreeMap<String, String>) -> Option<String> {
-    let parts: Vec<String> = storm_by
-        .iter()
-        .filter_map(|name| labels.get(name).map(|v| format!("{name}={v:?}")))
-        .collect();
-    (!parts.is_empty()).then(|| format!("{{{}}}", parts.join(", ")))
+    GroupKey::of_labels(storm_by, labels).map(|k| k.to_string())
 }
 
 /// "DiskFillingUp" (or "DiskFillingUp (job=node)" with more `storm_by` labels).

@@ -1,4 +1,29 @@
 use super::*;
+use crate::agent::{AlertSample, AlertScope, GroupKey, GroupSummary, StormSummary};
+
+fn strings(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A group's context whose one firing alert has `labels` and `generator_url`.
+fn group(labels: &[(&str, &str)], generator_url: &str) -> AlertContext {
+    AlertContext {
+        scope: AlertScope::Group(GroupSummary {
+            key: GroupKey::Fingerprint("fp".into()),
+            received: 1,
+            firing: 1,
+        }),
+        alerts: vec![AlertSample {
+            firing: true,
+            labels: strings(labels),
+            generator_url: Some(generator_url.into()),
+            ..AlertSample::default()
+        }],
+    }
+}
 
 fn names(calls: &[PlannedCall]) -> Vec<String> {
     calls
@@ -9,12 +34,16 @@ fn names(calls: &[PlannedCall]) -> Vec<String> {
 
 #[tokio::test]
 async fn a_disk_alert_gets_its_rule_value_the_used_ratio_and_the_series_it_reads() {
-    let context = json!({"alerts": [{
-        "labels": {"alertname": "DiskFillingUp", "instance": "pve1:9100",
-                   "mountpoint": "/var/lib/vz", "severity": "warning"},
-        "generator_url": "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%2F+node_filesystem_size_bytes+%3C+0.1&g0.tab=1"
-    }]});
-    let facts = alert_facts(&context.to_string()).unwrap();
+    let context = group(
+        &[
+            ("alertname", "DiskFillingUp"),
+            ("instance", "pve1:9100"),
+            ("mountpoint", "/var/lib/vz"),
+            ("severity", "warning"),
+        ],
+        "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%2F+node_filesystem_size_bytes+%3C+0.1&g0.tab=1",
+    );
+    let facts = alert_facts(&context).unwrap();
     let calls = EvidencePlanner::default().for_alert(&facts, false).await;
     let sel = "{instance=\"pve1:9100\",mountpoint=\"/var/lib/vz\"}";
     assert_eq!(
@@ -38,7 +67,7 @@ async fn an_alert_without_a_known_rule_falls_back_to_its_instance() {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
-        generator_url: None,
+        rule_expr: None,
         storm: None,
     };
     let calls = EvidencePlanner::default().for_alert(&facts, false).await;
@@ -50,11 +79,15 @@ async fn an_alert_without_a_known_rule_falls_back_to_its_instance() {
 
 #[tokio::test]
 async fn an_application_alert_gets_the_overview_of_its_host() {
-    let context = json!({"alerts": [{
-        "labels": {"alertname": "HighRequestLatency", "instance": "docker1:8080", "job": "nextcloud"},
-        "generator_url": "http://prom:9090/graph?g0.expr=http_request_duration_seconds_p95+%3E+2&g0.tab=1"
-    }]});
-    let facts = alert_facts(&context.to_string()).unwrap();
+    let context = group(
+        &[
+            ("alertname", "HighRequestLatency"),
+            ("instance", "docker1:8080"),
+            ("job", "nextcloud"),
+        ],
+        "http://prom:9090/graph?g0.expr=http_request_duration_seconds_p95+%3E+2&g0.tab=1",
+    );
+    let facts = alert_facts(&context).unwrap();
     let calls = EvidencePlanner::default().for_alert(&facts, true).await;
     let sel = r#"{instance="docker1:8080",job="nextcloud"}"#;
     assert_eq!(
@@ -67,15 +100,15 @@ async fn an_application_alert_gets_the_overview_of_its_host() {
     assert_eq!(calls[2].name, OVERVIEW);
     assert_eq!(calls[2].arguments["instance"], "docker1");
     // A host's own alert has its series already; without the tool, no overview.
-    let disk = json!({"alerts": [{
-        "labels": {"alertname": "DiskFillingUp", "instance": "pve1:9100"},
-        "generator_url": "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%3C+1&g0.tab=1"
-    }]});
+    let disk = group(
+        &[("alertname", "DiskFillingUp"), ("instance", "pve1:9100")],
+        "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%3C+1&g0.tab=1",
+    );
     let planner = EvidencePlanner::default();
     let has_overview = |calls: Vec<PlannedCall>| calls.iter().any(|c| c.name == OVERVIEW);
-    let facts = alert_facts(&disk.to_string()).unwrap();
+    let facts = alert_facts(&disk).unwrap();
     assert!(!has_overview(planner.for_alert(&facts, true).await));
-    let facts = alert_facts(&context.to_string()).unwrap();
+    let facts = alert_facts(&context).unwrap();
     assert!(!has_overview(planner.for_alert(&facts, false).await));
 }
 
@@ -103,25 +136,40 @@ async fn a_probe_alert_gets_its_probe_now_and_its_status_over_the_lookback() {
 }
 
 #[test]
-fn alert_facts_read_the_first_alert_and_ignore_other_context() {
-    assert!(alert_facts("not json").is_none());
-    assert!(alert_facts("{\"alerts\": []}").is_none());
-    let f = alert_facts(r#"{"alerts":[{"labels":{"a":"b","n":1}}]}"#).unwrap();
+fn alert_facts_read_the_first_alert_and_need_one() {
+    let mut context = group(&[("a", "b")], "http://grafana/alerting/grafana/x/view");
+    let f = alert_facts(&context).unwrap();
     assert_eq!(f.labels.len(), 1);
+    assert_eq!(f.rule_expr, None, "a URL without g0.expr names no rule");
+    context.alerts.clear();
+    assert!(alert_facts(&context).is_none());
 }
 
 #[tokio::test]
 async fn a_storm_queries_its_rule_across_every_instance() {
-    let context = json!({
-        "storm": {"affected": {"instance": "pve[1-3]:9100", "mountpoint": "/"},
-                  "instances": [{"instance": "10.0.0.1:9100"}, {"instance": "nas:9100"}]},
-        "alerts": [{
-            "labels": {"alertname": "DiskFillingUp", "instance": "pve1:9100",
-                       "mountpoint": "/", "pod": "p"},
-            "generator_url": "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%2F+node_filesystem_size_bytes+%3C+0.1&g0.tab=1"
-        }]
+    let mut context = group(
+        &[
+            ("alertname", "DiskFillingUp"),
+            ("instance", "pve1:9100"),
+            ("mountpoint", "/"),
+            ("pod", "p"),
+        ],
+        "http://prom:9090/graph?g0.expr=node_filesystem_avail_bytes+%2F+node_filesystem_size_bytes+%3C+0.1&g0.tab=1",
+    );
+    context.scope = AlertScope::Storm(StormSummary {
+        alert: "DiskFillingUp".into(),
+        groups: 3,
+        firing_groups: 3,
+        alerts_received: 3,
+        started_at: None,
+        affected: strings(&[("instance", "pve[1-3]:9100"), ("mountpoint", "/")]),
+        members: vec![
+            strings(&[("instance", "10.0.0.1:9100")]),
+            strings(&[("instance", "nas:9100")]),
+        ],
+        follow_up: None,
     });
-    let facts = alert_facts(&context.to_string()).unwrap();
+    let facts = alert_facts(&context).unwrap();
     assert!(!facts.labels.contains_key("instance"));
     assert_eq!(facts.labels["mountpoint"], "/", "shared by every group");
     let calls = EvidencePlanner::default().for_alert(&facts, false).await;
@@ -138,8 +186,8 @@ async fn a_storm_queries_its_rule_across_every_instance() {
     assert_eq!(calls[2].arguments["start"], "24h");
     // Without a known rule: `up` of the instances listed, matched literally.
     let no_rule = AlertFacts {
-        generator_url: None,
-        ..alert_facts(&context.to_string()).unwrap()
+        rule_expr: None,
+        ..alert_facts(&context).unwrap()
     };
     let calls = EvidencePlanner::default().for_alert(&no_rule, false).await;
     assert_eq!(

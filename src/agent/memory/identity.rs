@@ -1,14 +1,13 @@
 //! An alert's identity for incident memory: its `alertname` plus the key labels
 //! ([`KEY_LABELS`]) that every firing alert of the investigation shares, and the words of
-//! its name and summary for text similarity. Read from the investigation's alert context
-//! (the JSON the intake builds), else from its group key.
+//! its name and summary for text similarity. Read from the investigation's typed alert
+//! data ([`crate::agent::AlertContext`]), else from its group key's labels.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
-use crate::agent::{Investigation, Trigger};
+use crate::agent::{AlertSample, GroupKey, Investigation, Trigger};
 
 /// The labels that tell one alert from another besides `alertname`. Others (`replica`,
 /// `pod_template_hash`, a fingerprint) change between firings of one incident.
@@ -32,58 +31,40 @@ impl AlertIdentity {
         if inv.trigger != Trigger::Alert {
             return None;
         }
-        let from_context = inv
-            .context
-            .as_deref()
-            .and_then(|c| serde_json::from_str::<Value>(c).ok())
-            .and_then(|v| Self::from_alerts(&v));
-        from_context
-            .or_else(|| inv.group_key.as_deref().and_then(Self::from_group_key))
+        let alert = inv.alert()?;
+        Self::from_alerts(&alert.alerts)
+            .or_else(|| alert.group_key().map(Self::from_group_key))
             .filter(|id| !id.alertname.is_empty())
     }
 
-    /// From the intake's context JSON: `{"alerts": [{"labels": {…}}, …]}`.
-    fn from_alerts(context: &Value) -> Option<Self> {
-        let label_sets: Vec<&serde_json::Map<String, Value>> = context
-            .get("alerts")?
-            .as_array()?
-            .iter()
-            .filter_map(|a| a.get("labels")?.as_object())
-            .collect();
-        let first = label_sets.first()?;
-        let text = |m: &serde_json::Map<String, Value>, k: &str| {
-            m.get(k).and_then(Value::as_str).map(str::to_string)
-        };
-        let alertname = text(first, "alertname")?;
+    /// From the first alert's name and the key labels every alert shares.
+    fn from_alerts(alerts: &[AlertSample]) -> Option<Self> {
+        let first = alerts.first()?;
+        let alertname = first.labels.get("alertname")?.clone();
         let labels = KEY_LABELS
             .iter()
             .filter_map(|k| {
-                let v = text(first, k)?;
-                label_sets
+                let v = first.labels.get(*k)?;
+                alerts
                     .iter()
-                    .all(|m| text(m, k).as_deref() == Some(v.as_str()))
-                    .then(|| (k.to_string(), v))
+                    .all(|a| a.labels.get(*k) == Some(v))
+                    .then(|| (k.to_string(), v.clone()))
             })
             .collect();
         Some(Self { alertname, labels })
     }
 
-    /// From a group key `{alertname="X", instance="y"}` (values are Rust-debug quoted).
-    fn from_group_key(key: &str) -> Option<Self> {
+    /// From the group's key: its `alertname` and key labels.
+    fn from_group_key(key: &GroupKey) -> Self {
         let mut id = Self::default();
-        let inner = key.trim().strip_prefix('{')?.strip_suffix('}')?;
-        let mut rest = inner;
-        while let Some(eq) = rest.find("=\"") {
-            let name = rest[..eq].trim().trim_start_matches(',').trim();
-            let (value, after) = quoted(&rest[eq + 1..])?;
+        for (name, value) in key.labels() {
             if name == "alertname" {
-                id.alertname = value;
-            } else if KEY_LABELS.contains(&name) {
-                id.labels.insert(name.to_string(), value);
+                id.alertname = value.clone();
+            } else if KEY_LABELS.contains(&name.as_str()) {
+                id.labels.insert(name.clone(), value.clone());
             }
-            rest = after;
         }
-        Some(id)
+        id
     }
 
     /// The stable key of this identity (JSON, so no label value can forge a separator).
@@ -123,29 +104,18 @@ impl AlertIdentity {
 /// without numbers and short words.
 pub fn words_of(inv: &Investigation) -> Vec<String> {
     let mut text = String::new();
-    let context = inv
-        .context
-        .as_deref()
-        .and_then(|c| serde_json::from_str::<Value>(c).ok());
-    for a in context
-        .as_ref()
-        .and_then(|c| c.get("alerts"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    for a in inv.alert().map(|c| c.alerts.as_slice()).unwrap_or_default() {
         let values = KEY_LABELS
             .iter()
             .filter(|k| **k != "severity")
-            .map(|k| &a["labels"][*k]);
-        for v in [&a["labels"]["alertname"], &a["annotations"]["summary"]]
+            .map(|k| a.labels.get(*k));
+        for v in [a.labels.get("alertname"), a.annotations.get("summary")]
             .into_iter()
             .chain(values)
+            .flatten()
         {
-            if let Some(s) = v.as_str() {
-                text.push(' ');
-                text.push_str(s);
-            }
+            text.push(' ');
+            text.push_str(v);
         }
     }
     if text.is_empty() {
@@ -184,54 +154,64 @@ pub fn jaccard(a: &[String], b: &[String]) -> f64 {
     a.intersection(&b).count() as f64 / union as f64
 }
 
-/// The Rust-debug quoted string at the start of `s` and what follows it.
-fn quoted(s: &str) -> Option<(String, &str)> {
-    let body = s.strip_prefix('"')?;
-    let mut out = String::new();
-    let mut chars = body.char_indices();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '"' => return Some((out, &body[i + 1..])),
-            '\\' => match chars.next()?.1 {
-                'n' => out.push('\n'),
-                't' => out.push('\t'),
-                'r' => out.push('\r'),
-                '0' => out.push('\0'),
-                // \u{…}: kept as written; identity only needs to be stable.
-                other => out.push(other),
-            },
-            c => out.push(c),
-        }
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agent::InvestigationRequest;
+    use crate::agent::{AlertContext, AlertScope, Context, GroupSummary, InvestigationRequest};
 
-    fn alert_inv(context: &str, group_key: &str) -> Investigation {
+    fn alert_inv(alerts: Vec<AlertSample>, key: GroupKey) -> Investigation {
+        let context = AlertContext {
+            scope: AlertScope::Group(GroupSummary {
+                key,
+                received: 2,
+                firing: 2,
+            }),
+            alerts,
+        };
         Investigation::new(
             InvestigationRequest {
                 trigger: Trigger::Alert,
                 title: "DiskFull (instance=nas)".into(),
                 prompt: "p".into(),
-                context: Some(context.into()),
-                group_key: Some(group_key.into()),
+                context: Some(Context::Alert(context)),
+                group_key: Some("{alertname=\"DiskFull\"}".into()),
             },
             "m",
         )
     }
 
+    fn strings(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
     #[test]
     fn the_identity_keeps_the_key_labels_every_firing_alert_shares() {
-        let ctx = serde_json::json!({"alerts": [
-            {"labels": {"alertname": "DiskFull", "instance": "nas", "job": "node", "replica": "1"},
-             "annotations": {"summary": "Disk on nas is 95% full"}},
-            {"labels": {"alertname": "DiskFull", "instance": "nas2", "job": "node", "replica": "2"}},
-        ]});
-        let inv = alert_inv(&ctx.to_string(), "{alertname=\"DiskFull\"}");
+        let alerts = vec![
+            AlertSample {
+                labels: strings(&[
+                    ("alertname", "DiskFull"),
+                    ("instance", "nas"),
+                    ("job", "node"),
+                    ("replica", "1"),
+                ]),
+                annotations: strings(&[("summary", "Disk on nas is 95% full")]),
+                ..AlertSample::default()
+            },
+            AlertSample {
+                labels: strings(&[
+                    ("alertname", "DiskFull"),
+                    ("instance", "nas2"),
+                    ("job", "node"),
+                    ("replica", "2"),
+                ]),
+                ..AlertSample::default()
+            },
+        ];
+        let key = GroupKey::Labels(vec![("alertname".into(), "DiskFull".into())]);
+        let inv = alert_inv(alerts, key);
         let id = AlertIdentity::of(&inv).unwrap();
         assert_eq!(id.alertname, "DiskFull");
         assert_eq!(id.labels, BTreeMap::from([("job".into(), "node".into())]));
@@ -240,11 +220,17 @@ mod tests {
     }
 
     #[test]
-    fn without_alert_context_the_group_key_gives_the_identity() {
-        let inv = alert_inv(
-            "not json",
-            r#"{alertname="Down", instance="a \"b\"", team="x"}"#,
+    fn without_alerts_the_group_key_gives_the_identity() {
+        let key = GroupKey::Labels(
+            [
+                ("alertname", "Down"),
+                ("instance", "a \"b\""),
+                ("team", "x"),
+            ]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into(),
         );
+        let inv = alert_inv(Vec::new(), key);
         let id = AlertIdentity::of(&inv).unwrap();
         assert_eq!(id.alertname, "Down");
         assert_eq!(id.labels["instance"], "a \"b\"");

@@ -1,18 +1,46 @@
 use chrono::Duration;
 
 use super::*;
-use crate::agent::{Finding, InvestigationRequest, Trigger};
+use crate::agent::{
+    AlertContext, AlertSample, AlertScope, Context, Finding, GroupKey, GroupSummary,
+    InvestigationRequest, Trigger,
+};
 
 fn alert(name: &str, instance: &str, summary: &str, cause: &str, ago_days: i64) -> Investigation {
-    let ctx = serde_json::json!({"alerts": [{"labels": {"alertname": name, "instance": instance,
-        "severity": "warning"}, "annotations": {"summary": summary}}]});
+    let strings = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let key = GroupKey::Labels(vec![
+        ("alertname".into(), name.into()),
+        ("instance".into(), instance.into()),
+    ]);
+    let ctx = AlertContext {
+        alerts: vec![AlertSample {
+            firing: true,
+            labels: strings(&[
+                ("alertname", name),
+                ("instance", instance),
+                ("severity", "warning"),
+            ]),
+            annotations: strings(&[("summary", summary)]),
+            ..AlertSample::default()
+        }],
+        scope: AlertScope::Group(GroupSummary {
+            key: key.clone(),
+            received: 1,
+            firing: 1,
+        }),
+    };
     let mut inv = Investigation::new(
         InvestigationRequest {
             trigger: Trigger::Alert,
             title: format!("{name} (instance={instance})"),
             prompt: "p".into(),
-            context: Some(ctx.to_string()),
-            group_key: Some(format!("{{alertname={name:?}, instance={instance:?}}}")),
+            context: Some(Context::Alert(ctx)),
+            group_key: Some(key.to_string()),
         },
         "m",
     );

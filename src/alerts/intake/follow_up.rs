@@ -78,7 +78,8 @@ impl Intake {
         let id = match inner.investigator.find_for_group(key, since)? {
             Some(id) => id,
             None => {
-                let id = inner.investigator.submit(request_for(&group)).await?;
+                let req = request_for(&group, &inner.config.group_by);
+                let id = inner.investigator.submit(req).await?;
                 held.taken();
                 id
             }
@@ -317,7 +318,7 @@ mod tests {
             .unwrap();
         // The dispatcher got it, but the group never learned the id.
         let g = first.store().group(&summary.groups[0]).unwrap().unwrap();
-        fake.submit(request_for(&g)).await.unwrap();
+        fake.submit(request_for(&g, &[])).await.unwrap();
         let restarted = intake(&store, &fake, 50);
         restarted.recover().await.unwrap();
         assert_eq!(fake.submitted().len(), 1);

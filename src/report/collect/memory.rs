@@ -86,7 +86,10 @@ mod tests {
     use chrono::{Duration, Utc};
 
     use super::*;
-    use crate::agent::{Feedback, Finding, InvestigationRequest, Trigger};
+    use crate::agent::{
+        AlertContext, AlertSample, AlertScope, Context, Feedback, Finding, GroupKey, GroupSummary,
+        InvestigationRequest, Trigger,
+    };
 
     fn inv(
         name: &str,
@@ -95,14 +98,27 @@ mod tests {
         verdict: Option<Verdict>,
         ago_h: i64,
     ) -> Investigation {
-        let ctx =
-            serde_json::json!({"alerts": [{"labels": {"alertname": name, "instance": instance}}]});
+        let labels = [("alertname", name), ("instance", instance)]
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .into();
+        let ctx = AlertContext {
+            scope: AlertScope::Group(GroupSummary {
+                key: GroupKey::Fingerprint("fp".into()),
+                received: 1,
+                firing: 1,
+            }),
+            alerts: vec![AlertSample {
+                firing: true,
+                labels,
+                ..AlertSample::default()
+            }],
+        };
         let mut i = Investigation::new(
             InvestigationRequest {
                 trigger: Trigger::Alert,
                 title: name.into(),
                 prompt: "p".into(),
-                context: Some(ctx.to_string()),
+                context: Some(Context::Alert(ctx)),
                 group_key: None,
             },
             "m",
