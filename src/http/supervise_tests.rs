@@ -73,7 +73,7 @@ async fn a_panic_in_the_accept_loop_or_the_intake_is_counted_and_webhooks_are_ta
     };
     assert_eq!(answer.status(), 200);
 
-    // A batch the intake cannot decide (`intake::processor::tests_hook`): stored and
+    // A batch the intake cannot decide (`intake::pipeline::tests_hook`): stored and
     // answered, given up; the next webhook is decided as before.
     let answer = post("PanicInTheIntake").await.unwrap();
     assert!(answer.status().is_success(), "{}", answer.status());

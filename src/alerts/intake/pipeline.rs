@@ -358,7 +358,7 @@ impl Intake {
         }
         job.settle.tell(true);
         #[cfg(test)]
-        super::processor::tests_hook::panic_if_asked(&job.batch);
+        tests_hook::panic_if_asked(&job.batch);
         let result = match self.decide_batch(job.batch, job.at, Some(job.seq)).await {
             Ok((summary, follow_ups, log)) => match job.log {
                 true => self.inner.store.log_alerts(job.at, &log),
@@ -436,6 +436,18 @@ impl Intake {
     pub(super) async fn log_checkpoint(&self) {
         if let Err(e) = self.checkpoint().await {
             tracing::error!(error = %e, "cannot checkpoint the alert inbox; its batches are decided again at the next start");
+        }
+    }
+}
+
+/// A test's way to make deciding a batch panic: an alert named [`tests_hook::PANIC`].
+#[cfg(test)]
+pub(super) mod tests_hook {
+    pub const PANIC: &str = "PanicInTheIntake";
+
+    pub fn panic_if_asked(batch: &crate::alerts::WebhookBatch) {
+        if batch.alerts.iter().any(|a| a.name == PANIC) {
+            panic!("an alert batch the intake cannot decide");
         }
     }
 }

@@ -79,18 +79,6 @@ impl Intake {
     }
 }
 
-/// A test's way to make deciding a batch panic: an alert named [`tests_hook::PANIC`].
-#[cfg(test)]
-pub(super) mod tests_hook {
-    pub const PANIC: &str = "PanicInTheIntake";
-
-    pub fn panic_if_asked(batch: &crate::alerts::WebhookBatch) {
-        if batch.alerts.iter().any(|a| a.name == PANIC) {
-            panic!("an alert batch the intake cannot decide");
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -100,9 +88,9 @@ mod tests {
     use tokio_util::sync::CancellationToken;
     use tokio_util::task::TaskTracker;
 
-    use super::tests_hook::PANIC;
     use crate::alerts::intake::Accepted;
     use crate::alerts::intake::fake::{FakeInvestigator, config, intake_inbox};
+    use crate::alerts::intake::pipeline::tests_hook::PANIC;
     use crate::alerts::{AlertSource, parse_webhook};
     use crate::store::Store;
     use crate::store::inbox::Inbox;
