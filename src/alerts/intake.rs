@@ -25,6 +25,7 @@ use crate::telemetry::Metrics;
 
 mod follow_up;
 mod pipeline;
+mod processor;
 mod request;
 mod storm;
 

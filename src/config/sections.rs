@@ -30,7 +30,9 @@ pub struct ServerConfig {
     pub metrics_token_file: Option<PathBuf>,
     pub shutdown_timeout: HumanDuration,
     pub health_interval: HumanDuration,
-    /// A connection must send a complete request head within this (also between requests).
+    /// A connection must send a complete request head within this: a new one from its
+    /// accept, a kept-alive one from the first byte of its next request (an idle one is
+    /// closed after 120 s, `http::watch`).
     pub header_timeout: HumanDuration,
     /// A request must be answered within this (slow bodies included); report generation
     /// gets the time its collectors, LLM and SMTP need when that is longer.

@@ -26,6 +26,9 @@ mod request_metrics;
 mod routes;
 mod server;
 mod session;
+#[cfg(test)]
+mod supervise_tests;
+mod watch;
 mod webhooks;
 
 use axum::middleware;

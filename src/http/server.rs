@@ -4,11 +4,12 @@
 //! store.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use super::listener::{ConnectionLimits, serve};
+use super::listener::{ConnectionLimits, OnAccept, serve_with};
 use crate::app::{AppError, AppState, Components};
 use crate::config::Config;
 
@@ -84,6 +85,15 @@ impl App {
 
     /// Serves until `token` is cancelled, then shuts down gracefully.
     pub async fn run_until_stopped(self, token: CancellationToken) -> Result<(), ServeError> {
+        self.run_with(token, Arc::new(|_| {})).await
+    }
+
+    /// [`Self::run_until_stopped`], with a hook on each accepted connection (for tests).
+    pub(crate) async fn run_with(
+        self,
+        token: CancellationToken,
+        on_accept: OnAccept,
+    ) -> Result<(), ServeError> {
         let Self {
             listener,
             components,
@@ -96,7 +106,14 @@ impl App {
             header_timeout: server_config.header_timeout.get(),
         };
         let metrics = running.state.metrics.clone();
-        let server = tokio::spawn(serve(listener, router, limits, metrics, token.clone()));
+        let server = tokio::spawn(serve_with(
+            listener,
+            router,
+            limits,
+            metrics,
+            token.clone(),
+            on_accept,
+        ));
         token.cancelled().await;
         tracing::info!("shutting down: no new requests; draining in-flight work");
         running

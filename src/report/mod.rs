@@ -13,7 +13,8 @@
 //! - [`render`]: markdown, plain text, email-safe HTML, charts.
 //! - [`email`]: the report email and its Message-ID; in the daemon it is stored in the
 //!   notifier's outbox and delivered from there (retries across outages and restarts, at
-//!   most once per period); a one-shot `sre-agent report --send` sends it directly.
+//!   most once per period); a one-shot `sre-agent report --send` claims its period in the
+//!   same ledger, then sends it directly.
 //! - [`store`]: stored reports and the ledger of which report holds each period.
 
 pub mod collect;
@@ -36,7 +37,7 @@ use crate::agent::Dispatcher;
 use crate::alerts::store::AlertStore;
 use crate::config::Config;
 use crate::integrations::UpstreamError;
-use crate::notify::{Notifier, ReportDelivery};
+use crate::notify::{Notifier, PeriodHolder, ReportDelivery, ReportLedger};
 use crate::report::store::ReportStore;
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
@@ -206,43 +207,64 @@ impl Reporter {
         let rendered = render::for_email(report);
         let msg = email::message(to, &report.title(), &rendered);
         let message_id = email::message_id(report, &self.config.smtp);
+        let period = report.window.period;
+        let delivery = ReportDelivery {
+            report_id: report.id.clone(),
+            period: period.to_string(),
+            message_id,
+            trigger: report.trigger.as_str().to_string(),
+        };
         if let Some(outbox) = &self.outbox {
-            let period = report.window.period;
-            let delivery = ReportDelivery {
-                report_id: report.id.clone(),
-                period: period.to_string(),
-                message_id,
-                trigger: report.trigger.as_str().to_string(),
-            };
             match outbox.enqueue_report(delivery, &msg).await? {
                 None => report.status = ReportStatus::Queued,
-                Some(holder) => {
-                    report.delivery_error = Some(format!(
-                        "not sent: one report email goes out per period, and {period} already has {holder}"
-                    ));
-                    self.store.save(report)?;
-                }
+                Some(holder) => self.not_sent(report, &holder)?,
             }
             return Ok(());
         }
-        let result = email::send(&self.config.smtp, self.metrics.clone(), &msg, &message_id).await;
+        // Without the daemon's outbox (a one-shot `report --send`): the period is claimed
+        // and taken for sending in the same ledger first, and durably, so neither a second
+        // run nor a later daemon's catch-up or API send emails the period again.
+        let held = match self.store.claim(&delivery)? {
+            None => self.store.sending(&delivery)?,
+            held => held,
+        };
+        if let Some(holder) = held {
+            return self.not_sent(report, &holder);
+        }
+        self.store.flush().await?;
+        let result = email::send(
+            &self.config.smtp,
+            self.metrics.clone(),
+            &msg,
+            &delivery.message_id,
+        )
+        .await;
         match result {
             Ok(()) => {
+                self.store.sent(&delivery)?;
                 report.status = ReportStatus::Sent;
-                self.store.save(report)?;
-                self.store
-                    .mark_delivered(report.window.period, &report.id, Some(&message_id))
-                    .await?;
                 self.metrics
                     .last_report_timestamp
                     .set(Utc::now().timestamp() as f64);
             }
             Err(e) => {
-                report.status = ReportStatus::Failed;
                 report.delivery_error = Some(e.to_string());
-                self.store.save(report)?;
+                self.store.failed(&delivery, &e.to_string())?;
+                report.status = ReportStatus::Failed;
             }
         }
+        self.store.save(report)?;
+        self.store.flush().await?;
+        Ok(())
+    }
+
+    /// Records why `report` was not sent: `holder` has its period.
+    fn not_sent(&self, report: &mut Report, holder: &PeriodHolder) -> Result<(), ReportError> {
+        let period = report.window.period;
+        report.delivery_error = Some(format!(
+            "not sent: one report email goes out per period, and {period} already has {holder}"
+        ));
+        self.store.save(report)?;
         Ok(())
     }
 }

@@ -126,22 +126,8 @@ impl ReportStore {
         Ok(None)
     }
 
-    /// Records `period` as delivered and flushes, so a restart does not deliver it again.
-    pub async fn mark_delivered(
-        &self,
-        period: ReportPeriod,
-        report_id: &str,
-        message_id: Option<&str>,
-    ) -> Result<(), StoreError> {
-        self.periods.insert(
-            period.to_string(),
-            &DeliveredPeriod {
-                report_id: report_id.to_string(),
-                at: Utc::now(),
-                state: PeriodState::Sent,
-                message_id: message_id.map(str::to_string),
-            },
-        )?;
+    /// Makes the reports and the period ledger durable.
+    pub async fn flush(&self) -> Result<(), StoreError> {
         self.periods.flush().await?;
         self.reports.flush().await
     }

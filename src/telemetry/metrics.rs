@@ -42,8 +42,11 @@ pub const TASKS: &[&str] = &[
     "health_checker",
     "notifier",
     "retention",
+    "http_accept",
     "http_connection",
     "http_handler",
+    "alert_intake",
+    "alert_follow_up",
     "schedule",
 ];
 

@@ -21,6 +21,10 @@
 //! or sync failed is answered 503 (senders retry), given up by the processor and never
 //! decided; its `Settle` learns which of the two happened.
 //!
+//! Panics: the processor runs under `telemetry::supervise` (`processor.rs`): a panic while
+//! deciding a batch gives up that batch only, one elsewhere restarts the processor on the
+//! same queue; both are counted in `sre_agent_panics_total{task="alert_intake"}`.
+//!
 //! Durability: a batch in the inbox is decided again after a crash unless a checkpoint
 //! covers it. A checkpoint follows a store flush, so it never covers a batch whose group
 //! writes or logged alerts could still be lost. Deciding again is idempotent: each group
@@ -42,6 +46,7 @@ use super::{Intake, IntakeSummary};
 use crate::alerts::{AlertSource, WebhookBatch, parse_webhook};
 use crate::store::StoreError;
 use crate::store::inbox::{Backlog, Inbox};
+use crate::telemetry::supervise::{contained, restarting};
 
 /// Body bytes of the batches waiting for the processor at most (their parsed alerts take
 /// some 2–3 times as much memory); past it a webhook waits for room, after its batch is on
@@ -51,11 +56,11 @@ const QUEUE_BYTES: usize = 8 << 20;
 pub const DECIDED_ANSWER_MAX: usize = 20;
 /// Longest time from a decided batch to the checkpoint covering it while batches keep
 /// coming (a crash decides at most this much again).
-const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// A checkpoint is taken sooner once no batch came for this long.
-const CHECKPOINT_QUIET: Duration = Duration::from_millis(50);
+pub(super) const CHECKPOINT_QUIET: Duration = Duration::from_millis(50);
 
-async fn sleep_until(at: Option<Instant>) {
+pub(super) async fn sleep_until(at: Option<Instant>) {
     if let Some(at) = at {
         tokio::time::sleep_until(at.into()).await;
     }
@@ -101,7 +106,7 @@ impl Drop for Teller {
 
 /// One batch for the processor.
 pub(super) struct Job {
-    seq: u64,
+    pub(super) seq: u64,
     at: DateTime<Utc>,
     batch: WebhookBatch,
     /// The webhook waiting for the decisions (only when no batch was ahead of it).
@@ -116,7 +121,7 @@ pub(super) struct Job {
 
 /// The inbox and the processor's queue.
 pub(super) struct Pipeline {
-    inbox: Inbox,
+    pub(super) inbox: Inbox,
     jobs: mpsc::UnboundedSender<Job>,
     /// Bounds the queue's memory (`QUEUE_BYTES`).
     room: Arc<Semaphore>,
@@ -183,9 +188,13 @@ impl Intake {
             settle.tell(true);
             let intake = self.clone();
             tokio::spawn(async move {
-                for f in follow_ups {
-                    f.run(&intake).await;
-                }
+                let metrics = intake.inner.metrics.clone();
+                contained("alert_follow_up", &metrics, async {
+                    for f in follow_ups {
+                        f.run(&intake).await;
+                    }
+                })
+                .await;
             });
             return Ok(Accepted::Decided(summary));
         };
@@ -264,7 +273,7 @@ impl Intake {
             return Ok(0);
         };
         let taken = p.start.lock().unwrap_or_else(|e| e.into_inner()).take();
-        let Some((mut rx, left)) = taken else {
+        let Some((rx, left)) = taken else {
             return Ok(0);
         };
         let count = left.len();
@@ -292,7 +301,7 @@ impl Intake {
                 continue;
             };
             self.add_backlog(1);
-            self.process(
+            self.process_contained(
                 Job {
                     seq: entry.seq,
                     at: entry.at,
@@ -313,42 +322,17 @@ impl Intake {
             );
         }
         self.checkpoint().await?;
-        let this = self.clone();
-        let tracker = tasks.clone();
-        tasks.spawn(async move {
-            // Checkpoints wait for a quiet moment or `CHECKPOINT_EVERY`: each one flushes
-            // the store and syncs two files, and that I/O delays the webhooks' own syncs.
-            let mut due: Option<Instant> = None;
-            loop {
-                let quiet = due.map(|d| d.min(Instant::now() + CHECKPOINT_QUIET));
-                let job = tokio::select! {
-                    biased;
-                    job = rx.recv() => job,
-                    () = token.cancelled() => None,
-                    () = sleep_until(quiet), if quiet.is_some() => {
-                        due = None;
-                        this.log_checkpoint().await;
-                        continue;
-                    }
-                };
-                let Some(job) = job else { break };
-                this.process(job, &tracker).await;
-                let now = Instant::now();
-                match due {
-                    Some(d) if d <= now => {
-                        due = None;
-                        this.log_checkpoint().await;
-                    }
-                    Some(_) => {}
-                    None => due = Some(now + CHECKPOINT_EVERY),
-                }
-            }
-            rx.close();
-            while let Ok(job) = rx.try_recv() {
-                this.process(job, &tracker).await;
-            }
-            this.log_checkpoint().await;
-        });
+        // The processor restarts after a panic outside a batch (one inside a batch gives up
+        // that batch only, `process_contained`); the queue outlives each run.
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        let (this, tracker) = (self.clone(), tasks.clone());
+        let metrics = self.inner.metrics.clone();
+        tasks.spawn(restarting(
+            "alert_intake",
+            metrics,
+            token.clone(),
+            move || this.clone().run(rx.clone(), tracker.clone(), token.clone()),
+        ));
         Ok(count)
     }
 
@@ -356,7 +340,7 @@ impl Intake {
     /// batch whose write or sync failed is given up (its sender was answered 503). On a
     /// failure to decide, the batch stays in the inbox (no later checkpoint covers it), to
     /// be decided at the next start.
-    async fn process(&self, job: Job, tasks: &TaskTracker) {
+    pub(super) async fn process(&self, job: Job, tasks: &TaskTracker) {
         let p = self
             .inner
             .pipeline
@@ -372,6 +356,8 @@ impl Intake {
             return;
         }
         job.settle.tell(true);
+        #[cfg(test)]
+        tests_hook::panic_if_asked(&job.batch);
         let result = match self.decide_batch(job.batch, job.at, Some(job.seq)).await {
             Ok((summary, follow_ups, log)) => match job.log {
                 true => self.inner.store.log_alerts(job.at, &log),
@@ -381,9 +367,13 @@ impl Intake {
                 let intake = self.clone();
                 if !follow_ups.is_empty() {
                     tasks.spawn(async move {
-                        for f in follow_ups {
-                            f.run(&intake).await;
-                        }
+                        let metrics = intake.inner.metrics.clone();
+                        contained("alert_follow_up", &metrics, async {
+                            for f in follow_ups {
+                                f.run(&intake).await;
+                            }
+                        })
+                        .await;
                     });
                 }
                 summary
@@ -415,7 +405,7 @@ impl Intake {
     }
 
     /// Adds `n` to the backlog (and its gauge); returns the backlog before.
-    fn add_backlog(&self, n: isize) -> usize {
+    pub(super) fn add_backlog(&self, n: isize) -> usize {
         let Some(p) = &self.inner.pipeline else {
             return 0;
         };
@@ -442,9 +432,21 @@ impl Intake {
             .map_err(|e| StoreError::Io(format!("inbox: checkpoint task failed: {e}")))?
     }
 
-    async fn log_checkpoint(&self) {
+    pub(super) async fn log_checkpoint(&self) {
         if let Err(e) = self.checkpoint().await {
             tracing::error!(error = %e, "cannot checkpoint the alert inbox; its batches are decided again at the next start");
+        }
+    }
+}
+
+/// A test's way to make deciding a batch panic: an alert named [`tests_hook::PANIC`].
+#[cfg(test)]
+pub(super) mod tests_hook {
+    pub const PANIC: &str = "PanicInTheIntake";
+
+    pub fn panic_if_asked(batch: &crate::alerts::WebhookBatch) {
+        if batch.alerts.iter().any(|a| a.name == PANIC) {
+            panic!("an alert batch the intake cannot decide");
         }
     }
 }

@@ -7,6 +7,7 @@ mod findings;
 mod grafana;
 mod markup;
 mod report;
+mod report_cli;
 
 use crate::support::fake_llm::{self, answer, finding_json, tool_calls};
 

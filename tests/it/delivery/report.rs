@@ -19,7 +19,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use crate::support::mail::{SinkOptions, received_mail, require_aiosmtpd, start_smtp_sink};
 use crate::support::{Daemon, TestApp, eventually, free_port, metric_value, spawn_app};
 
-fn report_toml(smtp_port: u16) -> String {
+pub(super) fn report_toml(smtp_port: u16) -> String {
     format!(
         "[report]\nrecipients = [\"ops@example.org\"]\ncollector_timeout = \"2s\"\n\n\
          [smtp]\nhost = \"127.0.0.1\"\nport = {smtp_port}\nsecurity = \"none\"\ntimeout = \"5s\"\n\
@@ -231,7 +231,7 @@ fn catch_up_period(app: &TestApp) -> String {
 }
 
 /// `POST /api/v1/reports {"send": true, "period": period}`: the stored report it answers.
-async fn api_send(app: &TestApp, period: &str) -> Value {
+pub(super) async fn api_send(app: &TestApp, period: &str) -> Value {
     let resp = app
         .http
         .post(app.url("/api/v1/reports"))
@@ -244,7 +244,7 @@ async fn api_send(app: &TestApp, period: &str) -> Value {
 }
 
 /// Message-IDs of the mail the sink holds.
-fn message_ids(sink: &crate::support::external::Foreground) -> Vec<String> {
+pub(super) fn message_ids(sink: &crate::support::external::Foreground) -> Vec<String> {
     received_mail(sink)
         .iter()
         .filter_map(|(_, eml)| {

@@ -295,14 +295,14 @@ async fn a_report_over_the_cost_budget_is_sent_with_its_plain_summary_saying_why
     let reports = Reporter::new(Arc::new(config), &store, metrics.clone())
         .unwrap()
         .with_dispatcher(dispatcher.clone());
-    let request = || ReportRequest {
+    let request = |now| ReportRequest {
         trigger: ReportTrigger::Cli,
         period: PeriodSpec::Last,
-        now: Utc::now(),
+        now,
         send: true,
     };
     let spend = dispatcher.spend();
-    let within = reports.run(request()).await.unwrap();
+    let within = reports.run(request(Utc::now())).await.unwrap();
     assert_eq!(within.summary.fallback_reason, None);
     assert_eq!(
         within.status,
@@ -322,7 +322,11 @@ async fn a_report_over_the_cost_budget_is_sent_with_its_plain_summary_saying_why
         .settle(0.5)
         .unwrap();
     let calls = llm.requests().len();
-    let over = reports.run(request()).await.unwrap();
+    // The week before: one report email goes out per period.
+    let over = reports
+        .run(request(Utc::now() - chrono::Duration::days(7)))
+        .await
+        .unwrap();
     let reason = over
         .summary
         .fallback_reason
