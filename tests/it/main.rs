@@ -7,6 +7,7 @@ mod agent;
 mod alerts_api;
 mod analyze;
 mod appliances;
+mod config_keys;
 mod console;
 mod dashboard;
 mod delivery;
