@@ -1,6 +1,9 @@
 //! Integration tests: one crate, so it links once. `support` starts the real app on
 //! 127.0.0.1:0 with a temp sled dir, the real binary, and real or fake upstreams.
 
+// A panic is how a test or a bench reports a failure.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 mod agent;
