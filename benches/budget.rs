@@ -3,6 +3,9 @@
 //! the ledger, every check decoded every investigation of the store under the intake lock).
 //! Run: `cargo bench --bench budget`. Prints `name: value (target …)` lines.
 
+// A panic is how a test or a bench reports a failure.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,9 @@
 //! Compaction of a 1,000-series range query (250 points each) and of 5,000 log lines into
 //! the default 4,000-character tool budget. Prints `figure: value (target)` lines.
 
+// A panic is how a test or a bench reports a failure.
+#![allow(clippy::unwrap_used)]
+
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

@@ -3,6 +3,9 @@
 //! investigations, one of them 20 steps long (its timeline page is the heaviest).
 //! Targets: < 100 ms and < 100 kB a page.
 
+// A panic is how a test or a bench reports a failure.
+#![allow(clippy::unwrap_used)]
+
 use std::time::{Duration, Instant};
 
 use axum::Router;

@@ -9,6 +9,9 @@
 //! Needs root (it mounts the tmpfs). Run: `cargo bench --bench faults`
 //! (`--profile dev` for a debug build).
 
+// A panic is how a test or a bench reports a failure.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};

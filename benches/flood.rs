@@ -8,6 +8,9 @@
 //!
 //! Run: `cargo bench --bench flood` (`--profile dev` for a debug build).
 
+// A panic is how a test or a bench reports a failure.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;

@@ -2,6 +2,9 @@
 //! and /metrics scrape latency, for the release binary on this machine.
 //! Run: `cargo bench --bench foundation`.
 
+// A panic is how a test or a bench reports a failure.
+#![allow(clippy::unwrap_used)]
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

@@ -4,6 +4,9 @@
 //! 10,000-alert storm.
 //! Run: `cargo bench --bench intake`. Prints `name: value (target …)` lines.
 
+// A panic is how a test or a bench reports a failure.
+#![allow(clippy::unwrap_used)]
+
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};

@@ -7,6 +7,9 @@
 //! and the rendering. Where it goes is printed as RSS at each stage. In a debug build sled's
 //! global metric histograms alone were 20 MiB (hence `opt-level` for sled in Cargo.toml).
 
+// A panic is how a test or a bench reports a failure.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

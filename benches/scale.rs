@@ -9,6 +9,9 @@
 //! Run: `SCALE_SIZES=10000,100000,1000000 cargo bench --bench scale`.
 //! `SCALE_SECS` (default 5) is how long intake is measured at each size.
 
+// A panic is how a test or a bench reports a failure.
+#![allow(clippy::unwrap_used)]
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;

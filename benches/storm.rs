@@ -8,6 +8,9 @@
 //! decided (`sre_agent_alert_backlog` back at 0), not only answered.
 //! Run: `cargo bench --bench storm`. Prints `name: value (target …)` lines.
 
+// A panic is how a test or a bench reports a failure.
+#![allow(clippy::unwrap_used)]
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};

@@ -15,9 +15,7 @@ use super::normalize::normalize_response;
 use super::repair::parse_lenient;
 use super::wire::parse_response;
 
-#[path = "../../tests/it/support/json_mutation.rs"]
-mod json_mutation;
-use json_mutation::{apply, byte_edit, edit_bytes, mutation};
+use sre_agent_testkit::json_mutation::{self, apply, byte_edit, edit_bytes, mutation};
 
 const RECORDED: &[&str] = &[
     include_str!("testdata/1tool-nosystem-raw.response.json"),

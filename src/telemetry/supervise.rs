@@ -99,11 +99,13 @@ mod tests {
         );
     }
 
-    #[tokio::test]
-    async fn a_loop_that_panics_is_restarted_until_it_returns() {
+    // The clock is paused: the restart delays pass at once, and exactly.
+    #[tokio::test(start_paused = true)]
+    async fn a_loop_that_panics_is_restarted_after_the_delay_until_it_returns() {
         let metrics = Arc::new(Metrics::new("m"));
         let runs = Arc::new(AtomicU32::new(0));
         let counted = runs.clone();
+        let start = tokio::time::Instant::now();
         restarting(
             "retention",
             metrics.clone(),
@@ -120,9 +122,14 @@ mod tests {
         .await;
         assert_eq!(runs.load(Ordering::SeqCst), 3);
         assert_eq!(panics_of(&metrics, "retention"), 2);
+        assert_eq!(
+            start.elapsed(),
+            2 * RESTART_DELAY,
+            "one delay before each restart"
+        );
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_panicking_loop_stops_restarting_when_the_daemon_stops() {
         let metrics = Arc::new(Metrics::new("m"));
         let token = CancellationToken::new();

@@ -167,6 +167,49 @@ syntax() {
 }
 check "ansible-playbook --syntax-check site.yml" syntax
 
+# ---- Ansible: the template covers every key of the configuration ----------------------
+
+# tests/deploy/config-keys.txt is derived from the config types (tests/it/config_keys.rs);
+# all-keys.yml sets every variable of the role. The rendered file must hold every key and
+# pass check-config, which must show none of its secrets.
+template_covers_every_key() {
+  local files="$work/all-keys"
+  mkdir -p "$files/runbooks"
+  printf 'all-keys-FILE-SECRET\n' >"$files/secret"
+  # check-config only checks that a CA file exists; the daemon would parse it at start.
+  printf -- '-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----\n' >"$files/ca.pem"
+  printf 'apiVersion: v1\nkind: Config\n' >"$files/kubeconfig"
+  ansible-playbook -i "$inventory" tests/deploy/render-config.yml \
+    -e "keys_vars=$repo/tests/deploy/all-keys.yml" -e "files=$files"
+  cat "$files/config.toml"
+  "$venv/bin/python" - "$files/config.toml" tests/deploy/config-keys.txt <<'EOF'
+import sys, tomllib
+doc = tomllib.load(open(sys.argv[1], "rb"))
+def present(node, steps):
+    if not steps:
+        return True
+    step, rest = steps[0], steps[1:]
+    if step == "*":
+        return isinstance(node, dict) and any(present(v, rest) for v in node.values())
+    each = step.endswith("[]")
+    name = step.removesuffix("[]")
+    if not isinstance(node, dict) or name not in node:
+        return False
+    if each:
+        return isinstance(node[name], list) and any(present(v, rest) for v in node[name])
+    return present(node[name], rest)
+keys = [l.strip() for l in open(sys.argv[2]) if l.strip() and not l.startswith("#")]
+missing = [k for k in keys if not present(doc, k.split("."))]
+if missing:
+    raise SystemExit(f"the role's template does not render {len(missing)} key(s): {', '.join(missing)}")
+print(f"all {len(keys)} keys of config-keys.txt rendered")
+EOF
+  "$bin" check-config --config "$files/config.toml" >"$files/check-config.out"
+  cat "$files/check-config.out"
+  if grep -n 'all-keys-' "$files/check-config.out"; then echo "check-config shows a secret"; return 1; fi
+}
+check "the role's template renders every config key (tests/deploy/config-keys.txt), check-config passes" template_covers_every_key
+
 # ---- Ansible: a real apply to localhost under a prefix ----------------------------------
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')

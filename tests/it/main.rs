@@ -1,12 +1,16 @@
 //! Integration tests: one crate, so it links once. `support` starts the real app on
 //! 127.0.0.1:0 with a temp sled dir, the real binary, and real or fake upstreams.
 
+// A panic is how a test or a bench reports a failure.
+#![allow(clippy::unwrap_used)]
+
 mod support;
 
 mod agent;
 mod alerts_api;
 mod analyze;
 mod appliances;
+mod config_keys;
 mod console;
 mod dashboard;
 mod delivery;

@@ -191,5 +191,4 @@ async fn a_checkpoint_covering_a_large_open_file_closes_and_removes_it() {
     assert_eq!(inbox.append(at(3), 1, b"x").unwrap(), 3);
 }
 
-#[path = "fault_tests.rs"]
 mod faults;

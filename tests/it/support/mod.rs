@@ -12,7 +12,6 @@ pub mod fake_llm;
 pub mod fake_upstreams;
 pub mod gated_llm;
 pub mod hostile;
-pub mod json_mutation;
 pub mod mail;
 pub mod receiver;
 pub mod report_external;

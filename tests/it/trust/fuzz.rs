@@ -11,8 +11,10 @@ use proptest::test_runner::{Config, TestRunner};
 use serde_json::Value;
 use sre_agent::alerts::{AlertSource, parse_webhook};
 
-use crate::support::json_mutation::{ByteEdit, Mutation, apply, byte_edit, edit_bytes, mutation};
 use crate::support::spawn_app;
+use sre_agent_testkit::json_mutation::{
+    ByteEdit, Mutation, apply, byte_edit, edit_bytes, mutation,
+};
 
 /// The captured payloads (tests/it/fixtures, from reference/captured and Grafana's docs).
 const CAPTURED: &[(AlertSource, &str)] = &[

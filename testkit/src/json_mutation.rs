@@ -1,10 +1,7 @@
 //! Structure-aware mutations of captured JSON payloads for property tests: any node of a
 //! document replaced by an arbitrary JSON value, removed, duplicated or joined by an
-//! unknown key; and byte-level edits of its text. Shared by the webhook parser tests
-//! (`tests/it/trust/fuzz.rs`) and the LLM response parser tests (`src/llm/fuzz_tests.rs`,
-//! which includes this file by path).
-
-#![allow(dead_code)]
+//! unknown key; and byte-level edits of its text. Used by the webhook parser tests
+//! (`tests/it/trust/fuzz.rs`) and the LLM response parser tests (`src/llm/fuzz_tests.rs`).
 
 use proptest::prelude::*;
 use proptest::sample::Index;
