@@ -103,7 +103,7 @@ fn a_huge_rule_expression_is_read_in_linear_time() {
     assert!(value.ends_with("+ a"));
     // Generous for a debug build; the quadratic loop took minutes here.
     assert!(
-        start.elapsed() < Duration::from_secs(2),
+        start.elapsed() < Duration::from_secs(20),
         "{:?}",
         start.elapsed()
     );
@@ -111,7 +111,7 @@ fn a_huge_rule_expression_is_read_in_linear_time() {
     let start = Instant::now();
     assert_eq!(value_expr(&nested), "up");
     assert!(
-        start.elapsed() < Duration::from_secs(2),
+        start.elapsed() < Duration::from_secs(20),
         "{:?}",
         start.elapsed()
     );
