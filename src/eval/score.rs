@@ -36,6 +36,16 @@ pub fn finding_text(inv: &Investigation) -> String {
     parts.join("\n")
 }
 
+/// The finding's own words: everything but the key figures, which the sweep computed.
+pub fn model_text(inv: &Investigation) -> String {
+    let Some(f) = &inv.finding else {
+        return String::new();
+    };
+    let mut parts = vec![f.summary.clone(), f.probable_cause.clone()];
+    parts.extend(f.evidence.iter().map(|e| e.claim.clone()));
+    parts.join("\n")
+}
+
 /// Names of the tools the investigation called.
 pub fn tools_called(events: &[Event]) -> Vec<String> {
     events
@@ -117,6 +127,16 @@ pub fn score(expect: &Expectation, inv: &Investigation, events: &[Event]) -> Ver
         if !regex(fact, true).is_some_and(|r| r.is_match(&text)) {
             reasons.push(format!("missing fact /{fact}/"));
         }
+    }
+    // The key figures may carry every fact; the finding's own words must still name what
+    // it is about (the first fact: the host, pod, process or service at fault).
+    if let Some(first) = expect.facts.first()
+        && regex(first, true).is_some_and(|r| r.is_match(&text))
+        && !regex(first, true).is_some_and(|r| r.is_match(&model_text(inv)))
+    {
+        reasons.push(format!(
+            "only the key figures name /{first}/; the summary, cause and claims do not"
+        ));
     }
     for n in &expect.numbers {
         if !states_number(&text, n) {
@@ -236,5 +256,26 @@ mod tests {
         ] {
             assert!(all.contains(part), "{part} not in {all}");
         }
+    }
+
+    #[test]
+    fn key_figures_alone_do_not_name_the_subject_for_the_model() {
+        let e = expectation(r#"facts = ["pg1", "full"]"#);
+        let mut inv = investigation("The application returns errors", "see the figures");
+        if let Some(f) = inv.finding.as_mut() {
+            f.figures = vec![Evidence {
+                claim: "filesystem /var/lib/postgresql on pg1: space used 100 %, full".into(),
+                tool_call_ids: vec!["fact_1".into()],
+            }];
+        }
+        let v = score(&e, &inv, &[]);
+        assert!(!v.passed);
+        assert!(
+            v.reasons[0].starts_with("only the key figures name /pg1/"),
+            "{:?}",
+            v.reasons
+        );
+        let named = investigation("pg1's database disk is full", "");
+        assert!(score(&e, &named, &[]).passed);
     }
 }
