@@ -6,7 +6,10 @@
 # reproducer libFuzzer wrote under fuzz/artifacts/<target>/. docs/fuzzing.md has more.
 #
 # Usage: fuzz/run.sh [TARGET...]   (default: every target)
-#   FUZZ_SECONDS   seconds per target (default 15)
+#   FUZZ_SECONDS     seconds per target (default 15)
+#   FUZZ_TARGET_DIR  the build's target directory (default ~/.cache/sre-agent/fuzz-target,
+#                    outside the clone like the other caches of the tests, so a second run
+#                    on the same machine only relinks)
 #
 # cargo fuzz passes nightly-only flags (-Z…) to rustc; RUSTC_BOOTSTRAP=1 lets the stable
 # toolchain accept them, so CI needs no nightly. The AddressSanitizer is off
@@ -17,7 +20,9 @@ set -euo pipefail
 cd "$(dirname "$0")"
 export RUSTC_BOOTSTRAP=1
 seconds=${FUZZ_SECONDS:-15}
-flags=(--sanitizer none --codegen-units 16)
+target_dir=${FUZZ_TARGET_DIR:-$HOME/.cache/sre-agent/fuzz-target}
+# 16 codegen units: cargo fuzz's default of 1 would make the daemon's crate the slow part.
+flags=(--sanitizer none --codegen-units 16 --target-dir "$target_dir")
 
 if [ "$#" -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(cargo fuzz list); fi
 
