@@ -52,7 +52,11 @@ fuzz_target!(|data: &[u8]| {
         ChatMessage::System("You are an SRE.".into()),
         ChatMessage::User("Why is the disk full?".into()),
     ];
-    let tools: &[ToolDefinition] = if data.len() % 2 == 0 { &setup.tools } else { &[] };
+    let tools: &[ToolDefinition] = if data.len() % 2 == 0 {
+        &setup.tools
+    } else {
+        &[]
+    };
     if let Ok(response) = runtime().block_on(setup.client.chat(&messages, tools)) {
         for call in &response.tool_calls {
             assert!(!call.name.trim().is_empty(), "a tool call without a name");

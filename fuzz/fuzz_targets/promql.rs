@@ -11,7 +11,9 @@ fuzz_target!(|data: &[u8]| {
     sre_agent_fuzz::read_rule_expression(expr);
     let url = format!(
         "http://prometheus:9090/graph?g0.expr={}&g0.tab=1",
-        expr.bytes().map(|b| format!("%{b:02X}")).collect::<String>()
+        expr.bytes()
+            .map(|b| format!("%{b:02X}"))
+            .collect::<String>()
     );
     let _ = sre_agent_fuzz::rule_promql::expr_from_generator_url(expr);
     assert_eq!(

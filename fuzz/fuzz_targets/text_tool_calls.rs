@@ -26,7 +26,11 @@ fuzz_target!(|data: &[u8]| {
     if let Some(found) = extract_text_calls(text, offered()) {
         for (name, arguments) in &found.calls {
             assert!(offered().contains(&name.as_str()), "not offered: {name}");
-            assert!(arguments.is_object(), "arguments of {name}: {arguments}");
+            // Unreadable arguments stay text, for the agent to tell the model (`tool_arguments`).
+            assert!(
+                arguments.is_object() || arguments.is_string(),
+                "arguments of {name}: {arguments}"
+            );
         }
     }
     let _ = Finding::parse(text);

@@ -78,7 +78,10 @@ fn serve(stream: TcpStream, answer: &Answer) -> std::io::Result<()> {
         }
     }
     // Read the whole body: closing with unread bytes would reset the connection.
-    std::io::copy(&mut reader.by_ref().take(length as u64), &mut std::io::sink())?;
+    std::io::copy(
+        &mut reader.by_ref().take(length as u64),
+        &mut std::io::sink(),
+    )?;
     let mut head = format!(
         "HTTP/1.1 {} Fuzz\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
         answer.status,
@@ -218,6 +221,8 @@ mod tools {
 }
 
 /// The agent's PromQL helpers for rule expressions, from the daemon's source file.
+/// (Formatted with the daemon's sources, not here.)
+#[rustfmt::skip]
 #[path = "../../src/agent/promql.rs"]
 pub mod rule_promql;
 
