@@ -4,7 +4,8 @@
 # screenshot test; tests/deploy/run.sh adds ansible-core, ansible-lint and hadolint in a
 # virtualenv; idempotent), then runs every test:
 # unit and integration tests (real Prometheus/Alertmanager/SMTP, the real binary), the
-# Prometheus rule unit tests, the deployment tests (Ansible role, Dockerfile), and last
+# Prometheus rule unit tests, the deployment tests (Ansible role, Dockerfile), the fuzz
+# targets for a bounded time each (fuzz/run.sh, cargo-fuzz on stable), and last
 # three eval scenarios end to end with a real local model (tests/llm/).
 # The layering check (ARCHITECTURE.md) runs first: it needs no build.
 set -euo pipefail
@@ -28,6 +29,9 @@ if ! cargo test --locked --lib --bins --tests 2>&1 | tee target/test-output.log;
 fi
 bash tests/support/check_rules.sh
 SRE_DEPLOY_BIN="$PWD/target/debug/sre-agent" bash tests/deploy/run.sh
+# Coverage-guided fuzzing (docs/fuzzing.md): every parser of outside input, each target
+# from its seeds for FUZZ_SECONDS (15 s) after one build; prints executions per target.
+bash fuzz/run.sh
 # Last, on a quiet CPU (2 cores: never beside a build): a real local model (tests/llm/,
 # Qwen2.5-Coder-1.5B from PyPI, pinned and checksummed, cached in ~/.cache/sre-agent/llm)
 # drives three eval scenarios end to end through the real daemon and Prometheus.
