@@ -7,6 +7,9 @@
 #
 # Usage: fuzz/run.sh [TARGET...]   (default: every target)
 #   FUZZ_SECONDS     seconds per target (default 15)
+#   FUZZ_RELEASE=1   an optimized build (slow to build, ~10x the executions a second): for
+#                    long runs; the default is a debug build, quick to build, for CI's
+#                    bounded smoke run
 #   FUZZ_TARGET_DIR  the build's target directory (default ~/.cache/sre-agent/fuzz-target,
 #                    outside the clone like the other caches of the tests, so a second run
 #                    on the same machine only relinks)
@@ -21,8 +24,12 @@ cd "$(dirname "$0")"
 export RUSTC_BOOTSTRAP=1
 seconds=${FUZZ_SECONDS:-15}
 target_dir=${FUZZ_TARGET_DIR:-$HOME/.cache/sre-agent/fuzz-target}
-# 16 codegen units: cargo fuzz's default of 1 would make the daemon's crate the slow part.
-flags=(--sanitizer none --codegen-units 16 --target-dir "$target_dir")
+if [ "${FUZZ_RELEASE:-0}" = 1 ]; then
+  # 16 codegen units: cargo fuzz's default of 1 would make the daemon's crate the slow part.
+  flags=(--sanitizer none --codegen-units 16 --target-dir "$target_dir")
+else
+  flags=(--sanitizer none --dev --target-dir "$target_dir")
+fi
 
 if [ "$#" -gt 0 ]; then targets=("$@"); else mapfile -t targets < <(cargo fuzz list); fi
 

