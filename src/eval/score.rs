@@ -260,22 +260,22 @@ mod tests {
 
     #[test]
     fn key_figures_alone_do_not_name_the_subject_for_the_model() {
-        let e = expectation(r#"facts = ["pg1", "full"]"#);
+        let e = expectation(r#"facts = ["quill-db", "full"]"#);
         let mut inv = investigation("The application returns errors", "see the figures");
         if let Some(f) = inv.finding.as_mut() {
             f.figures = vec![Evidence {
-                claim: "filesystem /var/lib/postgresql on pg1: space used 100 %, full".into(),
+                claim: "filesystem /var/lib/postgresql on quill-db: space used 100 %, full".into(),
                 tool_call_ids: vec!["fact_1".into()],
             }];
         }
         let v = score(&e, &inv, &[]);
         assert!(!v.passed);
         assert!(
-            v.reasons[0].starts_with("only the key figures name /pg1/"),
+            v.reasons[0].starts_with("only the key figures name /quill-db/"),
             "{:?}",
             v.reasons
         );
-        let named = investigation("pg1's database disk is full", "");
+        let named = investigation("quill-db's database disk is full", "");
         assert!(score(&e, &named, &[]).passed);
     }
 }

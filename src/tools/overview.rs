@@ -51,7 +51,7 @@ impl PrometheusInstanceOverview {
             .label_values_between("instance", &[], start, end)
             .await?;
         if all.iter().any(|v| v == wanted) {
-            // The exact instance (docker1:9100), not every exporter on its host.
+            // The exact instance (edge-a:9100), not every exporter on its host.
             return Ok(Ok(vec![wanted.to_string()]));
         }
         let host = |v: &str| v.rsplit_once(':').map_or(v, |(h, _)| h).to_string();
@@ -79,7 +79,7 @@ impl PrometheusInstanceOverview {
 impl PrometheusInstanceOverview {
     /// `top processes by CPU: ffmpeg 3.5 cores, dockerd 0.1 cores`: the 3 process-exporter
     /// groups using the most CPU over the 10 minutes before `at` (Unix seconds; now when
-    /// NaN) on the hosts of `instances` (any port: `docker1:9256` for `docker1:9100`).
+    /// NaN) on the hosts of `instances` (any port: `edge-a:9256` for `edge-a:9100`).
     /// `None` when the host has no process-exporter metrics or the lookup fails.
     async fn top_processes(&self, instances: &[String], at: f64) -> Option<String> {
         let hosts = alternatives(
