@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 
-use super::{Prom, by_identity, host, identity, labels_map, pick, selector};
+use super::{Prom, by_identity, host, identity, label, labels_map, pick, selector};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, round_sig,
 };
@@ -39,11 +39,7 @@ impl Analyzer for DiskIo {
                 true => Severity::Critical,
                 false => Severity::Warning,
             };
-            let device = s
-                .metric
-                .get("device")
-                .cloned()
-                .unwrap_or_else(|| "?".into());
+            let device = label(&s.metric, "device");
             let sel = selector(pick(&s.metric, &["instance", "job", "device"]));
             let query = format!("100 * rate(node_disk_io_time_seconds_total{sel}[5m])");
             let since = self

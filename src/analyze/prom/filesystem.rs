@@ -11,7 +11,7 @@
 use async_trait::async_trait;
 use chrono::TimeDelta;
 
-use super::{Prom, by_identity, host, labels_map, pick, selector};
+use super::{Prom, by_identity, host, label, labels_map, pick, selector};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
 };
@@ -152,11 +152,7 @@ impl FilesystemSpace {
                 (_, Some(e)) if e < WARN_ETA => Severity::Warning,
                 _ => continue,
             };
-            let name = s
-                .metric
-                .get(v.name_label)
-                .cloned()
-                .unwrap_or_else(|| "?".into());
+            let name = label(&s.metric, v.name_label);
             let ids = pick(&s.metric, &["instance", v.name_label]);
             let sel = selector(ids);
             let query = format!("100 * (1 - {}{sel} / {}{sel})", v.free, v.size);

@@ -330,6 +330,11 @@ pub fn long_span(scope: &Scope) -> i64 {
     scope.window().num_seconds().clamp(3600, 86400)
 }
 
+/// The value of label `key`, or `?` on a series without it.
+pub fn label(labels: &Labels, key: &str) -> String {
+    labels.get(key).cloned().unwrap_or_else(|| "?".into())
+}
+
 /// Per host, the value of the first series of `v` seen on it.
 pub fn by_host(v: &[Sample]) -> HashMap<String, f64> {
     let mut out = HashMap::new();

@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 
-use super::{Prom, by_identity, host, identity, labels_map, pick, selector};
+use super::{Prom, by_identity, host, identity, label, labels_map, pick, selector};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
 };
@@ -51,11 +51,7 @@ impl Analyzer for NetworkErrors {
                         true => Severity::Critical,
                         false => Severity::Warning,
                     };
-                    let device = s
-                        .metric
-                        .get("device")
-                        .cloned()
-                        .unwrap_or_else(|| "?".into());
+                    let device = label(&s.metric, "device");
                     let sel = selector(pick(&s.metric, &["instance", "job", "device"]));
                     let query = format!("rate({metric}{sel}[5m])");
                     let since = self

@@ -8,7 +8,9 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 
-use super::{Prom, by_host, host, identity, labels_map, long_span, pick, selector, steepest};
+use super::{
+    Prom, by_host, host, identity, label, labels_map, long_span, pick, selector, steepest,
+};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
 };
@@ -118,11 +120,7 @@ impl ProcessMemory {
             Some(e) if e >= WARN_ETA => Severity::Info,
             _ => Severity::Warning,
         };
-        let name = s
-            .metric
-            .get("groupname")
-            .cloned()
-            .unwrap_or_else(|| "?".into());
+        let name = label(&s.metric, "groupname");
         let mut detail = format!(
             "grew {} in the last {}",
             Quantity::bytes(rate * span),
