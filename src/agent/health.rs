@@ -45,8 +45,8 @@ pub async fn gather(sweep: &Sweep, inv: &Investigation) -> Option<Gathered> {
     }
     let now = Utc::now();
     let (focus, started) = focus(inv, now);
-    let scope = Scope::new(now, started);
-    let report = sweep.run(scope).await;
+    let scope = Scope::new(now, started).with_focus(focus.clone());
+    let report = sweep.run(scope.clone()).await;
     let total = report.facts.len();
     let mut ranked = rank(report.facts, &focus);
     ranked.truncate(SHOWN_FACTS);

@@ -13,7 +13,7 @@
 //! - `sweep.rs`: the catalog of analyzers per integration, the parallel run with budget;
 //! - `rank.rs`: relevance by entities, time and severity;
 //! - `pattern.rs`: the pattern of a log line (numbers and ids as placeholders);
-//! - `logs.rs`: error bursts per service in Loki;
+//! - `logs/`: analyzers over Loki (what changed in each service's logs, error bursts);
 //! - `prom/`: analyzers over Prometheus (node_exporter, process-exporter, cAdvisor,
 //!   kube-state-metrics, blackbox);
 //! - `kube/`: analyzers over the Kubernetes API (pods, nodes, rollouts);
@@ -31,6 +31,8 @@ pub mod rank;
 mod sweep;
 pub mod truenas;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -42,13 +44,20 @@ pub use sweep::{Sweep, SweepReport};
 
 use crate::integrations::UpstreamError;
 
-/// What an analyzer may look at: the time now and the incident's window.
-#[derive(Clone, Copy, Debug)]
+/// What an analyzer may look at: the time now, the incident's window and what the trigger
+/// is about.
+#[derive(Clone, Debug)]
 pub struct Scope {
     pub now: DateTime<Utc>,
     /// Start of the window looked at: before the alert's start (or the question's time)
     /// by a lead-in that grows with the incident's age.
     pub window_start: DateTime<Utc>,
+    /// When the incident began (now when unknown), never before the window's start.
+    pub started: DateTime<Utc>,
+    /// What the trigger is about. An analyzer that describes a few of many entities as
+    /// context may prefer those the trigger is about; it never decides which analyzers
+    /// run, and no text of it goes into a query.
+    pub focus: Option<Arc<Focus>>,
 }
 
 /// Shortest and longest window an analyzer looks back over.
@@ -65,10 +74,25 @@ impl Scope {
             .checked_add(&MIN_WINDOW)
             .unwrap_or(MAX_WINDOW)
             .clamp(MIN_WINDOW, MAX_WINDOW);
+        let window_start = now.checked_sub_signed(lookback).unwrap_or(now);
         Self {
             now,
-            window_start: now.checked_sub_signed(lookback).unwrap_or(now),
+            window_start,
+            started: started.max(window_start),
+            focus: None,
         }
+    }
+
+    /// The scope with what the trigger is about.
+    pub fn with_focus(mut self, focus: Focus) -> Self {
+        self.focus = Some(Arc::new(focus));
+        self
+    }
+
+    /// Whether the trigger is about `entity` (its labels, host or name); false without a
+    /// focus.
+    pub fn is_about(&self, entity: &Entity) -> bool {
+        self.focus.as_ref().is_some_and(|f| f.is_about(entity))
     }
 
     /// The window's length.
@@ -120,5 +144,8 @@ mod tests {
         assert_eq!(future.window(), TimeDelta::hours(1));
         let ancient = Scope::new(now, Some(DateTime::<Utc>::MIN_UTC));
         assert_eq!(ancient.window(), TimeDelta::days(7));
+        assert_eq!(ancient.started, ancient.window_start);
+        assert_eq!(s.started, now - TimeDelta::minutes(10));
+        assert_eq!(future.started, now);
     }
 }

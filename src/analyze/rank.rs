@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
 
-use super::{Fact, FactClass, Severity, host_of};
+use super::{Entity, Fact, FactClass, Severity, host_of};
 
 /// What the trigger is about, as data: labels, hosts, names and when it began.
 #[derive(Clone, Debug, Default)]
@@ -113,16 +113,20 @@ impl Focus {
         Some((since - start).num_seconds().unsigned_abs() <= NEAR_START_SECS)
     }
 
-    /// How relevant `fact` is, and whether its entity matched.
-    fn score(&self, fact: &Fact) -> (i32, bool) {
-        let e = &fact.entity;
-        let mut score = 0;
+    /// Whether `entity` is the trigger's: it shares a label with it, or its host or its
+    /// name is one the trigger names.
+    pub fn is_about(&self, entity: &Entity) -> bool {
+        let (shared, host_hit, name_hit) = self.matches(entity);
+        shared > 0 || host_hit || name_hit
+    }
+
+    /// Labels `e` shares with the trigger, and whether its host and its name matched.
+    fn matches(&self, e: &Entity) -> (i32, bool, bool) {
         let shared = e
             .labels
             .iter()
             .filter(|(k, v)| self.labels.get(*k) == Some(*v))
             .count() as i32;
-        score += 4 * shared.min(3);
         let host = e.host.as_deref().map(normalise);
         let host_hit = host
             .as_ref()
@@ -130,6 +134,14 @@ impl Focus {
         let name_hit = entity_names(&e.name)
             .iter()
             .any(|n| self.names.iter().any(|m| similar(m, n)));
+        (shared, host_hit, name_hit)
+    }
+
+    /// How relevant `fact` is, and whether its entity matched.
+    fn score(&self, fact: &Fact) -> (i32, bool) {
+        let mut score = 0;
+        let (shared, host_hit, name_hit) = self.matches(&fact.entity);
+        score += 4 * shared.min(3);
         // The entity is the trigger's by its host or its name: counted once (a host's
         // name is its host).
         if host_hit || name_hit {

@@ -102,6 +102,7 @@ impl Sweep {
         let budget = self.budget.unwrap_or(ANALYZER_BUDGET);
         let runs = self.analyzers.iter().map(|a| {
             let a = a.clone();
+            let scope = scope.clone();
             async move {
                 let run = AssertUnwindSafe(a.run(&scope)).catch_unwind();
                 let outcome = match tokio::time::timeout(budget, run).await {
@@ -222,7 +223,7 @@ mod tests {
         config.loki.url = Some("http://loki:3100".parse().unwrap());
         assert_eq!(
             Sweep::from_config(&config).unwrap().names(),
-            ["log_error_bursts"]
+            ["log_error_bursts", "log_changes"]
         );
         config.prometheus.url = Some("http://prometheus:9090".parse().unwrap());
         let names = Sweep::from_config(&config).unwrap().names();

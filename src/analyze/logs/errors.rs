@@ -5,8 +5,8 @@
 //! most frequent error line as a pattern (numbers and ids as placeholders). A service
 //! that is always this noisy is not a burst.
 //!
-//! The service is the first stream label Loki has of `SERVICE_LABELS`; queries are built
-//! from that constant list and label values found in Loki, escaped.
+//! Words decide only which lines this analyzer counts; whether a service's logs changed at
+//! all is [`super::changes`]'s, which reads every line.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,8 +16,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::prom::escape;
-use super::{
+use super::{SERVICE_LABELS, per_step, split};
+use crate::analyze::prom::escape;
+use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
     line_pattern,
 };
@@ -25,8 +26,6 @@ use crate::integrations::LokiClient;
 use crate::integrations::prometheus::Series;
 use crate::text::truncate;
 
-/// Stream labels that name a service, by preference.
-const SERVICE_LABELS: [&str; 5] = ["service_name", "app", "job", "container", "unit"];
 /// A line that reports an error, in any of the usual spellings (`level=error`,
 /// `"level":"error"`, `ERROR`, `panic:`, `connection refused`, `permission denied`).
 const ERROR_PATTERN: &str = "(?i)(error|err=|fatal|panic|exception|fail|refused|timeout|denied)";
@@ -51,11 +50,6 @@ struct Burst {
     start: DateTime<Utc>,
     before_per_min: f64,
     after_per_min: f64,
-}
-
-/// The analyzers over Loki.
-pub fn analyzers(client: Arc<LokiClient>) -> Vec<Arc<dyn Analyzer>> {
-    vec![Arc::new(LogErrorBursts(client))]
 }
 
 #[async_trait]
@@ -157,14 +151,7 @@ fn lines_query(label: &str, service: &str) -> String {
 fn burst(s: &Series, label: &str, scope: &Scope, step: i64) -> Option<Burst> {
     let service = s.metric.get(label)?.clone();
     let start = scope.window_start.timestamp();
-    let n = ((scope.now.timestamp() - start) / step).max(0) as usize + 1;
-    let mut counts = vec![0.0; n];
-    for (t, v) in &s.values {
-        let i = ((*t as i64 - start) as f64 / step as f64).round();
-        if i >= 0.0 && (i as usize) < n && v.is_finite() {
-            counts[i as usize] = *v;
-        }
-    }
+    let counts = per_step(s, scope, step);
     let (split, before, after) = split(&counts)?;
     let per_min = 60.0 / step as f64;
     let (before, after) = (before * per_min, after * per_min);
@@ -178,27 +165,6 @@ fn burst(s: &Series, label: &str, scope: &Scope, step: i64) -> Option<Burst> {
         before_per_min: before,
         after_per_min: after,
     })
-}
-
-/// The split of `counts` into a before and an after whose means differ most (after
-/// higher), with at least two points after: `(index, mean before, mean after)`.
-fn split(counts: &[f64]) -> Option<(usize, f64, f64)> {
-    let n = counts.len();
-    if n < 3 {
-        return None;
-    }
-    let total: f64 = counts.iter().sum();
-    let mut sum_before = 0.0;
-    let mut best: Option<(usize, f64, f64)> = None;
-    for k in 1..n - 1 {
-        sum_before += counts[k - 1];
-        let before = sum_before / k as f64;
-        let after = (total - sum_before) / (n - k) as f64;
-        if best.is_none_or(|(_, b, a)| after - before > a - b) {
-            best = Some((k, before, after));
-        }
-    }
-    best.filter(|(_, b, a)| a > b)
 }
 
 /// The most frequent pattern among `lines` and how many lines have it.
@@ -216,17 +182,6 @@ fn top_pattern<'a>(lines: impl Iterator<Item = &'a str>) -> Option<(usize, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_split_is_where_a_quiet_before_turns_into_a_loud_after() {
-        let mut c = vec![0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
-        c.extend([30.0, 28.0, 35.0, 31.0]);
-        let (k, before, after) = split(&c).unwrap();
-        assert_eq!(k, 8);
-        assert!(before < 0.3 && after > 30.0);
-        assert_eq!(split(&[5.0, 5.0]), None);
-        assert_eq!(split(&[9.0, 9.0, 9.0, 9.0]), None);
-    }
 
     #[test]
     fn the_most_frequent_error_groups_lines_that_differ_in_numbers_and_ids() {

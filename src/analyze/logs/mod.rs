@@ -1,0 +1,113 @@
+//! The analyzers over Loki. A service is a value of the first stream label Loki has of
+//! [`SERVICE_LABELS`] (on the host of the first of [`HOST_LABELS`], when there is one);
+//! every query is built from those constant lists and from label values and lines found in
+//! Loki, escaped, never from the trigger's text.
+//!
+//! - `changes.rs`: what changed in each service's logs, whatever words they use: a sharp
+//!   rise or a fall to silence of its line rate, and line patterns that are new in the
+//!   recent part of the window; and, for the services the trigger is about, their recent
+//!   rate and most frequent patterns as context; `facts.rs` builds their facts;
+//! - `volume.rs`: where a series of line counts rises sharply or falls silent;
+//! - `novelty.rs`: the patterns of sampled lines, which are new, and a regex per pattern;
+//! - `signal.rs`: how bad a line looks (its level field, syslog priority, HTTP status,
+//!   words), used for severity only;
+//! - `errors.rs`: bursts of lines matching a generic error pattern.
+
+mod changes;
+mod errors;
+mod facts;
+mod novelty;
+mod signal;
+mod volume;
+
+use std::sync::Arc;
+
+pub use changes::LogChanges;
+pub use errors::LogErrorBursts;
+
+use super::{Analyzer, Scope};
+use crate::analyze::prom::escape;
+use crate::integrations::LokiClient;
+use crate::integrations::prometheus::Series;
+
+/// Stream labels that name a service, by preference.
+pub(crate) const SERVICE_LABELS: [&str; 5] = ["service_name", "app", "job", "container", "unit"];
+/// Stream labels that name the host a stream comes from, by preference.
+pub(crate) const HOST_LABELS: [&str; 5] = ["host", "hostname", "nodename", "node", "instance"];
+
+/// The analyzers over Loki.
+pub fn analyzers(client: Arc<LokiClient>) -> Vec<Arc<dyn Analyzer>> {
+    vec![
+        Arc::new(LogErrorBursts(client.clone())),
+        Arc::new(LogChanges(client)),
+    ]
+}
+
+/// The stream selector `{label="value", …}` of `pairs`, values escaped.
+fn selector(pairs: &[(&str, &str)]) -> String {
+    let inner: Vec<String> = pairs
+        .iter()
+        .map(|(k, v)| format!("{k}=\"{}\"", escape(v)))
+        .collect();
+    format!("{{{}}}", inner.join(", "))
+}
+
+/// `s`'s values as one count per `step` seconds over the scope's window (point `i` at
+/// `window_start + i·step`; missing points are zero, as Loki omits empty steps).
+fn per_step(s: &Series, scope: &Scope, step: i64) -> Vec<f64> {
+    let start = scope.window_start.timestamp();
+    let n = ((scope.now.timestamp() - start) / step.max(1)).max(0) as usize + 1;
+    let mut counts = vec![0.0; n];
+    for (t, v) in &s.values {
+        let i = ((*t as i64 - start) as f64 / step.max(1) as f64).round();
+        if i >= 0.0 && (i as usize) < n && v.is_finite() && *v >= 0.0 {
+            counts[i as usize] = *v;
+        }
+    }
+    counts
+}
+
+/// The split of `counts` into a before and an after whose means differ most (after
+/// higher), with at least two points after: `(index, mean before, mean after)`.
+fn split(counts: &[f64]) -> Option<(usize, f64, f64)> {
+    let n = counts.len();
+    if n < 3 {
+        return None;
+    }
+    let total: f64 = counts.iter().sum();
+    let mut sum_before = 0.0;
+    let mut best: Option<(usize, f64, f64)> = None;
+    for k in 1..n - 1 {
+        sum_before += counts[k - 1];
+        let before = sum_before / k as f64;
+        let after = (total - sum_before) / (n - k) as f64;
+        if best.is_none_or(|(_, b, a)| after - before > a - b) {
+            best = Some((k, before, after));
+        }
+    }
+    best.filter(|(_, b, a)| a > b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_split_is_where_a_quiet_before_turns_into_a_loud_after() {
+        let mut c = vec![0.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+        c.extend([30.0, 28.0, 35.0, 31.0]);
+        let (k, before, after) = split(&c).unwrap();
+        assert_eq!(k, 8);
+        assert!(before < 0.3 && after > 30.0);
+        assert_eq!(split(&[5.0, 5.0]), None);
+        assert_eq!(split(&[9.0, 9.0, 9.0, 9.0]), None);
+    }
+
+    #[test]
+    fn a_selector_escapes_quotes_and_backslashes_in_values() {
+        assert_eq!(
+            selector(&[("unit", r#"a "b" \ c"#), ("host", "relay1")]),
+            r#"{unit="a \"b\" \\ c", host="relay1"}"#
+        );
+    }
+}
