@@ -40,7 +40,7 @@ pub use fact::{Entity, Fact, FactClass, Rate, Severity, Source, host_of};
 pub use pattern::line_pattern;
 pub use quantity::{Quantity, Unit, human_bytes, human_seconds, round_sig};
 pub use rank::{Focus, Ranked, rank};
-pub use sweep::{Sweep, SweepReport};
+pub use sweep::{ANALYZER_BUDGET, Sweep, SweepReport};
 
 use crate::integrations::UpstreamError;
 

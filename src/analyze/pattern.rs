@@ -45,12 +45,19 @@ fn placeholder(tok: &str) -> Option<&'static str> {
     None
 }
 
-/// `tok` with each number (digits, optionally `.digits`) replaced by `<n>`.
+/// `tok` with each run of hex digits mixing digits and letters (`veth1a2b3c4`,
+/// `d41d8cd9-0f00`) replaced by `<hex>` and each number (digits, optionally `.digits`) by
+/// `<n>`: generated ids vary line to line and must not split a pattern.
 fn replace_numbers(tok: &str, out: &mut String) {
     let b = tok.as_bytes();
     let mut i = 0;
     while i < b.len() {
-        if b[i].is_ascii_digit() {
+        let run = b[i..].iter().take_while(|c| c.is_ascii_hexdigit()).count();
+        let id = &b[i..i + run];
+        if run >= 4 && id.iter().any(u8::is_ascii_digit) && id.iter().any(u8::is_ascii_alphabetic) {
+            out.push_str("<hex>");
+            i += run;
+        } else if b[i].is_ascii_digit() {
             while i < b.len()
                 && (b[i].is_ascii_digit()
                     || (b[i] == b'.' && b.get(i + 1).is_some_and(u8::is_ascii_digit)))
@@ -59,11 +66,9 @@ fn replace_numbers(tok: &str, out: &mut String) {
             }
             out.push_str("<n>");
         } else {
-            let start = i;
-            while i < b.len() && !b[i].is_ascii_digit() {
-                i += 1;
-            }
-            out.push_str(&tok[start..i]);
+            // Tokens are ASCII letters, digits and `.:-_` only: one byte is one char.
+            out.push(b[i] as char);
+            i += 1;
         }
     }
 }
@@ -84,7 +89,10 @@ pub fn line_pattern(line: &str) -> String {
             rest = &rest[c.len_utf8()..];
             continue;
         }
-        let tok = &rest[..end];
+        let whole = &rest[..end];
+        // A token's trailing `:`/`.`/`-` (postfix's `4F1A82C0B1:`) is punctuation, not id.
+        let tok = whole.trim_end_matches([':', '.', '-', '_']);
+        let tail = &whole[tok.len()..];
         if !tok.bytes().any(|c| c.is_ascii_digit()) {
             out.push_str(tok);
         } else if let Some(p) = placeholder(tok) {
@@ -92,7 +100,41 @@ pub fn line_pattern(line: &str) -> String {
         } else {
             replace_numbers(tok, &mut out);
         }
+        out.push_str(tail);
         rest = &rest[end..];
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_ids_in_the_usual_places_become_placeholders() {
+        let cases = [
+            (
+                "postfix/qmgr[812]: 4F1A82C0B1: removed",
+                "postfix/qmgr[<n>]: <hex>: removed",
+            ),
+            (
+                "postfix/qmgr[812]: 1234567890: removed",
+                "postfix/qmgr[<n>]: <n>: removed",
+            ),
+            (
+                "[ 12.5] vetha0653e4: renamed from eth0",
+                "[ <n>] veth<hex>: renamed from eth<n>",
+            ),
+            (
+                "[ 12.5] veth1a2b3c4: renamed from eth0",
+                "[ <n>] veth<hex>: renamed from eth<n>",
+            ),
+            ("job d41d8cd9-0f0a done", "job <hex>-<hex> done"),
+            ("job 5b2c at 10.0.0.1:587.", "job <hex> at <ip>."),
+            ("x86_64 h264 ok", "x<n>_<n> h<n> ok"),
+        ];
+        for (line, want) in cases {
+            assert_eq!(line_pattern(line), want, "{line}");
+        }
+    }
 }

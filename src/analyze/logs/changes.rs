@@ -20,16 +20,34 @@ use chrono::{DateTime, TimeDelta, Utc};
 use futures::StreamExt;
 use tokio::time::Instant;
 
-use super::facts::{Clock, Service, context_fact, pattern_fact, rise_fact, silence_fact};
-use super::novelty::{Census, PatternCount, Sample, census, emergence, pattern_regex};
+use super::facts::{Clock, Reading, Service, context_fact, pattern_fact, rise_fact, silence_fact};
+use super::novelty::{PatternCount, Sample, census, emergence, pattern_regex};
 use super::volume::{VolumeChange, change};
-use super::{HOST_LABELS, SERVICE_LABELS, per_step};
+use super::{HOST_LABELS, per_step, service_label};
 use crate::analyze::prom::escape;
 use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope};
 use crate::integrations::LokiClient;
 use crate::text::truncate;
 
-pub struct LogChanges(pub Arc<LokiClient>);
+pub struct LogChanges {
+    client: Arc<LokiClient>,
+    budget: Duration,
+}
+
+impl LogChanges {
+    pub fn new(client: Arc<LokiClient>) -> Self {
+        Self {
+            client,
+            budget: BUDGET,
+        }
+    }
+
+    /// Sets the time for all the reads (default [`BUDGET`]); keep it under the sweep's.
+    pub fn with_budget(mut self, budget: Duration) -> Self {
+        self.budget = budget;
+        self
+    }
+}
 
 /// Points the counts are read in over the window (steps at least a minute).
 const POINTS: i64 = 240;
@@ -45,20 +63,15 @@ const MAX_NEW_PER_SERVICE: usize = 2;
 /// Most change facts, and most context facts.
 const MAX_CHANGE_FACTS: usize = 9;
 const MAX_CONTEXT: usize = 3;
-/// Time for all the reads: under the sweep's budget for one analyzer, so what was read
-/// is reported rather than the whole analyzer skipped.
+/// Time for all the reads: under the sweep's budget for one analyzer
+/// ([`crate::analyze::ANALYZER_BUDGET`]), so what was read is reported rather than the
+/// whole analyzer skipped.
 const BUDGET: Duration = Duration::from_millis(3500);
 /// Services read at once (each reads its slices at once).
 const PARALLEL_SERVICES: usize = 3;
 /// The recent part begins this long before the incident, and is at least `MIN_RECENT`.
 const RECENT_LEAD: TimeDelta = TimeDelta::minutes(10);
 const MIN_RECENT: TimeDelta = TimeDelta::minutes(15);
-/// What was read of one service: its samples' patterns, or its last line when silent.
-pub(super) enum Reading {
-    Census(Census),
-    Last(Option<(i64, String)>),
-}
-
 #[async_trait]
 impl Analyzer for LogChanges {
     fn name(&self) -> &'static str {
@@ -66,13 +79,13 @@ impl Analyzer for LogChanges {
     }
 
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
-        let deadline = Instant::now() + BUDGET;
-        let labels = self.0.labels(scope.window_start, scope.now).await?;
-        let has = |l: &&&str| labels.iter().any(|x| x == **l);
-        let Some(label) = SERVICE_LABELS.iter().find(has).copied() else {
+        let deadline = Instant::now() + self.budget;
+        let Some((label, labels)) = service_label(&self.client, scope).await? else {
             return Ok(Vec::new());
         };
-        let host_label = HOST_LABELS.iter().find(has).copied();
+        let host_label = HOST_LABELS
+            .into_iter()
+            .find(|h| *h != label && labels.iter().any(|x| x == h));
         let step = (scope.window().num_seconds() / POINTS).max(60);
         let clock = Clock {
             start: scope.window_start,
@@ -82,7 +95,7 @@ impl Analyzer for LogChanges {
         let by = host_label.map_or(label.to_string(), |h| format!("{label}, {h}"));
         let counts = format!("sum by ({by}) (count_over_time({{{label}=~\".+\"}}[{step}s]))");
         let series = self
-            .0
+            .client
             .query_range_matrix(
                 &counts,
                 scope.window_start,
@@ -212,7 +225,7 @@ impl LogChanges {
         let sel = s.selector();
         if let Some(VolumeChange::Silence { .. }) = s.change {
             let streams = self
-                .0
+                .client
                 .query_logs(&sel, scope.window_start, scope.now, 1)
                 .await
                 .ok()?;
@@ -241,7 +254,7 @@ impl LogChanges {
         let queries = slices.iter().map(|(a, b, is_recent)| {
             let sel = sel.as_str();
             async move {
-                let streams = self.0.query_logs(sel, *a, *b, SLICE_LINES).await?;
+                let streams = self.client.query_logs(sel, *a, *b, SLICE_LINES).await?;
                 let lines: Vec<(i64, String)> = streams
                     .into_iter()
                     .flat_map(|st| st.entries)
@@ -281,7 +294,7 @@ impl LogChanges {
         );
         let step = Duration::from_secs(clock.step as u64);
         let series = self
-            .0
+            .client
             .query_range_matrix(&query, scope.window_start, scope.now, step)
             .await
             .ok()?;

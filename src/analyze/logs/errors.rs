@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::{SERVICE_LABELS, per_step, split};
+use super::{per_step, service_label, split};
 use crate::analyze::prom::escape;
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
@@ -59,11 +59,7 @@ impl Analyzer for LogErrorBursts {
     }
 
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
-        let labels = self.0.labels(scope.window_start, scope.now).await?;
-        let Some(label) = SERVICE_LABELS
-            .iter()
-            .find(|l| labels.iter().any(|x| x == *l))
-        else {
+        let Some((label, _)) = service_label(&self.0, scope).await? else {
             return Ok(Vec::new());
         };
         let step = (scope.window().num_seconds() / POINTS).max(60);

@@ -6,7 +6,6 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
 
-use super::changes::Reading;
 use super::novelty::{Census, Emergence, PatternCount, pattern_regex};
 use super::selector;
 use super::signal::{Signal, signal};
@@ -21,6 +20,12 @@ use crate::text::truncate;
 const CRIT_PER_MIN: f64 = 60.0;
 /// Share of the recent lines that makes a new pattern worth a warning whatever it says.
 const DOMINANT_SHARE: f64 = 0.2;
+
+/// What was read of one service: its samples' patterns, or its last line when silent.
+pub(super) enum Reading {
+    Census(Census),
+    Last(Option<(i64, String)>),
+}
 
 /// One service (on one host) and its line counts over the window.
 pub(super) struct Service {
@@ -223,10 +228,21 @@ pub(super) fn pattern_fact(
     .value(Quantity::count(lines))
     .since(Some(since))
     .detail(format!(
-        "{told}, first {ago} ago: {} | e.g. {}",
-        truncate(&p.pattern, 110),
-        truncate(&p.example, 110)
+        "{told}, first {ago} ago, e.g.: {}",
+        ends(&p.example, 45, 120)
     ))
+}
+
+/// `s` whole when short, else its first `head` and last `tail` characters: what tells a
+/// line apart is often at its end (a status, a reason).
+fn ends(s: &str, head: usize, tail: usize) -> String {
+    let n = s.chars().count();
+    if n <= head + tail + 3 {
+        return s.to_string();
+    }
+    let start: String = s.chars().take(head).collect();
+    let end: String = s.chars().skip(n - tail).collect();
+    format!("{start} … {end}")
 }
 
 /// `s`'s recent rate and most frequent patterns; `None` without recent lines.
@@ -259,4 +275,15 @@ pub(super) fn context_fact(s: &Service, clock: Clock, c: &Census) -> Option<Fact
         .value(Quantity::new(per_step / clock.step as f64, Unit::PerSecond))
         .detail(detail),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_line_keeps_its_start_and_its_end() {
+        assert_eq!(ends("short", 2, 2), "short");
+        assert_eq!(ends("aaaaaaaaaa…ünï-end", 3, 5), "aaa … ünï-end");
+    }
 }

@@ -1,5 +1,7 @@
-//! The analyzers over Loki. A service is a value of the first stream label Loki has of
-//! [`SERVICE_LABELS`] (on the host of the first of [`HOST_LABELS`], when there is one);
+//! The analyzers over Loki. A service is a value of the stream label of
+//! [`SERVICE_LABELS`] with the most values in Loki (a `job` that is the same for every
+//! journal stream names no service; its `unit` does), on the host of the first of
+//! [`HOST_LABELS`] Loki has, when there is one;
 //! every query is built from those constant lists and from label values and lines found in
 //! Loki, escaped, never from the trigger's text.
 //!
@@ -27,11 +29,11 @@ pub use errors::LogErrorBursts;
 
 use super::{Analyzer, Scope};
 use crate::analyze::prom::escape;
-use crate::integrations::LokiClient;
 use crate::integrations::prometheus::Series;
+use crate::integrations::{LokiClient, UpstreamError};
 
-/// Stream labels that name a service, by preference.
-pub(crate) const SERVICE_LABELS: [&str; 5] = ["service_name", "app", "job", "container", "unit"];
+/// Stream labels that name a service, by preference when as many values.
+const SERVICE_LABELS: [&str; 6] = ["service_name", "service", "app", "job", "container", "unit"];
 /// Stream labels that name the host a stream comes from, by preference.
 pub(crate) const HOST_LABELS: [&str; 5] = ["host", "hostname", "nodename", "node", "instance"];
 
@@ -39,8 +41,38 @@ pub(crate) const HOST_LABELS: [&str; 5] = ["host", "hostname", "nodename", "node
 pub fn analyzers(client: Arc<LokiClient>) -> Vec<Arc<dyn Analyzer>> {
     vec![
         Arc::new(LogErrorBursts(client.clone())),
-        Arc::new(LogChanges(client)),
+        Arc::new(LogChanges::new(client)),
     ]
+}
+
+/// The label that names services in Loki over the scope's window, and the labels Loki has
+/// (`None`: no label of [`SERVICE_LABELS`]).
+async fn service_label(
+    client: &LokiClient,
+    scope: &Scope,
+) -> Result<Option<(&'static str, Vec<String>)>, UpstreamError> {
+    let labels = client.labels(scope.window_start, scope.now).await?;
+    let present: Vec<&'static str> = SERVICE_LABELS
+        .into_iter()
+        .filter(|l| labels.iter().any(|x| x == l))
+        .collect();
+    if present.len() < 2 {
+        return Ok(present.first().map(|l| (*l, labels)));
+    }
+    let counts = futures::future::join_all(
+        present
+            .iter()
+            .map(|l| client.label_values(l, scope.window_start, scope.now)),
+    )
+    .await;
+    let mut best: Option<(&'static str, usize)> = None;
+    for (l, values) in present.iter().zip(counts) {
+        let n = values?.len();
+        if best.is_none_or(|(_, m)| n > m) {
+            best = Some((l, n));
+        }
+    }
+    Ok(best.map(|(l, _)| (l, labels)))
 }
 
 /// The stream selector `{label="value", …}` of `pairs`, values escaped.
@@ -101,6 +133,37 @@ mod tests {
         assert!(before < 0.3 && after > 30.0);
         assert_eq!(split(&[5.0, 5.0]), None);
         assert_eq!(split(&[9.0, 9.0, 9.0, 9.0]), None);
+    }
+
+    #[tokio::test]
+    async fn the_service_label_is_the_one_with_most_values_and_the_first_on_a_tie() {
+        crate::install_crypto_provider();
+        let labels = |pairs: &[(&str, &str)]| -> std::collections::BTreeMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let journal = |unit: &str| labels(&[("job", "systemd-journal"), ("unit", unit)]);
+        let streams = vec![
+            (journal("postfix.service"), vec![]),
+            (journal("sshd.service"), vec![]),
+            (labels(&[("job", "nginx"), ("app", "web")]), vec![]),
+            (labels(&[("job", "gitea"), ("app", "gitea")]), vec![]),
+        ];
+        let server =
+            crate::eval::fakes::FakeServer::start(crate::eval::fakes::loki_router(streams))
+                .await
+                .unwrap();
+        let config = crate::config::UpstreamConfig {
+            url: Some(server.url.parse().unwrap()),
+            ..Default::default()
+        };
+        let client = LokiClient::new(&config).unwrap();
+        let scope = Scope::new(chrono::Utc::now(), None);
+        let (label, _) = service_label(&client, &scope).await.unwrap().unwrap();
+        // job: 3 values, unit 2, app 2.
+        assert_eq!(label, "job");
     }
 
     #[test]

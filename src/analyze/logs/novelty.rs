@@ -15,6 +15,9 @@ const MIN_NEW_LINES: usize = 3;
 const NEW_FACTOR: f64 = 10.0;
 /// Least points a pattern must have been absent (or rare) to be new.
 const MIN_ABSENT_POINTS: usize = 3;
+/// Most chance that a pattern as frequent all along would show so few lines before its
+/// split by luck (a few lines that happen to fall late in the window are no new pattern).
+const MAX_CHANCE: f64 = 1e-3;
 /// Longest regex built from a pattern (a prefix of the line matches as well).
 const MAX_REGEX_CHARS: usize = 300;
 
@@ -167,7 +170,10 @@ pub fn emergence(counts: &[f64]) -> Option<Emergence> {
     let before: f64 = counts[..k].iter().sum();
     let after = total - before;
     let (b, a) = (before / k as f64, after / (n - k) as f64);
-    if after < MIN_NEW_LINES as f64 || a < NEW_FACTOR * b {
+    if after < MIN_NEW_LINES as f64
+        || a < NEW_FACTOR * b
+        || chance_of_at_most(before, total, k as f64 / n as f64) > MAX_CHANCE
+    {
         return None;
     }
     let first = k + counts[k..].iter().position(|c| *c > 0.0)?;
@@ -176,6 +182,25 @@ pub fn emergence(counts: &[f64]) -> Option<Emergence> {
         before,
         after,
     })
+}
+
+/// An upper bound of the chance that at most `k` of `n` lines fall in a part of the
+/// window holding `share` of it, were they spread evenly: `(k + 1)` times the largest term
+/// of the binomial sum (the terms rise up to the mean, and `k` is below it).
+fn chance_of_at_most(k: f64, n: f64, share: f64) -> f64 {
+    // Thousands of lines before are no absence, whatever the split.
+    if !(0.0..1.0).contains(&share) || k >= n * share || k > 10_000.0 {
+        return 1.0;
+    }
+    let (k, n) = (k.round(), n.round());
+    // ln C(n, k) + k ln p + (n - k) ln (1 - p), the sum of logs kept exact for small k.
+    let mut ln = (n - k) * (1.0 - share).ln() + k * share.ln();
+    let mut i = 0.0;
+    while i < k {
+        ln += (n - i).ln() - (i + 1.0).ln();
+        i += 1.0;
+    }
+    ((k + 1.0) * ln.exp()).min(1.0)
 }
 
 /// A regex (RE2 and Rust syntax alike) matching the lines of `pattern`: its text escaped,
@@ -267,6 +292,15 @@ mod tests {
         few[29] = 1.0;
         assert_eq!(emergence(&few), None);
         assert_eq!(emergence(&[]), None);
+        // Three lines in the last two fifths of the window: could be chance.
+        let mut late = vec![0.0; 50];
+        late[35] = 1.0;
+        late[41] = 1.0;
+        late[47] = 1.0;
+        assert_eq!(emergence(&late), None);
+        assert!(chance_of_at_most(0.0, 3.0, 0.6) > 0.05);
+        assert!(chance_of_at_most(0.0, 70.0, 0.9) < 1e-9);
+        assert!(chance_of_at_most(2.0, 100.0, 0.5) < 1e-20);
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `log_error_bursts` against the fake Loki (Loki's wire format and LogQL): the service
+//! `log_error_bursts` (alone: `log_changes` has its own tests) against the fake Loki (Loki's wire format and LogQL): the service
 //! whose errors rose at the incident's start, among a service that is always noisy, a
 //! quiet one and a single stray error.
 
@@ -46,7 +46,9 @@ async fn sweep(streams: Vec<Stream>, started_secs_ago: i64) -> (Vec<Fact>, Vec<S
     let client = Arc::new(LokiClient::new(&config).unwrap());
     let now = Utc::now();
     let scope = Scope::new(now, Some(now - TimeDelta::seconds(started_secs_ago)));
-    let report = Sweep::of(logs::analyzers(client)).run(scope).await;
+    let report = Sweep::of(vec![Arc::new(logs::LogErrorBursts(client))])
+        .run(scope)
+        .await;
     (report.facts, report.notes)
 }
 
@@ -180,7 +182,7 @@ async fn a_service_name_with_quotes_and_backslashes_is_escaped_in_the_queries_bu
 }
 
 #[tokio::test]
-async fn an_unreachable_loki_skips_the_analyzer_with_a_note_naming_loki() {
+async fn an_unreachable_loki_skips_each_analyzer_with_a_note_naming_loki() {
     sre_agent::install_crypto_provider();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -196,11 +198,9 @@ async fn an_unreachable_loki_skips_the_analyzer_with_a_note_naming_loki() {
         .run(Scope::new(Utc::now(), None))
         .await;
     assert!(report.facts.is_empty());
-    assert_eq!(report.notes.len(), 1, "{:?}", report.notes);
-    assert!(
-        report.notes[0].starts_with("log_error_bursts: skipped ("),
-        "{:?}",
-        report.notes
-    );
-    assert!(report.notes[0].contains("Loki"), "{:?}", report.notes);
+    assert_eq!(report.notes.len(), 2, "{:?}", report.notes);
+    for (note, name) in report.notes.iter().zip(["log_error_bursts", "log_changes"]) {
+        assert!(note.starts_with(&format!("{name}: skipped (")), "{note}");
+        assert!(note.contains("Loki"), "{note}");
+    }
 }

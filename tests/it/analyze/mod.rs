@@ -15,6 +15,8 @@ mod host;
 mod kube;
 mod kube_cluster;
 mod kube_state;
+mod log_changes;
+mod log_world;
 mod logs;
 mod memory;
 mod proxmox_storage;
