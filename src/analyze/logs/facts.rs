@@ -284,6 +284,6 @@ mod tests {
     #[test]
     fn a_long_line_keeps_its_start_and_its_end() {
         assert_eq!(ends("short", 2, 2), "short");
-        assert_eq!(ends("aaaaaaaaaa…ünï-end", 3, 5), "aaa … ünï-end");
+        assert_eq!(ends("aaaaaaaaaa…ünï-end", 3, 7), "aaa … ünï-end");
     }
 }
