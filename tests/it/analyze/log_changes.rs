@@ -18,6 +18,11 @@ use super::log_world::{Rng, Stream, cut, homelab, labels, lines, postfix, stream
 use super::world::lines as render;
 
 async fn sweep(world: Vec<Stream>, scope: Scope) -> Vec<Fact> {
+    sweep_within(world, scope, Duration::from_secs(120)).await
+}
+
+/// The facts of `log_changes` given `budget` for its reads.
+async fn sweep_within(world: Vec<Stream>, scope: Scope, budget: Duration) -> Vec<Fact> {
     sre_agent::install_crypto_provider();
     let server = FakeServer::start(loki_router(world)).await.unwrap();
     let config = UpstreamConfig {
@@ -27,7 +32,7 @@ async fn sweep(world: Vec<Stream>, scope: Scope) -> Vec<Fact> {
     let client = Arc::new(LokiClient::new(&config).unwrap());
     // The fake Loki scans every line for every query (a debug build, a busy machine): the
     // budget is the sweep's concern, tested on its own; here every read must finish.
-    let analyzer = logs::LogChanges::new(client).with_budget(Duration::from_secs(120));
+    let analyzer = logs::LogChanges::new(client).with_budget(budget);
     let started = std::time::Instant::now();
     let report = Sweep::of(vec![Arc::new(analyzer)])
         .with_budget(Duration::from_secs(150))
@@ -187,6 +192,31 @@ async fn a_retry_storm_in_json_logs_is_a_rise_of_the_worker_with_its_new_warning
         Severity::Warning,
         "its level field says warning"
     );
+    // Counted back over the window by its own regex (quotes, brackets and parentheses of
+    // the JSON line escaped for LogQL), not only seen in the samples.
+    let detail = new.detail.as_deref().unwrap();
+    assert!(
+        detail.contains(" lines since (") && !detail.contains("sampled"),
+        "{detail}"
+    );
+}
+
+#[tokio::test]
+async fn with_no_time_left_for_reading_lines_the_rate_change_alone_is_reported() {
+    let mut world = homelab(3);
+    cut(&mut world, "worker.service", TimeDelta::minutes(12));
+    stream(&mut world, "worker.service").extend(lines(
+        22,
+        TimeDelta::minutes(12),
+        TimeDelta::zero(),
+        TimeDelta::milliseconds(500),
+        structlog,
+    ));
+    let scope = alert(&[("alertname", "Backlog")], TimeDelta::minutes(8));
+    let facts = sweep_within(world, scope, Duration::ZERO).await;
+    assert_eq!(facts.len(), 1, "{}", render(&facts));
+    assert_eq!(facts[0].what, "log lines rose to");
+    assert_eq!(facts[0].entity.name, "worker.service");
 }
 
 #[tokio::test]
