@@ -351,6 +351,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn space_warns_at_the_published_horizons_not_days_ahead() {
+        use crate::analyze::Severity::{Critical, Warning};
+        let h = 3600.0;
+        assert_eq!(space_severity(69.0, Some(56.0 * h)), None);
+        assert_eq!(space_severity(3.0, Some(55.0 * h)), None);
+        assert_eq!(space_severity(50.0, Some(20.0 * h)), Some(Warning));
+        assert_eq!(space_severity(30.0, Some(3.0 * h)), Some(Critical));
+        assert_eq!(space_severity(88.0, None), Some(Warning));
+        assert_eq!(space_severity(96.0, Some(90.0 * h)), Some(Critical));
+    }
+
+    #[test]
     fn selectors_escape_values_and_drop_invalid_label_names() {
         assert_eq!(
             selector([
