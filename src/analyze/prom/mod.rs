@@ -12,6 +12,7 @@ mod cpu;
 mod disk_io;
 mod filesystem;
 mod history;
+mod inventory;
 mod kube_state;
 mod kube_state_workloads;
 mod memory;
@@ -50,6 +51,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(network::NetworkErrors(p.clone())),
         Arc::new(clock::Clock(p.clone())),
         Arc::new(context::HostContext(p.clone())),
+        Arc::new(inventory::Inventory(p.clone())),
         Arc::new(targets::TargetsDown(p.clone())),
         Arc::new(probes::ProbeFailures(p.clone())),
         Arc::new(certs::CertExpiry(p.clone())),

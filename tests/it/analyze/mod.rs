@@ -12,6 +12,7 @@ mod exposition;
 mod exposition_text;
 mod filesystem;
 mod host;
+mod inventory;
 mod kube;
 mod kube_cluster;
 mod kube_state;
