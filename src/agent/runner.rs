@@ -13,12 +13,15 @@
 //! - an answer before any tool ran gets one request to call tools first;
 //! - an empty or unparseable final answer gets one request for the JSON; then the finding
 //!   is built from the evidence gathered, `inconclusive`, never an empty summary;
+//! - a finding that names no entity or figure of the problem facts it rests on gets one
+//!   request to name them (`naming.rs`); if that answer is unusable the first one stands;
 //! - a finding's citations are checked against the calls that ran; without a cited result
 //!   that returned data its confidence is lowered to low;
 //! - before each call the conversation is fitted into `llm.context_tokens`; a server that
 //!   still says it does not fit gets a tighter fit, [`MAX_CONTEXT_RETRIES`] times.
 
 mod ending;
+mod naming;
 mod turn;
 
 use std::sync::Arc;
@@ -30,7 +33,7 @@ use super::evidence::EvidencePlanner;
 use super::health;
 use super::memory::IncidentMemory;
 use super::prompt::initial_messages;
-use super::{Event, EventKind, Investigation};
+use super::{Event, EventKind, Finding, Investigation};
 use crate::agent::store::InvestigationStore;
 use crate::analyze::Sweep;
 use crate::config::LlmConfig;
@@ -234,6 +237,9 @@ struct Trouble {
     bad_arguments: u32,
     asked_for_json: bool,
     asked_for_tools: bool,
+    /// The finding that named no entity or figure of its facts, kept while the model is
+    /// asked once to name them (it stands if the new answer is unusable).
+    unnamed: Option<Finding>,
     context_retries: u32,
 }
 

@@ -2,7 +2,7 @@
 //! turn), the inconclusive end built from the evidence, a failure, and the last call
 //! without tools when a limit stopped the loop or the model kept repeating calls.
 
-use super::Session;
+use super::{Session, naming};
 use crate::agent::figures;
 use crate::agent::prompt;
 use crate::agent::prose;
@@ -18,6 +18,14 @@ impl Session<'_> {
         let json = Finding::from_answer(&text);
         let prose = json.is_none();
         let Some(finding) = json.or_else(|| prose::from_prose(&text)) else {
+            if let Some(first) = self.trouble.unnamed.take() {
+                self.note(
+                    "the answer asked to name the affected entity was unusable; the one before \
+                     stands"
+                        .into(),
+                );
+                return Some(self.finish(InvestigationStatus::Finished, first));
+            }
             if self.trouble.asked_for_json {
                 if !text.trim().is_empty() {
                     self.note(format!(
@@ -68,6 +76,27 @@ impl Session<'_> {
                     "the model concluded without any tool result to support it".into(),
                 ),
             );
+        }
+        if self.trouble.unnamed.is_none()
+            && let Some(ask) = naming::request(
+                &finding,
+                self.log.records(),
+                &self.pinned,
+                chrono::Utc::now(),
+            )
+        {
+            self.record(EventKind::Note {
+                message: "the answer named no entity or figure of the problems it rests on; \
+                          asked once to name them"
+                    .into(),
+            });
+            self.trouble.unnamed = Some(finding);
+            self.messages.push(ChatMessage::Assistant {
+                content: Some(text),
+                tool_calls: Vec::new(),
+            });
+            self.messages.push(ChatMessage::User(ask));
+            return None;
         }
         if prose {
             self.record(EventKind::Note {
