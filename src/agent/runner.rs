@@ -10,7 +10,8 @@
 //!   after [`MAX_CORRECTIONS`] turns in which no call could run, one last call without
 //!   tools asks for the finding from the results gathered (when any returned data), else
 //!   the investigation ends `inconclusive`;
-//! - an answer before any tool ran gets one request to call tools first;
+//! - an answer before any tool ran gets one request to call tools first; a model that still
+//!   calls none gets the results of the general tools (`general.rs`) to answer from;
 //! - an empty or unparseable final answer gets one request for the JSON; then the finding
 //!   is built from the evidence gathered, `inconclusive`, never an empty summary;
 //! - a finding that names no entity or figure of the problem facts it rests on gets one
@@ -21,6 +22,7 @@
 //!   still says it does not fit gets a tighter fit, [`MAX_CONTEXT_RETRIES`] times.
 
 mod ending;
+mod general;
 mod naming;
 mod turn;
 
@@ -237,6 +239,8 @@ struct Trouble {
     bad_arguments: u32,
     asked_for_json: bool,
     asked_for_tools: bool,
+    /// Whether the general tools ran for a model that would call none.
+    ran_general: bool,
     /// The finding that named no entity or figure of its facts, kept while the model is
     /// asked once to name them (it stands if the new answer is unusable).
     unnamed: Option<Finding>,
@@ -361,7 +365,7 @@ impl<'a> Session<'a> {
                 Err(e) => return self.fail(&e),
             };
             if resp.tool_calls.is_empty() {
-                if let Some(done) = self.conclude(resp.content) {
+                if let Some(done) = self.conclude(resp.content).await {
                     return done;
                 }
                 continue;

@@ -2,7 +2,7 @@
 //! turn), the inconclusive end built from the evidence, a failure, and the last call
 //! without tools when a limit stopped the loop or the model kept repeating calls.
 
-use super::{Session, naming};
+use super::{Session, general, naming};
 use crate::agent::figures;
 use crate::agent::prompt;
 use crate::agent::prose;
@@ -13,7 +13,7 @@ use crate::text::truncate;
 impl Session<'_> {
     /// Handles an answer without tool calls: the finding, or a correction (then `None`:
     /// the loop goes on), or the inconclusive end.
-    pub(super) fn conclude(&mut self, content: Option<String>) -> Option<Investigation> {
+    pub(super) async fn conclude(&mut self, content: Option<String>) -> Option<Investigation> {
         let text = content.unwrap_or_default();
         let json = Finding::from_answer(&text);
         let prose = json.is_none();
@@ -70,6 +70,21 @@ impl Session<'_> {
             return None;
         }
         if !self.tools.is_empty() && !self.log.records().iter().any(|r| r.ok) {
+            if !self.trouble.ran_general {
+                self.trouble.ran_general = true;
+                let calls = general::calls(&self.tools);
+                if !calls.is_empty() {
+                    let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+                    self.note(format!(
+                        "the model called no tool when asked; ran the general tools for it ({})",
+                        names.join(", ")
+                    ));
+                    self.run_turn(None, calls).await;
+                    self.messages
+                        .push(ChatMessage::User(prompt::ANSWER_FROM_GENERAL.into()));
+                    return None;
+                }
+            }
             // A conclusion no tool result supports claims more than its evidence.
             return Some(
                 self.inconclusive(
