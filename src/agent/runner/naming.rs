@@ -1,5 +1,5 @@
 //! A finding that names nothing. When the facts behind a finding (the results it cites and
-//! the sweep's pinned facts) are problems of named entities — a host, a process, a pod, a
+//! the sweep's pinned facts) are problems or changes of named entities — a host, a process, a pod, a
 //! mount — and the model's own text names none of them, or states no figure although the
 //! facts have values, the model is asked once to say which one and how much. A small model
 //! often writes "a process is leaking memory" with the process in its evidence; the person
@@ -55,7 +55,8 @@ pub(super) fn request(
     ))
 }
 
-/// The problem facts (not context, warning or worse) of the cited and pinned results, with
+/// The problem facts (not context, warning or worse) and the changes of the cited and
+/// pinned results, with
 /// the id of their result, in the order of the call log (the sweep's most relevant first).
 fn problems<'a>(
     finding: &Finding,
@@ -73,7 +74,10 @@ fn problems<'a>(
         .iter()
         .filter(|r| r.ok && cited(&r.id))
         .flat_map(|r| r.facts.iter().map(move |f| (r.id.as_str(), f)))
-        .filter(|(_, f)| f.class != FactClass::Context && f.severity >= Severity::Warning)
+        .filter(|(_, f)| {
+            f.class == FactClass::Change
+                || (f.class != FactClass::Context && f.severity >= Severity::Warning)
+        })
         .collect()
 }
 
@@ -84,13 +88,15 @@ fn model_text(f: &Finding) -> String {
     parts.join("\n")
 }
 
-/// What names a fact's entity, lowercased: its name, its host, and its label values (a
-/// pod is also named by its namespace's workload, a target by its instance).
+/// What names a fact's entity, lowercased: its name (and the last part of a path-like
+/// name: `shop/api-7f9` is also `api-7f9`) and its host. Label values are not names: a
+/// `job="node"` would match any text that says "node".
 fn names(f: &Fact) -> Vec<String> {
     let e = &f.entity;
+    let last = e.name.rsplit('/').next().filter(|l| *l != e.name);
     std::iter::once(e.name.as_str())
+        .chain(last)
         .chain(e.host.as_deref())
-        .chain(e.labels.values().map(String::as_str))
         .filter(|n| n.chars().count() >= MIN_NAME_CHARS && !n.chars().all(|c| c.is_ascii_digit()))
         .map(str::to_lowercase)
         .collect()
