@@ -23,11 +23,11 @@ use crate::store::StoreError;
 use crate::store::inbox::{Backlog, Inbox};
 use crate::telemetry::Metrics;
 
-mod follow_up;
+mod submissions;
 mod pipeline;
 mod processor;
 mod request;
-mod storm;
+mod storm_views;
 
 #[cfg(test)]
 mod cancel_tests;
@@ -38,8 +38,8 @@ mod pipeline_tests;
 #[cfg(test)]
 mod storm_tests;
 
-use follow_up::Action;
-pub use follow_up::FollowUp;
+use submissions::Action;
+pub use submissions::FollowUp;
 pub use pipeline::{Accepted, Settle};
 pub use request::{NewInvestigation, request_for, storm_request};
 
@@ -229,7 +229,7 @@ impl Intake {
             let _guard = self.inner.decide.lock().await;
             let mut touched: Vec<Touched> = Vec::new();
             let mut index: HashMap<String, usize> = HashMap::new();
-            let mut storms = storm::StormViews::new();
+            let mut storms = storm_views::StormViews::new();
             for (at, alert) in batch.alerts.into_iter().enumerate() {
                 let key = grouping::group_key(
                     &self.inner.config.group_by,

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
-use super::follow_up::Action;
+use super::submissions::Action;
 use super::{Intake, Touched};
 use crate::alerts::grouping::{self, InvState};
 use crate::alerts::store::Outcome;
