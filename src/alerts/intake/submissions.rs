@@ -1,19 +1,32 @@
-//! What follows the durable write of a batch, in the background: submitting each group's
-//! pending investigation once per episode (also at start, for groups a crash left pending)
-//! and noting or cancelling the investigation of a group that resolved; the same for
-//! storms. A submission waits out `alerts.storm_hold` when other groups of its alert are
-//! arriving (a storm may be forming), and a group of a firing storm is not investigated on
-//! its own.
+//! `Submissions`: what follows the durable write of a batch, in the background (its
+//! [`Effect`]s): submitting each group's pending investigation once per episode (also at
+//! start, for groups a crash left pending) and noting or cancelling the investigation of a
+//! group that resolved; the same for storms. A submission waits out `alerts.storm_hold`
+//! when other groups of its alert are arriving (a storm may be forming), and a group of a
+//! firing storm is not investigated on its own. Batches answered and not yet decided are
+//! waited for (the pipeline's count of them, `pipeline.rs`) without polling. A panic
+//! while running a batch's effects is contained (counted in
+//! `sre_agent_panics_total{task="alert_follow_up"}`); pending marks make the next start
+//! submit what it left.
+
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use tokio::sync::{Mutex, watch};
+use tokio_util::sync::CancellationToken;
 
+use super::storms::Storms;
 use super::{Intake, Investigator, request_for, storm_request};
 use crate::alerts::AlertStatus;
 use crate::alerts::grouping::InvState;
+use crate::alerts::store::AlertStore;
 use crate::alerts::storm::{MEMBER_CAP, StormStatus};
+use crate::config::AlertsConfig;
 use crate::store::StoreError;
+use crate::telemetry::Metrics;
+use crate::telemetry::supervise::contained;
 
-/// A follow-up of a touched group or storm.
+/// An effect of a touched group or storm.
 pub(super) enum Action {
     Submit(String),
     Resolve { key: String, id: String },
@@ -21,36 +34,100 @@ pub(super) enum Action {
     ResolveStorm { key: String, id: String },
 }
 
-/// Work left after the durable write: submissions and resolution notes.
-pub struct FollowUp(pub(super) Action);
+/// Work a batch's decisions leave after their durable write: a submission or a
+/// resolution note.
+pub struct Effect(pub(super) Action);
 
-impl FollowUp {
+impl Effect {
     /// Runs it; errors are logged (the pending mark makes a restart retry submissions).
     pub async fn run(self, intake: &Intake) {
-        let result = match &self.0 {
-            Action::Submit(key) => match intake.hold_group(key).await {
-                Ok(true) => intake.submit_pending(key).await.map(|_| ()),
-                other => other.map(|_| ()),
-            },
-            Action::Resolve { key, id } => intake.resolve("alert group", key, id).await,
-            Action::SubmitStorm(key) => match intake.hold_storm(key).await {
-                Ok(true) => intake.submit_storm(key).await.map(|_| ()),
-                other => other.map(|_| ()),
-            },
-            Action::ResolveStorm { key, id } => intake.resolve("alert storm", key, id).await,
-        };
-        if let Err(e) = result {
-            tracing::error!(error = %e, "alert follow-up failed; it is retried at next start");
-        }
+        intake.inner.submissions.run(self).await;
     }
 }
 
-impl Intake {
+/// The submission of decided investigations: one at a time (its lock), so one episode is
+/// submitted once.
+pub(super) struct Submissions {
+    /// `alerts.storm_hold`.
+    storm_hold: std::time::Duration,
+    /// `alerts.group_by`, named in a group's investigation.
+    group_by: Vec<String>,
+    store: AlertStore,
+    storms: Arc<Storms>,
+    investigator: Arc<dyn Investigator>,
+    /// One submission at a time, so one episode is submitted once.
+    lock: Mutex<()>,
+    /// Cancelled at shutdown: submissions waiting out `alerts.storm_hold` stop waiting
+    /// (their pending mark makes the next start submit them).
+    holds: CancellationToken,
+    /// How many batches were answered and are not yet decided (`None` without an inbox,
+    /// where every batch is decided before it is answered).
+    undecided: Option<watch::Receiver<usize>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Submissions {
+    pub(super) fn new(
+        config: &AlertsConfig,
+        store: AlertStore,
+        storms: Arc<Storms>,
+        investigator: Arc<dyn Investigator>,
+        undecided: Option<watch::Receiver<usize>>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
+        Self {
+            storm_hold: config.storm_hold.get(),
+            group_by: config.group_by.clone(),
+            store,
+            storms,
+            investigator,
+            lock: Mutex::new(()),
+            holds: CancellationToken::new(),
+            undecided,
+            metrics,
+        }
+    }
+
+    /// At shutdown: submissions waiting out `alerts.storm_hold` give up (the next start
+    /// submits them).
+    pub(super) fn stop_holding(&self) {
+        self.holds.cancel();
+    }
+
+    /// Runs a batch's `effects` in order (on a task of their own), a panic contained.
+    pub(super) async fn run_all(self: Arc<Self>, effects: Vec<Effect>) {
+        contained("alert_follow_up", &self.metrics, async {
+            for e in effects {
+                self.run(e).await;
+            }
+        })
+        .await;
+    }
+
+    /// Runs `effect`; errors are logged (the pending mark makes a restart retry
+    /// submissions).
+    pub(super) async fn run(&self, effect: Effect) {
+        let result = match &effect.0 {
+            Action::Submit(key) => match self.hold_group(key).await {
+                Ok(true) => self.submit_group(key).await.map(|_| ()),
+                other => other.map(|_| ()),
+            },
+            Action::Resolve { key, id } => self.resolve("alert group", key, id).await,
+            Action::SubmitStorm(key) => match self.hold_storm(key).await {
+                Ok(true) => self.submit_storm(key).await.map(|_| ()),
+                other => other.map(|_| ()),
+            },
+            Action::ResolveStorm { key, id } => self.resolve("alert storm", key, id).await,
+        };
+        if let Err(e) = result {
+            tracing::error!(error = %e, "an alert submission or resolution note failed; it is retried at next start");
+        }
+    }
+
     /// Submits the group's pending investigation unless one exists for this episode.
-    pub async fn submit_pending(&self, key: &str) -> Result<Option<String>, StoreError> {
-        let inner = &self.inner;
-        let _guard = inner.submit.lock().await;
-        let Some(group) = inner.store.group(key)? else {
+    pub(super) async fn submit_group(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let _guard = self.lock.lock().await;
+        let Some(group) = self.store.group(key)? else {
             return Ok(None);
         };
         let (Some(since), None) = (group.pending_since, &group.investigation_id) else {
@@ -59,15 +136,16 @@ impl Intake {
         // The decision's place in the budget is given back however this ends: taken over
         // by the investigation submitted, or given back when dropped or left pending on
         // an error (the next start holds it again).
-        let held = HeldPlace(inner.investigator.as_ref());
+        let held = HeldPlace(self.investigator.as_ref());
         let storm = self
+            .storms
             .firing_storm_of(key, &group.last_alert.labels)?
             .map(|s| s.key);
         if group.status == AlertStatus::Resolved || storm.is_some() {
             if let Some(s) = storm {
                 tracing::info!(group = %key, storm = %s, "group coalesced into its storm");
             }
-            inner.store.update_group(key, |g, _| {
+            self.store.update_group(key, |g, _| {
                 g.map(|mut g| {
                     g.pending_since = None;
                     g
@@ -75,16 +153,16 @@ impl Intake {
             })?;
             return Ok(None);
         }
-        let id = match inner.investigator.find_for_group(key, since)? {
+        let id = match self.investigator.find_for_group(key, since)? {
             Some(id) => id,
             None => {
-                let req = request_for(&group, &inner.config.group_by);
-                let id = inner.investigator.submit(req).await?;
+                let req = request_for(&group, &self.group_by);
+                let id = self.investigator.submit(req).await?;
                 held.taken();
                 id
             }
         };
-        inner.store.update_group(key, |g, _| {
+        self.store.update_group(key, |g, _| {
             g.map(|mut g| {
                 g.investigation_id = Some(id.clone());
                 g.pending_since = None;
@@ -92,17 +170,17 @@ impl Intake {
                 g
             })
         })?;
-        inner.store.flush().await?;
+        self.store.flush().await?;
         Ok(Some(id))
     }
 
     /// At start: re-submits every group and storm left pending by a crash (without a
     /// hold: the storms they may belong to are on disk already).
-    pub async fn recover(&self) -> Result<usize, StoreError> {
-        let pending = self.inner.store.pending_groups()?;
-        let storms = self.inner.storms.pending()?;
+    pub(super) async fn recover(&self) -> Result<usize, StoreError> {
+        let pending = self.store.pending_groups()?;
+        let storms = self.storms.store().pending()?;
         for _ in 0..pending.len() + storms.len() {
-            self.inner.investigator.hold();
+            self.investigator.hold();
         }
         for s in &storms {
             tracing::info!(storm = %s.key, "re-submitting a storm investigation decided before a restart");
@@ -110,7 +188,7 @@ impl Intake {
         }
         for g in &pending {
             tracing::info!(group = %g.key, "re-submitting an investigation decided before a restart");
-            self.submit_pending(&g.key).await?;
+            self.submit_group(&g.key).await?;
         }
         Ok(pending.len() + storms.len())
     }
@@ -118,7 +196,7 @@ impl Intake {
     /// Waits until `pending_since` + `alerts.storm_hold` when other groups of the group's
     /// alert started within the window. False when the wait was cut by shutdown.
     async fn hold_group(&self, key: &str) -> Result<bool, StoreError> {
-        let Some(group) = self.inner.store.group(key)? else {
+        let Some(group) = self.store.group(key)? else {
             return Ok(true);
         };
         let Some(since) = group.pending_since else {
@@ -127,7 +205,7 @@ impl Intake {
         // Batches answered and not yet decided may hold more groups of this alert (a
         // storm arriving as one webhook per instance): they are decided first.
         self.until_decided(since).await;
-        match self.storm_forming(key, &group.last_alert.labels)? {
+        match self.storms.forming(key, &group.last_alert.labels)? {
             true => Ok(self.hold_until(since).await),
             false => Ok(true),
         }
@@ -136,46 +214,51 @@ impl Intake {
     /// Waits until no answered batch is waiting to be decided, or `alerts.storm_hold`
     /// after `since`, or shutdown.
     async fn until_decided(&self, since: DateTime<Utc>) {
-        let hold = self.inner.config.storm_hold.get();
-        while self.backlog() > 0
-            && (Utc::now() - since).to_std().unwrap_or_default() < hold
-            && !self.inner.holds.is_cancelled()
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        let Some(mut undecided) = self.undecided.clone() else {
+            return;
+        };
+        let Some(left) = self.hold_left(since) else {
+            return;
+        };
+        tokio::select! {
+            // An error means the pipeline is gone: nothing is left to wait for.
+            _ = undecided.wait_for(|n| *n == 0) => {}
+            () = tokio::time::sleep(left) => {}
+            () = self.holds.cancelled() => {}
         }
+    }
+
+    /// What is left of `alerts.storm_hold` after `since`; `None` once it is over.
+    fn hold_left(&self, since: DateTime<Utc>) -> Option<std::time::Duration> {
+        let waited = (Utc::now() - since).to_std().unwrap_or_default();
+        self.storm_hold.checked_sub(waited).filter(|d| !d.is_zero())
     }
 
     /// A storm's investigation waits `alerts.storm_hold`, so the groups still arriving
     /// are named in it.
     async fn hold_storm(&self, key: &str) -> Result<bool, StoreError> {
-        match self.inner.storms.get(key)?.and_then(|s| s.pending_since) {
+        match self.storms.store().get(key)?.and_then(|s| s.pending_since) {
             Some(since) => Ok(self.hold_until(since).await),
             None => Ok(true),
         }
     }
 
     async fn hold_until(&self, since: DateTime<Utc>) -> bool {
-        let hold = self.inner.config.storm_hold.get();
-        let waited = (Utc::now() - since).to_std().unwrap_or_default();
-        let Some(left) = hold.checked_sub(waited).filter(|d| !d.is_zero()) else {
+        let Some(left) = self.hold_left(since) else {
             return true;
         };
         tokio::select! {
             _ = tokio::time::sleep(left) => true,
-            _ = self.inner.holds.cancelled() => false,
+            _ = self.holds.cancelled() => false,
         }
     }
 
-    /// Submits the storm's pending investigation (or follow-up) naming its groups, and
-    /// cancels the still-queued investigations its first groups started before it formed.
-    pub async fn submit_storm(&self, key: &str) -> Result<Option<String>, StoreError> {
-        let inner = &self.inner;
-        let _guard = inner.submit.lock().await;
-        let storm = {
-            let _decide = inner.decide.lock().await;
-            inner.storms.get(key)?
-        };
-        let Some(storm) = storm else {
+    /// Submits the storm's pending investigation (or re-investigation) naming its groups,
+    /// and cancels the still-queued investigations its first groups started before it
+    /// formed.
+    pub(super) async fn submit_storm(&self, key: &str) -> Result<Option<String>, StoreError> {
+        let _guard = self.lock.lock().await;
+        let Some(storm) = self.storms.get(key).await? else {
             return Ok(None);
         };
         let Some(since) = storm.pending_since else {
@@ -183,57 +266,55 @@ impl Intake {
         };
         // The decision's place in the budget is taken over by the investigation submitted,
         // or given back however else this ends.
-        let held = HeldPlace(inner.investigator.as_ref());
+        let held = HeldPlace(self.investigator.as_ref());
         if storm.status != StormStatus::Firing {
-            let _decide = inner.decide.lock().await;
-            if let Some(mut s) = inner.storms.get(key)? {
-                s.pending_since = None;
-                s.pending_follow_up = false;
-                inner.storms.put(&s)?;
-            }
+            self.storms
+                .update(key, |s| {
+                    s.pending_since = None;
+                    s.pending_follow_up = false;
+                })
+                .await?;
             return Ok(None);
         }
-        let members = inner.storms.members(key, MEMBER_CAP as usize)?;
+        let members = self.storms.store().members(key, MEMBER_CAP as usize)?;
         let sample = match members.iter().find(|(_, m)| m.firing).or(members.first()) {
-            Some((g, _)) => inner.store.group(g)?,
+            Some((g, _)) => self.store.group(g)?,
             None => None,
         };
         let req = storm_request(&storm, &members, sample.as_ref());
-        let id = match inner.investigator.find_for_group(&req.group_key, since)? {
+        let id = match self.investigator.find_for_group(&req.group_key, since)? {
             Some(id) => id,
             None => {
-                let id = inner.investigator.submit(req).await?;
+                let id = self.investigator.submit(req).await?;
                 held.taken();
                 id
             }
         };
         let note = format!("coalesced into the investigation {id} of the alert storm {key}");
         for g in &storm.early {
-            let Some(own) = inner.store.group(g)?.and_then(|g| g.investigation_id) else {
+            let Some(own) = self.store.group(g)?.and_then(|g| g.investigation_id) else {
                 continue;
             };
-            if own != id && inner.investigator.state(&own)? == InvState::Queued {
-                inner.investigator.cancel_queued(&own, &note).await?;
+            if own != id && self.investigator.state(&own)? == InvState::Queued {
+                self.investigator.cancel_queued(&own, &note).await?;
             }
         }
-        {
-            let _decide = inner.decide.lock().await;
-            if let Some(mut s) = inner.storms.get(key)? {
+        self.storms
+            .update(key, |s| {
                 let follow_up = s.pending_follow_up;
                 s.submitted(id.clone(), members.len() as u32, follow_up);
-                inner.storms.put(&s)?;
-            }
-        }
-        inner.store.flush().await?;
+            })
+            .await?;
+        self.store.flush().await?;
         tracing::info!(storm = %key, investigation = %id, groups = members.len(), "storm investigation submitted");
         Ok(Some(id))
     }
 
     async fn resolve(&self, what: &str, key: &str, id: &str) -> Result<(), StoreError> {
         let note = format!("{what} {key} resolved at {}", Utc::now().to_rfc3339());
-        let cancelled = self.inner.investigator.cancel_queued(id, &note).await?;
+        let cancelled = self.investigator.cancel_queued(id, &note).await?;
         if !cancelled {
-            self.inner.investigator.add_note(id, &note)?;
+            self.investigator.add_note(id, &note)?;
         }
         tracing::info!(key = %key, investigation = %id, cancelled, "{what} resolved");
         Ok(())
@@ -266,6 +347,59 @@ mod tests {
     use crate::alerts::intake::{Investigator, request_for};
     use crate::alerts::store::Outcome;
     use crate::store::Store;
+
+    /// Submissions over an empty store, with `storm_hold` and a count of undecided
+    /// batches at `undecided`.
+    fn waiting(
+        dir: &tempfile::TempDir,
+        storm_hold: u64,
+        undecided: usize,
+    ) -> (super::Submissions, tokio::sync::watch::Sender<usize>) {
+        let store = Store::open(dir.path()).unwrap();
+        let mut cfg = super::super::fake::config(50);
+        cfg.storm_hold = crate::config::HumanDuration::secs(storm_hold);
+        let storms = crate::alerts::storm::StormStore::open(&store).unwrap();
+        let storms = Arc::new(super::Storms::new(&cfg, storms));
+        let count = tokio::sync::watch::Sender::new(undecided);
+        let submissions = super::Submissions::new(
+            &cfg,
+            crate::alerts::store::AlertStore::open(&store).unwrap(),
+            storms,
+            Arc::new(FakeInvestigator::default()),
+            Some(count.subscribe()),
+            Arc::new(crate::telemetry::Metrics::new("m")),
+        );
+        (submissions, count)
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_submission_waiting_for_undecided_batches_goes_on_as_soon_as_they_are_decided() {
+        let dir = tempfile::tempdir().unwrap();
+        let (submissions, count) = waiting(&dir, 60, 2);
+        let started = tokio::time::Instant::now();
+        let decided = async {
+            tokio::time::sleep(std::time::Duration::from_millis(7)).await;
+            count.send_replace(1);
+            tokio::time::sleep(std::time::Duration::from_millis(6)).await;
+            count.send_replace(0);
+        };
+        tokio::join!(submissions.until_decided(chrono::Utc::now()), decided);
+        assert_eq!(started.elapsed(), std::time::Duration::from_millis(13));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_submission_waits_for_undecided_batches_no_longer_than_the_storm_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let (submissions, _count) = waiting(&dir, 30, 1);
+        let started = tokio::time::Instant::now();
+        submissions.until_decided(chrono::Utc::now()).await;
+        let waited = started.elapsed();
+        assert!(
+            waited > std::time::Duration::from_secs(29)
+                && waited <= std::time::Duration::from_secs(30),
+            "{waited:?}"
+        );
+    }
 
     #[tokio::test]
     async fn a_resolved_group_cancels_its_queued_investigation_and_notes_it() {
