@@ -6,7 +6,7 @@
 //!   `telemetry::supervise`) decides the batches in order, checkpointing the inbox behind
 //!   the store's flushes; a batch whose decision panics is given up.
 //! - `decisions.rs` (`Decisions`): grouping, dedupe, ignore rules, cooldown and the daily
-//!   budget, one batch at a time; `storm_views.rs` is its storm part.
+//!   budget, one batch at a time; `decisions/storm_views.rs` is its storm part.
 //! - `storms.rs` (`Storms`): the storm records and their writer lock.
 //! - `submissions.rs` (`Submissions`): the decisions' effects, run in the background:
 //!   submissions idempotent per group episode (a group marked pending without an
@@ -34,7 +34,6 @@ mod decisions;
 mod pipeline;
 mod processor;
 mod request;
-mod storm_views;
 mod storms;
 mod submissions;
 

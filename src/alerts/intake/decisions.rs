@@ -1,9 +1,9 @@
 //! `Decisions`: what a batch of alerts does. Each alert is grouped, deduped, checked
 //! against `alerts.ignore`, the cooldown and the daily investigation limits, and passed
-//! through its storm (`storm_views.rs`); each group touched is read once and written once,
-//! then each storm touched. Decisions are made one batch at a time (their lock), so dedupe
-//! and the limits see each other's claims; a decision to investigate holds a place in the
-//! limits (`Investigator::hold`) until it is submitted (`submissions.rs`).
+//! through its storm (`decisions/storm_views.rs`); each group touched is read once and
+//! written once, then each storm touched. Decisions are made one batch at a time (their
+//! lock), so dedupe and the limits see each other's claims; a decision to investigate holds
+//! a place in the limits (`Investigator::hold`) until it is submitted (`submissions.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,7 +11,6 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use tokio::sync::Mutex;
 
-use super::storm_views::StormViews;
 use super::storms::Storms;
 use super::submissions::{Action, Effect};
 use super::{BadMatcher, IntakeSummary, Investigator};
@@ -21,6 +20,10 @@ use crate::alerts::{Alert, AlertStatus, WebhookBatch};
 use crate::config::{AlertsConfig, LabelMatcher};
 use crate::store::StoreError;
 use crate::telemetry::Metrics;
+
+mod storm_views;
+
+use storm_views::StormViews;
 
 /// The decision of batches: the rules, the stores they write, and their lock.
 pub(super) struct Decisions {

@@ -1,8 +1,8 @@
 //! `Storms`: the storm records (`alerts::storm::StormStore`) and the lock that keeps one
 //! writer at a time on them. A batch's decisions hold it while they read and write the
-//! batch's storms (`storm_views.rs`); a storm's submission holds it only to read or update
-//! its record; the retention sweep holds it to remove quiet storms. Also answers, for a
-//! group's submission, whether its alert's storm fires or is forming.
+//! batch's storms (`decisions/storm_views.rs`); a storm's submission holds it only to read
+//! or update its record; the retention sweep holds it to remove quiet storms. Also
+//! answers, for a group's submission, whether its alert's storm fires or is forming.
 
 use std::collections::BTreeMap;
 

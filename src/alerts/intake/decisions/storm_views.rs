@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
-use super::decisions::{Decisions, Touched};
-use super::submissions::Action;
+use super::{Decisions, Touched};
 use crate::alerts::grouping::{self, InvState};
+use crate::alerts::intake::submissions::Action;
 use crate::alerts::store::Outcome;
 use crate::alerts::storm::{self, Member, Storm, StormStatus, StormStore};
 use crate::alerts::{Alert, AlertStatus};
