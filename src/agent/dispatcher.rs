@@ -9,7 +9,7 @@
 
 mod feedback;
 mod panics;
-mod reads;
+mod queries;
 mod tools;
 
 pub use tools::build_tools;
