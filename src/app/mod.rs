@@ -165,7 +165,7 @@ impl Components {
                 "notifier",
                 metrics.clone(),
                 token.clone(),
-                move || notifier.clone().run(dispatcher.subscribe(), token2.clone()),
+                move || notifier.clone().run(dispatcher.finished(), token2.clone()),
             ));
         }
         tasks.spawn({
