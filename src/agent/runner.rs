@@ -21,9 +21,9 @@
 //! - before each call the conversation is fitted into `llm.context_tokens`; a server that
 //!   still says it does not fit gets a tighter fit, [`MAX_CONTEXT_RETRIES`] times.
 
-mod ending;
 mod general;
 mod naming;
+mod outcomes;
 mod turn;
 
 use std::sync::Arc;
