@@ -14,9 +14,8 @@ mod panics;
 mod queries;
 mod tools;
 
-pub use tools::build_tools;
-
 pub use feedback::FeedbackOutcome;
+pub use tools::build_tools;
 
 use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
