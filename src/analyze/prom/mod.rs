@@ -15,6 +15,7 @@ mod history;
 mod inventory;
 mod kube_state;
 mod kube_state_workloads;
+mod limit_names;
 mod limits;
 mod memory;
 mod network;

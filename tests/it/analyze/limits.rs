@@ -199,7 +199,7 @@ async fn a_conntrack_table_filling_on_one_host_gets_its_rate_and_time_to_the_lim
         .expect(&all);
     assert_eq!(
         (fds.entity.kind.as_str(), fds.entity.name.as_str()),
-        ("process", "process")
+        ("process", "elm-3:9256")
     );
     assert_eq!(fds.entity.host.as_deref(), Some("elm-3"));
     assert_eq!(fds.severity, Severity::Warning);
