@@ -95,11 +95,15 @@ impl Analyzer for NearLimit {
             let share = |n: &Near| n.used / n.limit;
             share(&b.1).total_cmp(&share(&a.1)).then(a.0.cmp(&b.0))
         });
+        // Trends and sinces of the fullest, read concurrently (bounded by MAX_TRENDS and
+        // the lookups).
         let left = super::Lookups::default();
-        let mut facts = Vec::new();
-        for (i, (pair, n)) in near.iter().enumerate() {
-            facts.push(self.fact(pair, n, scope, &left, i < MAX_TRENDS).await);
-        }
+        let facts = futures::future::join_all(
+            near.iter()
+                .enumerate()
+                .map(|(i, (pair, n))| self.fact(pair, n, scope, &left, i < MAX_TRENDS)),
+        )
+        .await;
         Ok(facts)
     }
 }

@@ -46,6 +46,20 @@ async fn the_captured_systemd_host_reports_its_failed_unit_its_unit_at_the_task_
             move |_, ago| Some(if ago > failed_ago { before } else { after }),
         );
     }
+    // A mount unit whose name carries systemd's `\x2d` escape failed 5 minutes ago on
+    // ash-1: its query must name it exactly.
+    let escaped = r"mnt-backup\x2ddisk.mount";
+    defs.push(series(
+        "node_systemd_unit_state",
+        &[
+            ("instance", "ash-1:9100"),
+            ("job", "node"),
+            ("name", escaped),
+            ("state", "failed"),
+            ("type", ""),
+        ],
+        |ago| Some(if ago > 300 { 0.0 } else { 1.0 }),
+    ));
     let Some(world) = World::build(&defs, 7200, 15).await else {
         return;
     };
@@ -54,6 +68,13 @@ async fn the_captured_systemd_host_reports_its_failed_unit_its_unit_at_the_task_
     let all = lines(&facts);
     eprintln!("{all}");
     let facts = mine(&facts);
+    // Every fact's query shows exactly its one series.
+    let client = world.client();
+    for f in &facts {
+        let q = f.source.arguments["query"].as_str().unwrap();
+        let v = client.query_vector(q, None).await.expect(q);
+        assert_eq!(v.len(), 1, "{q}");
+    }
     let find = |analyzer: &str, name: &str, host: &str| {
         facts
             .iter()
@@ -98,12 +119,14 @@ async fn the_captured_systemd_host_reports_its_failed_unit_its_unit_at_the_task_
     assert_eq!(fresh.severity, Severity::Critical, "{all}");
     let ago = (chrono::Utc::now() - fresh.since.unwrap()).num_seconds();
     assert!((1100..=1300).contains(&ago), "{ago} s: {all}");
+    let mount = find("systemd_failed_units", escaped, "ash-1");
+    assert_eq!(mount.severity, Severity::Critical, "{all}");
     assert_eq!(
         facts
             .iter()
             .filter(|f| f.analyzer == "systemd_failed_units")
             .count(),
-        3,
+        4,
         "{all}"
     );
     // The textfile's last backup is from two days before the capture, and never changed: a
@@ -161,6 +184,32 @@ async fn a_conntrack_table_filling_on_one_host_gets_its_rate_and_time_to_the_lim
         move |_, _| Some(0.04 * capacity),
     );
     defs.extend(kubelet);
+    // Odd data: no conntrack module on elm-3 (a limit of 0), a NaN on elm-1, a limit named
+    // twice with two values (ambiguous: no share).
+    set(
+        &mut defs,
+        "node_nf_conntrack_entries_limit",
+        &[("instance", "elm-3:9100")],
+        |_, _| Some(0.0),
+    );
+    set(
+        &mut defs,
+        "node_filefd_allocated",
+        &[("instance", "elm-1:9100")],
+        |_, _| Some(f64::NAN),
+    );
+    for (pool, limit) in [("a", 10.0), ("b", 12.0)] {
+        defs.push(series(
+            "worker_queue_max",
+            &[("instance", "elm-1:9200"), ("job", "app"), ("pool", pool)],
+            move |_| Some(limit),
+        ));
+    }
+    defs.push(series(
+        "worker_queue_length",
+        &[("instance", "elm-1:9200"), ("job", "app")],
+        |_| Some(11.0),
+    ));
     let Some(world) = World::build(&defs, 7200, 15).await else {
         return;
     };
@@ -173,6 +222,17 @@ async fn a_conntrack_table_filling_on_one_host_gets_its_rate_and_time_to_the_lim
         .filter(|f| f.analyzer == "near_limit")
         .collect();
     assert_eq!(near.len(), 3, "{all}");
+    // Each fact's query gives its share.
+    let client = world.client();
+    for f in &near {
+        let q = f.source.arguments["query"].as_str().unwrap();
+        let v = client.query_vector(q, None).await.expect(q);
+        assert_eq!(v.len(), 1, "{q}");
+        assert!(
+            (v[0].value - f.value.unwrap().value).abs() < 1.0,
+            "{q}: {all}"
+        );
+    }
     let conntrack = near
         .iter()
         .find(|f| f.what == "node_nf_conntrack_entries at")
