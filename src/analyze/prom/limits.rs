@@ -181,7 +181,10 @@ impl NearLimit {
             }
             false => None,
         };
-        let eta = slope.map(|d| (n.limit - n.used).max(0.0) / d);
+        // At or over the limit already: no time to it.
+        let eta = slope
+            .filter(|_| n.used < n.limit)
+            .map(|d| (n.limit - n.used) / d);
         let severity = match (percent, eta) {
             (p, _) if p >= CRIT_PERCENT => Severity::Critical,
             (_, Some(e)) if e < CRIT_ETA => Severity::Critical,
