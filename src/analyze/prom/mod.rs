@@ -15,6 +15,8 @@ mod history;
 mod inventory;
 mod kube_state;
 mod kube_state_workloads;
+mod limit_names;
+mod limits;
 mod memory;
 mod network;
 mod probes;
@@ -22,6 +24,8 @@ mod process_memory;
 mod reloads;
 mod restarts;
 mod rollouts;
+mod stale_jobs;
+mod systemd;
 mod targets;
 mod versions;
 
@@ -46,6 +50,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(memory::Swap(p.clone())),
         Arc::new(process_memory::ProcessMemory(p.clone())),
         Arc::new(container_memory::ContainerMemory(p.clone())),
+        Arc::new(limits::NearLimit(p.clone())),
         Arc::new(cpu::CpuSaturation(p.clone())),
         Arc::new(disk_io::DiskIo(p.clone())),
         Arc::new(network::NetworkErrors(p.clone())),
@@ -55,6 +60,8 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(targets::TargetsDown(p.clone())),
         Arc::new(probes::ProbeFailures(p.clone())),
         Arc::new(certs::CertExpiry(p.clone())),
+        Arc::new(systemd::FailedUnits(p.clone())),
+        Arc::new(stale_jobs::StaleJobs(p.clone())),
         Arc::new(versions::VersionChanges(p.clone())),
         Arc::new(restarts::ProcessRestarts(p.clone())),
         Arc::new(reloads::ConfigReloads(p.clone())),

@@ -16,6 +16,7 @@ mod inventory;
 mod kube;
 mod kube_cluster;
 mod kube_state;
+mod limits;
 mod logs;
 mod memory;
 mod proxmox_storage;
