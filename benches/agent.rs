@@ -102,20 +102,23 @@ async fn overhead_per_step() -> f64 {
     let token = tokio_util::sync::CancellationToken::new();
     let tracker = tokio_util::task::TaskTracker::new();
     d.start(token.clone(), &tracker).unwrap();
-    let mut rx = d.subscribe();
+    let mut finished = d.finished();
     let runs = 20;
     let start = Instant::now();
     for _ in 0..runs {
-        d.submit(InvestigationRequest {
-            trigger: Trigger::Ask,
-            title: "bench".into(),
-            prompt: "bench question".into(),
-            context: None,
-            group_key: None,
-        })
-        .await
-        .unwrap();
-        rx.recv().await.unwrap();
+        let inv = d
+            .submit(InvestigationRequest {
+                trigger: Trigger::Ask,
+                title: "bench".into(),
+                prompt: "bench question".into(),
+                context: None,
+                group_key: None,
+            })
+            .await
+            .unwrap();
+        while !d.get(&inv.id).unwrap().unwrap().status.is_final() {
+            finished.changed().await.unwrap();
+        }
     }
     let agent = start.elapsed().as_secs_f64();
     // The same HTTP exchanges without the agent.

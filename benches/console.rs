@@ -64,7 +64,7 @@ async fn main() {
     let app = App::build(config).await.expect("app builds");
     let base = format!("http://{}", app.local_addr());
     let token = CancellationToken::new();
-    let running = tokio::spawn(app.run_until_stopped(token.clone()));
+    let running = tokio::spawn(app.run_until_stopped(sre_agent::http::router, token.clone()));
     let http = reqwest::Client::new();
     let mut ids = Vec::new();
     for i in 0..60 {

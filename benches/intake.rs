@@ -67,7 +67,7 @@ async fn main() -> anyhow::Result<()> {
     let base = format!("http://{}", app.local_addr());
     let url = format!("{base}/webhook/alertmanager");
     let token = CancellationToken::new();
-    let server = tokio::spawn(app.run_until_stopped(token.clone()));
+    let server = tokio::spawn(app.run_until_stopped(sre_agent::http::router, token.clone()));
     let http = reqwest::Client::new();
     let rss_before = rss_kib("VmRSS:");
 

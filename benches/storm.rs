@@ -154,7 +154,7 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
     let base = format!("http://{}", app.local_addr());
     let url = format!("{base}/webhook/alertmanager");
     let token = CancellationToken::new();
-    let server = tokio::spawn(app.run_until_stopped(token.clone()));
+    let server = tokio::spawn(app.run_until_stopped(sre_agent::http::router, token.clone()));
     let http = reqwest::Client::new();
 
     let (per_request, in_flight) = (delivery.per_request(), delivery.in_flight());

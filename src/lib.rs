@@ -7,10 +7,11 @@
 //! invariants, and which files to touch to add a tool, an integration, a key or an endpoint.
 //!
 //! Map of the crate, top to bottom:
-//! - [`cli`]: the commands of the binary; [`http`]: the router, auth layers and [`App`];
+//! - [`cli`]: the commands of the binary; [`http`]: the router and its auth layers;
 //!   [`mcp`]: sre-agent as an MCP server (its handler, served by `http` and `cli`).
 //! - [`api`]: the JSON bodies shared by the HTTP API and the CLI.
-//! - [`app`]: every component built in one place; the shared [`AppState`]; retention.
+//! - [`app`]: every component built in one place; the shared [`AppState`]; retention; the
+//!   daemon from start to stop ([`App`]) and its accept loop.
 //! - [`schedule`], [`report`], [`notify`], [`alerts`], [`agent`]: the domain (cron jobs, the
 //!   weekly report, notifications, alert intake, investigations), each with its own store.
 //! - [`eval`]: `sre-agent eval`: scenarios, worlds on a real Prometheus and fakes, scoring.
@@ -38,8 +39,7 @@ pub mod telemetry;
 pub mod text;
 pub mod tools;
 
-pub use app::AppState;
-pub use http::App;
+pub use app::{App, AppState};
 
 /// Installs the ring crypto provider for rustls once (reqwest, kube and lettre need one).
 pub fn install_crypto_provider() {

@@ -5,16 +5,17 @@
 //! `alerts.max_interrupted_retries` times is failed with the reason. Every investigation
 //! holds a [`Claim`] on the daily budget (`spend`) from admission to its end, settled to its
 //! real cost. A run that panics is stored `failed` ("panicked: …", `panics.rs`) and is not
-//! resumed. Final investigations are broadcast to subscribers.
+//! resumed. A final investigation is recorded in the store's finished index with its final
+//! status; once that is flushed, [`Dispatcher::finished`] wakes whoever reads the index
+//! (the notifier).
 
 mod feedback;
 mod panics;
-mod reads;
+mod queries;
 mod tools;
 
-pub use tools::build_tools;
-
 pub use feedback::FeedbackOutcome;
+pub use tools::build_tools;
 
 use std::collections::{HashMap, HashSet};
 use std::panic::AssertUnwindSafe;
@@ -23,7 +24,7 @@ use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, NaiveDate, Utc};
 use futures::FutureExt;
-use tokio::sync::{broadcast, mpsc};
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -61,7 +62,8 @@ struct Inner {
     /// Ids sent to the workers and not done yet: the in-memory dedupe.
     pending: Mutex<HashSet<String>>,
     running: AtomicI64,
-    finished: broadcast::Sender<Investigation>,
+    /// Changed each time a final investigation is flushed (its id in the finished index).
+    finished: watch::Sender<()>,
     /// The daily budgets.
     spend: SpendLedger,
     /// The budget claim of each queued or running investigation.
@@ -143,7 +145,7 @@ impl Dispatcher {
             .with_sweep(sweep)
             .with_memory(memory.clone());
         let (tx, rx) = mpsc::unbounded_channel();
-        let (finished, _) = broadcast::channel(256);
+        let finished = watch::Sender::new(());
         let d = Self {
             inner: Arc::new(Inner {
                 store,
@@ -302,7 +304,7 @@ impl Dispatcher {
             self.inner.store.flush().await?;
             self.update_queue_depth();
             self.count_final(&inv);
-            let _ = self.inner.finished.send(inv);
+            self.inner.finished.send_replace(());
         }
         Ok(cancelled)
     }
@@ -323,8 +325,9 @@ impl Dispatcher {
         Ok(existed)
     }
 
-    /// Every investigation that reached a final status from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Investigation> {
+    /// Changes each time an investigation reaching a final status is flushed: the
+    /// finished index (`InvestigationStore::finished_ids`) has something new.
+    pub fn finished(&self) -> watch::Receiver<()> {
         self.inner.finished.subscribe()
     }
 
@@ -470,7 +473,7 @@ impl Dispatcher {
             tracing::info!(%id, status = inv.status.as_str(), steps = inv.steps,
                 tokens = inv.tokens.total(), cost_usd = inv.cost_usd, error = ?inv.error,
                 "investigation ended");
-            let _ = self.inner.finished.send(inv);
+            self.inner.finished.send_replace(());
         }
         Ok(())
     }

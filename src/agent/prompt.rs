@@ -98,6 +98,10 @@ pub fn bad_arguments(tool: &str, why: &str) -> String {
 pub const CALL_TOOLS_FIRST: &str = "You have not called any tool yet, so this answer has no evidence. Call the tools now to \
      get the facts; answer with the JSON only after you have their results.";
 
+/// Sent after the general tools ran for a model that called none.
+pub const ANSWER_FROM_GENERAL: &str = "Above are the results of general checks run for you. Answer from them with the JSON, \
+     citing their ids; say so if they cannot answer the question.";
+
 /// Sent once when the final answer was empty or not the JSON finding.
 pub fn answer_again(was_empty: bool) -> String {
     let what = if was_empty {

@@ -10,15 +10,20 @@
 //!   after [`MAX_CORRECTIONS`] turns in which no call could run, one last call without
 //!   tools asks for the finding from the results gathered (when any returned data), else
 //!   the investigation ends `inconclusive`;
-//! - an answer before any tool ran gets one request to call tools first;
+//! - an answer before any tool ran gets one request to call tools first; a model that still
+//!   calls none gets the results of the general tools (`general.rs`) to answer from;
 //! - an empty or unparseable final answer gets one request for the JSON; then the finding
 //!   is built from the evidence gathered, `inconclusive`, never an empty summary;
+//! - a finding that names no entity or figure of the problem facts it rests on gets one
+//!   request to name them (`naming.rs`); if that answer is unusable the first one stands;
 //! - a finding's citations are checked against the calls that ran; without a cited result
 //!   that returned data its confidence is lowered to low;
 //! - before each call the conversation is fitted into `llm.context_tokens`; a server that
 //!   still says it does not fit gets a tighter fit, [`MAX_CONTEXT_RETRIES`] times.
 
-mod ending;
+mod general;
+mod naming;
+mod outcomes;
 mod turn;
 
 use std::sync::Arc;
@@ -30,7 +35,7 @@ use super::evidence::EvidencePlanner;
 use super::health;
 use super::memory::IncidentMemory;
 use super::prompt::initial_messages;
-use super::{Event, EventKind, Investigation};
+use super::{Event, EventKind, Finding, Investigation};
 use crate::agent::store::InvestigationStore;
 use crate::analyze::Sweep;
 use crate::config::LlmConfig;
@@ -234,6 +239,11 @@ struct Trouble {
     bad_arguments: u32,
     asked_for_json: bool,
     asked_for_tools: bool,
+    /// Whether the general tools ran for a model that would call none.
+    ran_general: bool,
+    /// The finding that named no entity or figure of its facts, kept while the model is
+    /// asked once to name them (it stands if the new answer is unusable).
+    unnamed: Option<Finding>,
     context_retries: u32,
 }
 
@@ -355,7 +365,7 @@ impl<'a> Session<'a> {
                 Err(e) => return self.fail(&e),
             };
             if resp.tool_calls.is_empty() {
-                if let Some(done) = self.conclude(resp.content) {
+                if let Some(done) = self.conclude(resp.content).await {
                     return done;
                 }
                 continue;

@@ -2,9 +2,9 @@
 //! dedupe, cooldown, storm coalescing (`storm.rs`) and the daily budget. Never calls the LLM.
 
 pub mod cap;
-mod dispatch;
 pub mod grouping;
 pub mod intake;
+mod investigator;
 pub mod model;
 pub mod store;
 pub mod storm;

@@ -5,7 +5,7 @@
 //! its investigation has its own cooldown, like a group's.
 //!
 //! This file holds the storm record and the pure rules; `storm/store.rs` keeps storms and
-//! their members durably; the intake applies the rules (`intake/storm.rs`).
+//! their members durably; the intake applies the rules (`intake/decisions/storm_views.rs`).
 
 mod hostlist;
 pub mod store;

@@ -2,12 +2,16 @@
 //! them from the configuration (store, metrics, dispatcher, intake, reporter, notifier,
 //! health checker, scheduler), so a bad setting fails before anything starts;
 //! [`Components::start`] starts their background work on the one task tracker, and
-//! [`Components::stop`] drains it. `http::App` puts the HTTP listener in front.
+//! [`Running::stop`] drains it. [`App`] (`daemon.rs`) runs them from start to stop behind
+//! the HTTP listener (`listener.rs`, with its per-connection deadlines in `watch.rs`).
 
 pub mod api_token;
+mod daemon;
 pub mod heap;
+mod listener;
 mod retention;
 mod state;
+mod watch;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
@@ -16,6 +20,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+pub use daemon::{App, ServeError};
 pub use state::AppState;
 
 use crate::agent::Dispatcher;
@@ -160,7 +165,7 @@ impl Components {
                 "notifier",
                 metrics.clone(),
                 token.clone(),
-                move || notifier.clone().run(dispatcher.subscribe(), token2.clone()),
+                move || notifier.clone().run(dispatcher.finished(), token2.clone()),
             ));
         }
         tasks.spawn({

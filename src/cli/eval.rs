@@ -14,11 +14,11 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::api::{InvestigationDetail, InvestigationPage, Queued};
+use crate::app::App;
 use crate::config::Config;
 use crate::eval::scenario::TriggerSpec;
 use crate::eval::score::{finding_text, notes, tool_errors, tools_called};
 use crate::eval::{RunOutcome, Scenario, ScenarioOutcome, SuiteOutcome, Verdict, World};
-use crate::http::App;
 
 /// The scenarios shipped in the repository, relative to the working directory.
 pub const DEFAULT_SCENARIOS: &str = "eval/scenarios";
@@ -179,7 +179,7 @@ async fn attempt(
         .context("starting the daemon")?;
     let base = format!("http://{}", app.local_addr());
     let token = CancellationToken::new();
-    let server = tokio::spawn(app.run_until_stopped(token.clone()));
+    let server = tokio::spawn(app.run_until_stopped(crate::http::router, token.clone()));
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()?;

@@ -2,8 +2,8 @@
 
 use tokio_util::sync::CancellationToken;
 
+use crate::app::App;
 use crate::config::Config;
-use crate::http::App;
 use crate::telemetry;
 
 /// Builds the application (every setting checked before the port is bound) and serves.
@@ -13,7 +13,7 @@ pub async fn run(config: Config) -> anyhow::Result<()> {
     let app = App::build(config).await?;
     let token = CancellationToken::new();
     tokio::spawn(stop_on_signal(token.clone()));
-    app.run_until_stopped(token).await?;
+    app.run_until_stopped(crate::http::router, token).await?;
     Ok(())
 }
 

@@ -15,7 +15,6 @@ mod health;
 mod investigation_events;
 mod investigations;
 mod limits;
-mod listener;
 mod login_throttle;
 mod mcp;
 mod openapi;
@@ -24,11 +23,9 @@ mod rejections;
 mod reports;
 mod request_metrics;
 mod routes;
-mod server;
 mod session;
 #[cfg(test)]
 mod supervise_tests;
-mod watch;
 mod webhooks;
 
 use axum::middleware;
@@ -37,7 +34,6 @@ use axum::{Extension, Router};
 use routes::Routes;
 
 pub use error::ApiError;
-pub use server::{App, ServeError};
 
 use crate::app::AppState;
 

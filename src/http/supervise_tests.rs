@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::server::App;
+use crate::app::App;
 use crate::config::Config;
 
 fn webhook(name: &str) -> String {
@@ -43,7 +43,7 @@ async fn a_panic_in_the_accept_loop_or_the_intake_is_counted_and_webhooks_are_ta
             panic!("a bug in the accept loop");
         }
     });
-    let running = tokio::spawn(app.run_with(token.clone(), on_accept));
+    let running = tokio::spawn(app.run_with(super::router, token.clone(), on_accept));
     let http = reqwest::Client::builder()
         .pool_max_idle_per_host(0)
         .timeout(Duration::from_secs(10))

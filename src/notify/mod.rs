@@ -4,7 +4,8 @@
 //! retries that survive restarts.
 //!
 //! - [`outbox`]: the stored entries and the `Notifier`.
-//! - [`finished`]: final investigations (from the store's finished index) to entries.
+//! - [`investigation_entries`]: final investigations (from the store's finished index) to
+//!   entries.
 //! - [`worker`]: sending due entries, retries, at-most-once reports.
 //! - [`report`]: the report email as an entry, and the ledger of report periods;
 //!   `report_delivery.rs` enqueues it and checks its period before each attempt.
@@ -13,8 +14,8 @@
 
 mod channel;
 pub mod email;
-pub mod finished;
 pub mod grafana;
+pub mod investigation_entries;
 pub mod markup;
 pub mod outbox;
 pub mod report;

@@ -221,6 +221,11 @@ fn warn_if_insecure(section: &str, verify_tls: bool) {
     }
 }
 
+/// The tools that need no integration (`current_time`, `runbook_search`).
+pub fn core_names() -> Vec<&'static str> {
+    (CORE.names)()
+}
+
 /// Every built-in tool name, configured or not, in registration order.
 pub fn builtin_names() -> Vec<&'static str> {
     std::iter::once(&CORE)

@@ -45,7 +45,7 @@ impl Dispatcher {
         self.update_queue_depth();
         if let Some(inv) = failed {
             self.count_final(&inv);
-            let _ = self.inner.finished.send(inv);
+            self.inner.finished.send_replace(());
         }
         Ok(())
     }

@@ -34,19 +34,21 @@
 //! not) logs the batch's skipped alerts as `deduped`.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::{Intake, IntakeSummary};
+use super::IntakeSummary;
+use super::decisions::Decisions;
+use super::submissions::Submissions;
 use crate::alerts::{AlertSource, WebhookBatch, parse_webhook};
 use crate::store::StoreError;
 use crate::store::inbox::{Backlog, Inbox};
-use crate::telemetry::supervise::{contained, restarting};
+use crate::telemetry::Metrics;
+use crate::telemetry::supervise::restarting;
 
 /// Body bytes of the batches waiting for the processor at most (their parsed alerts take
 /// some 2–3 times as much memory); past it a webhook waits for room, after its batch is on
@@ -59,12 +61,6 @@ pub const DECIDED_ANSWER_MAX: usize = 20;
 pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// A checkpoint is taken sooner once no batch came for this long.
 pub(super) const CHECKPOINT_QUIET: Duration = Duration::from_millis(50);
-
-pub(super) async fn sleep_until(at: Option<Instant>) {
-    if let Some(at) = at {
-        tokio::time::sleep_until(at.into()).await;
-    }
-}
 
 /// Told once whether a batch given to `Intake::accept` was stored (on disk, to be
 /// decided) or not (its write or sync failed, or its request ended before the write), by
@@ -85,7 +81,7 @@ impl Settle {
         ))))))
     }
 
-    fn tell(&self, stored: bool) {
+    pub(super) fn tell(&self, stored: bool) {
         if let Some(t) = &self.0 {
             let f = t.0.lock().unwrap_or_else(|e| e.into_inner()).take();
             if let Some(f) = f {
@@ -119,28 +115,43 @@ pub(super) struct Job {
     settle: Settle,
 }
 
-/// The inbox and the processor's queue.
+/// The inbox, the processor's queue, and what the processor hands each batch to.
 pub(super) struct Pipeline {
     pub(super) inbox: Inbox,
     jobs: mpsc::UnboundedSender<Job>,
     /// Bounds the queue's memory (`QUEUE_BYTES`).
     room: Arc<Semaphore>,
-    /// Taken by `Intake::start`: the queue's receiving end and the batches an earlier
-    /// process left unprocessed.
+    /// Taken by `start`: the queue's receiving end and the batches an earlier process
+    /// left unprocessed.
     start: std::sync::Mutex<Option<(mpsc::UnboundedReceiver<Job>, Backlog)>>,
-    /// Batches accepted and not yet processed.
-    backlog: AtomicUsize,
+    /// Batches accepted and not yet processed; submissions wait for it to reach 0
+    /// (`Submissions`, through a receiver of it).
+    backlog: watch::Sender<usize>,
+    decisions: Arc<Decisions>,
+    pub(super) submissions: Arc<Submissions>,
+    pub(super) metrics: Arc<Metrics>,
 }
 
 impl Pipeline {
-    pub(super) fn new(inbox: Inbox, left: Backlog) -> Self {
+    /// A pipeline on `inbox` (with the entries `left` in it); `backlog` is the sender of
+    /// the count `submissions` watches.
+    pub(super) fn new(
+        (inbox, left): (Inbox, Backlog),
+        backlog: watch::Sender<usize>,
+        decisions: Arc<Decisions>,
+        submissions: Arc<Submissions>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         let (jobs, rx) = mpsc::unbounded_channel();
         Self {
             inbox,
             jobs,
             room: Arc::new(Semaphore::new(QUEUE_BYTES)),
             start: std::sync::Mutex::new(Some((rx, left))),
-            backlog: AtomicUsize::new(0),
+            backlog,
+            decisions,
+            submissions,
+            metrics,
         }
     }
 }
@@ -169,35 +180,19 @@ fn source_of(tag: u8) -> Option<AlertSource> {
     }
 }
 
-impl Intake {
+impl Pipeline {
     /// Takes a parsed webhook (`body` is what was parsed, kept to process again after a
     /// crash): returns once it is on disk and, when it is small and no batch is ahead of
     /// it, decided. `settle` is told whether it was stored, even when this future is
-    /// dropped before then.
-    /// Follow-ups run on the processor's task tracker. Without an inbox (unit tests),
-    /// decides and flushes in place, and runs the follow-ups on a task of their own.
-    pub async fn accept(
+    /// dropped before then. Its effects run on the processor's task tracker.
+    pub(super) async fn accept(
         &self,
         source: AlertSource,
         body: &[u8],
         batch: WebhookBatch,
         settle: Settle,
     ) -> Result<Accepted, StoreError> {
-        let Some(p) = &self.inner.pipeline else {
-            let (summary, follow_ups) = self.ingest(batch).await?;
-            settle.tell(true);
-            let intake = self.clone();
-            tokio::spawn(async move {
-                let metrics = intake.inner.metrics.clone();
-                contained("alert_follow_up", &metrics, async {
-                    for f in follow_ups {
-                        f.run(&intake).await;
-                    }
-                })
-                .await;
-            });
-            return Ok(Accepted::Decided(summary));
-        };
+        let p = self;
         let at = Utc::now();
         let deferred = IntakeSummary {
             received: batch.alerts.len(),
@@ -254,24 +249,19 @@ impl Intake {
     }
 
     /// Batches accepted and not yet decided.
-    pub fn backlog(&self) -> usize {
-        self.inner
-            .pipeline
-            .as_ref()
-            .map_or(0, |p| p.backlog.load(Ordering::Acquire))
+    pub(super) fn backlog(&self) -> usize {
+        *self.backlog.borrow()
     }
 
     /// Decides the batches an earlier process left in the inbox (in order), then starts
     /// the processor on `tasks`; it stops at `token`, deciding what is queued first.
     /// Returns how many batches were left.
-    pub async fn start(
-        &self,
+    pub(super) async fn start(
+        self: &Arc<Self>,
         tasks: &TaskTracker,
         token: CancellationToken,
     ) -> Result<usize, StoreError> {
-        let Some(p) = &self.inner.pipeline else {
-            return Ok(0);
-        };
+        let p = self;
         let taken = p.start.lock().unwrap_or_else(|e| e.into_inner()).take();
         let Some((rx, left)) = taken else {
             return Ok(0);
@@ -281,11 +271,13 @@ impl Intake {
         // as each batch is decided, so a kill keeps them; the groups may have lost theirs).
         let mut logged = std::collections::HashSet::new();
         if let Some((first, last)) = left.span() {
-            self.inner
-                .store
-                .for_each_alert(first, last + chrono::Duration::seconds(1), |r| {
+            self.decisions.store.for_each_alert(
+                first,
+                last + chrono::Duration::seconds(1),
+                |r| {
                     logged.extend(r.batch);
-                })?;
+                },
+            )?;
         }
         // One entry in memory at a time.
         for entry in left {
@@ -326,26 +318,21 @@ impl Intake {
         // that batch only, `process_contained`); the queue outlives each run.
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
         let (this, tracker) = (self.clone(), tasks.clone());
-        let metrics = self.inner.metrics.clone();
         tasks.spawn(restarting(
             "alert_intake",
-            metrics,
+            self.metrics.clone(),
             token.clone(),
             move || this.clone().run(rx.clone(), tracker.clone(), token.clone()),
         ));
         Ok(count)
     }
 
-    /// Decides one batch once it is on disk, logs its alerts and spawns its follow-ups. A
+    /// Decides one batch once it is on disk, logs its alerts and spawns its effects. A
     /// batch whose write or sync failed is given up (its sender was answered 503). On a
     /// failure to decide, the batch stays in the inbox (no later checkpoint covers it), to
     /// be decided at the next start.
     pub(super) async fn process(&self, job: Job, tasks: &TaskTracker) {
-        let p = self
-            .inner
-            .pipeline
-            .as_ref()
-            .expect("processing needs the inbox");
+        let p = self;
         if let Err(e) = p.inbox.sync(job.seq).await {
             p.inbox.finished(job.seq);
             job.settle.tell(false);
@@ -358,23 +345,18 @@ impl Intake {
         job.settle.tell(true);
         #[cfg(test)]
         tests_hook::panic_if_asked(&job.batch);
-        let result = match self.decide_batch(job.batch, job.at, Some(job.seq)).await {
-            Ok((summary, follow_ups, log)) => match job.log {
-                true => self.inner.store.log_alerts(job.at, &log),
+        let decided = self
+            .decisions
+            .decide_batch(job.batch, job.at, Some(job.seq))
+            .await;
+        let result = match decided {
+            Ok((summary, effects, log)) => match job.log {
+                true => self.decisions.store.log_alerts(job.at, &log),
                 false => Ok(()),
             }
             .map(|()| {
-                let intake = self.clone();
-                if !follow_ups.is_empty() {
-                    tasks.spawn(async move {
-                        let metrics = intake.inner.metrics.clone();
-                        contained("alert_follow_up", &metrics, async {
-                            for f in follow_ups {
-                                f.run(&intake).await;
-                            }
-                        })
-                        .await;
-                    });
+                if !effects.is_empty() {
+                    tasks.spawn(self.submissions.clone().run_all(effects));
                 }
                 summary
             }),
@@ -394,7 +376,7 @@ impl Intake {
             // A 200 means decided and durable, as it always did: the webhook waiting for
             // it had no batch ahead of it, so this flush delays no other.
             let result = match result {
-                Ok(summary) => self.inner.store.flush().await.map(|()| summary),
+                Ok(summary) => self.decisions.store.flush().await.map(|()| summary),
                 Err(e) => Err(e),
             };
             self.add_backlog(-1);
@@ -406,26 +388,21 @@ impl Intake {
 
     /// Adds `n` to the backlog (and its gauge); returns the backlog before.
     pub(super) fn add_backlog(&self, n: isize) -> usize {
-        let Some(p) = &self.inner.pipeline else {
-            return 0;
-        };
-        let before = if n >= 0 {
-            p.backlog.fetch_add(n.unsigned_abs(), Ordering::AcqRel)
-        } else {
-            p.backlog.fetch_sub(n.unsigned_abs(), Ordering::AcqRel)
-        };
+        let mut before = 0;
+        self.backlog.send_modify(|count| {
+            before = *count;
+            *count = before.saturating_add_signed(n);
+        });
         let after = before.saturating_add_signed(n);
-        self.inner.metrics.alert_backlog.set(after as i64);
+        self.metrics.alert_backlog.set(after as i64);
         before
     }
 
     /// Makes the decisions so far durable, then lets the inbox drop the batches they cover.
     async fn checkpoint(&self) -> Result<(), StoreError> {
-        let Some(p) = &self.inner.pipeline else {
-            return Ok(());
-        };
+        let p = self;
         let done = p.inbox.done();
-        self.inner.store.flush().await?;
+        self.decisions.store.flush().await?;
         let inbox = p.inbox.clone();
         tokio::task::spawn_blocking(move || inbox.checkpoint(done))
             .await

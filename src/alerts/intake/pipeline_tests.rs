@@ -138,13 +138,21 @@ async fn deciding_a_batch_again_after_a_crash_counts_nothing_twice_and_mends_a_l
     let storm_key = r#"{alertname="NodeDown"}"#;
 
     // Entry 7 decided: 30 groups, one storm with 30 - 4 alerts attached.
-    let (first, _, log) = intake.decide_batch(parse(), now, Some(7)).await.unwrap();
+    let (first, _, log) = intake
+        .decisions()
+        .decide_batch(parse(), now, Some(7))
+        .await
+        .unwrap();
     assert_eq!((first.groups.len(), log.len()), (30, 30));
     let storm = intake.storms().get(storm_key).unwrap().unwrap();
     assert_eq!((storm.members, storm.alerts, storm.batch), (30, 26, 7));
 
     // Decided again (the crash came before the checkpoint, after every write).
-    let (again, follow, log) = intake.decide_batch(parse(), now, Some(7)).await.unwrap();
+    let (again, follow, log) = intake
+        .decisions()
+        .decide_batch(parse(), now, Some(7))
+        .await
+        .unwrap();
     assert!(again.groups.is_empty() && follow.is_empty() && again.queued == 0);
     assert!(
         log.iter()
@@ -160,14 +168,22 @@ async fn deciding_a_batch_again_after_a_crash_counts_nothing_twice_and_mends_a_l
     lost.status = StormStatus::Resolved;
     lost.batch = 6;
     intake.storms().put(&lost).unwrap();
-    intake.decide_batch(parse(), now, Some(7)).await.unwrap();
+    intake
+        .decisions()
+        .decide_batch(parse(), now, Some(7))
+        .await
+        .unwrap();
     let mended = intake.storms().get(storm_key).unwrap().unwrap();
     assert_eq!((mended.status, mended.batch), (StormStatus::Firing, 7));
     let g = intake.store().group(&first.groups[0]).unwrap().unwrap();
     assert_eq!(g.received, 1);
 
     // The next entry is decided as usual.
-    let (next, ..) = intake.decide_batch(parse(), now, Some(8)).await.unwrap();
+    let (next, ..) = intake
+        .decisions()
+        .decide_batch(parse(), now, Some(8))
+        .await
+        .unwrap();
     assert_eq!(next.groups.len(), 30);
     let g = intake.store().group(&first.groups[0]).unwrap().unwrap();
     assert_eq!(g.received, 2);

@@ -1,5 +1,5 @@
-//! The alert processor's loop (`pipeline.rs` queues the batches): it decides the queued
-//! batches in order, checkpoints the inbox when the batches pause or every
+//! The processor of the webhook pipeline ([`Pipeline`], whose queue `pipeline.rs` fills):
+//! it decides the queued batches in order, checkpoints the inbox when the batches pause or every
 //! `CHECKPOINT_EVERY`, and contains a panic while deciding one batch, so one batch the code
 //! cannot decide neither stops the intake nor stalls the inbox checkpoint.
 
@@ -10,17 +10,27 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::Intake;
-use super::pipeline::{CHECKPOINT_EVERY, CHECKPOINT_QUIET, Job, sleep_until};
+use super::pipeline::{CHECKPOINT_EVERY, CHECKPOINT_QUIET, Job, Pipeline};
 use crate::telemetry::supervise::contained;
 
 /// The processor's queue, kept across restarts of its loop.
 pub(super) type Queue = Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Job>>>;
 
-impl Intake {
+async fn sleep_until(at: Option<Instant>) {
+    if let Some(at) = at {
+        tokio::time::sleep_until(at.into()).await;
+    }
+}
+
+impl Pipeline {
     /// The processor: decides the queued batches in order until `token`, then what is
     /// left in the queue.
-    pub(super) async fn run(self, rx: Queue, tracker: TaskTracker, token: CancellationToken) {
+    pub(super) async fn run(
+        self: Arc<Self>,
+        rx: Queue,
+        tracker: TaskTracker,
+        token: CancellationToken,
+    ) {
         let mut rx = rx.lock().await;
         // Checkpoints wait for a quiet moment or `CHECKPOINT_EVERY`: each one flushes the
         // store and syncs two files, and that I/O delays the webhooks' own syncs.
@@ -62,14 +72,11 @@ impl Intake {
     /// still waiting, is answered as deferred.
     pub(super) async fn process_contained(&self, job: Job, tasks: &TaskTracker) {
         let seq = job.seq;
-        let metrics = &self.inner.metrics;
-        if contained("alert_intake", metrics, self.process(job, tasks))
+        if contained("alert_intake", &self.metrics, self.process(job, tasks))
             .await
             .is_none()
         {
-            if let Some(p) = &self.inner.pipeline {
-                p.inbox.finished(seq);
-            }
+            self.inbox.finished(seq);
             self.add_backlog(-1);
             tracing::error!(
                 seq,
@@ -102,8 +109,8 @@ mod tests {
     }
 
     fn panics(intake: &crate::alerts::intake::Intake) -> u64 {
-        intake
-            .inner
+        let pipeline = intake.inner.pipeline.as_ref().expect("an inbox");
+        pipeline
             .metrics
             .panics
             .with_label_values(&["alert_intake"])

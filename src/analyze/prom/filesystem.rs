@@ -13,7 +13,7 @@ use chrono::TimeDelta;
 
 use super::{Prom, by_identity, host, label, labels_map, pick, selector};
 use crate::analyze::{
-    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
+    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Source, Unit,
 };
 
 /// Filesystems that are not disks.
@@ -65,9 +65,13 @@ pub(crate) const CRIT_PERCENT: f64 = 95.0;
 const MATERIAL_SHARE: f64 = 0.02;
 /// How far (a share of the size) free space must be below its earlier low to be falling.
 const NEW_LOW_SHARE: f64 = 0.001;
-/// Time to full under which a filesystem is worth a look, and critical.
-pub(crate) const WARN_ETA: f64 = 7.0 * 86400.0;
-pub(crate) const CRIT_ETA: f64 = 86400.0;
+/// Time to full under which a filesystem is worth a look, and critical: the horizons of
+/// the published rules (node-mixin's `NodeFilesystemSpaceFillingUp` predicts 24 h and 4 h
+/// ahead, awesome-prometheus-alerts' `HostDiskWillFillIn24Hours` 24 h). A disk a few days
+/// from full at its present pace is no one's incident yet, and a level that wanders (caches,
+/// rotated logs) would otherwise warn on every host.
+pub(crate) const WARN_ETA: f64 = 86400.0;
+pub(crate) const CRIT_ETA: f64 = 4.0 * 3600.0;
 
 pub struct FilesystemSpace(pub Prom);
 
@@ -145,12 +149,8 @@ impl FilesystemSpace {
                 .is_none_or(|low| avail < low - NEW_LOW_SHARE * total);
             let slope = slope.filter(|_| new_low);
             let eta = slope.filter(|d| *d < 0.0).map(|d| avail / -d);
-            let severity = match (used, eta) {
-                (u, _) if u >= CRIT_PERCENT => Severity::Critical,
-                (_, Some(e)) if e < CRIT_ETA => Severity::Critical,
-                (u, _) if u >= WARN_PERCENT => Severity::Warning,
-                (_, Some(e)) if e < WARN_ETA => Severity::Warning,
-                _ => continue,
+            let Some(severity) = super::space_severity(used, eta) else {
+                continue;
             };
             let name = label(&s.metric, v.name_label);
             let ids = pick(&s.metric, &["instance", v.name_label]);

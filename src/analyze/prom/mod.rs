@@ -12,8 +12,11 @@ mod cpu;
 mod disk_io;
 mod filesystem;
 mod history;
+mod inventory;
 mod kube_state;
 mod kube_state_workloads;
+mod limit_names;
+mod limits;
 mod memory;
 mod network;
 mod probes;
@@ -21,6 +24,8 @@ mod process_memory;
 mod reloads;
 mod restarts;
 mod rollouts;
+mod stale_jobs;
+mod systemd;
 mod targets;
 mod versions;
 
@@ -45,14 +50,18 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(memory::Swap(p.clone())),
         Arc::new(process_memory::ProcessMemory(p.clone())),
         Arc::new(container_memory::ContainerMemory(p.clone())),
+        Arc::new(limits::NearLimit(p.clone())),
         Arc::new(cpu::CpuSaturation(p.clone())),
         Arc::new(disk_io::DiskIo(p.clone())),
         Arc::new(network::NetworkErrors(p.clone())),
         Arc::new(clock::Clock(p.clone())),
         Arc::new(context::HostContext(p.clone())),
+        Arc::new(inventory::Inventory(p.clone())),
         Arc::new(targets::TargetsDown(p.clone())),
         Arc::new(probes::ProbeFailures(p.clone())),
         Arc::new(certs::CertExpiry(p.clone())),
+        Arc::new(systemd::FailedUnits(p.clone())),
+        Arc::new(stale_jobs::StaleJobs(p.clone())),
         Arc::new(versions::VersionChanges(p.clone())),
         Arc::new(restarts::ProcessRestarts(p.clone())),
         Arc::new(reloads::ConfigReloads(p.clone())),
@@ -349,6 +358,18 @@ pub fn by_host(v: &[Sample]) -> HashMap<String, f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn space_warns_at_the_published_horizons_not_days_ahead() {
+        use crate::analyze::Severity::{Critical, Warning};
+        let h = 3600.0;
+        assert_eq!(space_severity(69.0, Some(56.0 * h)), None);
+        assert_eq!(space_severity(3.0, Some(55.0 * h)), None);
+        assert_eq!(space_severity(50.0, Some(20.0 * h)), Some(Warning));
+        assert_eq!(space_severity(30.0, Some(3.0 * h)), Some(Critical));
+        assert_eq!(space_severity(88.0, None), Some(Warning));
+        assert_eq!(space_severity(96.0, Some(90.0 * h)), Some(Critical));
+    }
 
     #[test]
     fn selectors_escape_values_and_drop_invalid_label_names() {

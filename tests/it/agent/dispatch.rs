@@ -74,7 +74,7 @@ async fn the_tool_calls_of_one_turn_run_in_parallel() {
     let token = tokio_util::sync::CancellationToken::new();
     let tracker = tokio_util::task::TaskTracker::new();
     d.start(token.clone(), &tracker).unwrap();
-    let mut finished = d.subscribe();
+    let mut finished = d.finished();
     let inv = d
         .submit(InvestigationRequest {
             trigger: Trigger::Schedule,
@@ -85,10 +85,11 @@ async fn the_tool_calls_of_one_turn_run_in_parallel() {
         })
         .await
         .unwrap();
-    let done = tokio::time::timeout(WAIT, finished.recv())
+    tokio::time::timeout(WAIT, finished.changed())
         .await
         .unwrap()
         .unwrap();
+    let done = d.get(&inv.id).unwrap().unwrap();
     assert_eq!(done.id, inv.id);
     assert_eq!(done.status, InvestigationStatus::Finished);
     let results = fake.requests()[1].tool_results();
@@ -270,10 +271,11 @@ async fn queued_investigations_can_be_cancelled_noted_counted_and_listed_by_time
     let a = d.submit(request("a")).await.unwrap();
     let b = d.submit(request("b")).await.unwrap();
     assert_eq!(metrics.queue_depth.get(), 2);
-    let mut finals = d.subscribe();
+    let mut finals = d.finished();
     assert!(d.cancel_queued(&a.id, "resolved at 07:00").await.unwrap());
     assert!(!d.cancel_queued(&a.id, "again").await.unwrap());
-    assert_eq!(finals.recv().await.unwrap().id, a.id);
+    finals.changed().await.unwrap();
+    assert!(d.get(&a.id).unwrap().unwrap().status.is_final());
     assert_eq!(metrics.queue_depth.get(), 1);
     d.add_note(&b.id, "still firing").unwrap();
     let got = d.get(&b.id).unwrap().unwrap();

@@ -10,6 +10,8 @@ use crate::support::{TestApp, eventually, metric_value, spawn_app};
 
 mod cli;
 mod dispatch;
+mod general;
+mod naming;
 mod panics;
 mod small_models;
 

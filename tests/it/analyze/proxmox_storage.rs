@@ -45,10 +45,10 @@ async fn a_storage_filling_fast_gets_its_rate_and_eta_and_a_steady_one_of_the_sa
             storage("backups", total, 0.70 * total),
             storage("iso", 100.0 * GIB, 90.0 * GIB)]}),
         ),
-        // vmdata: 60 GiB more every hour, about 20 h left; backups: steady.
+        // vmdata: 400 GiB more every hour, about 3 h left; backups: steady.
         (
             "GET /api2/json/nodes/pve-a/storage/vmdata/rrddata".into(),
-            hour(t, total, 0.70 * total, 60.0 * GIB),
+            hour(t, total, 0.70 * total, 400.0 * GIB),
         ),
         (
             "GET /api2/json/nodes/pve-a/storage/backups/rrddata".into(),
@@ -80,9 +80,9 @@ async fn a_storage_filling_fast_gets_its_rate_and_eta_and_a_steady_one_of_the_sa
     let f = &facts[0];
     assert_eq!(f.severity, Severity::Critical, "{all}");
     let hours = f.eta_seconds.expect("an ETA") / 3600.0;
-    assert!((19.0..22.0).contains(&hours), "{all}");
+    assert!((2.9..3.2).contains(&hours), "{all}");
     let per_hour = f.rate.unwrap().change.value / GIB;
-    assert!((59.0..61.0).contains(&per_hour), "{all}");
+    assert!((399.0..401.0).contains(&per_hour), "{all}");
     assert_eq!(f.entity.host.as_deref(), Some("pve-a"));
     let iso = &facts[1];
     assert_eq!(

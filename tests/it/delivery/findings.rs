@@ -1,6 +1,7 @@
-//! Finding notifications: the store, not the broadcast, is the source of truth (many
-//! findings during an SMTP outage are each emailed once after it, across a restart), and
-//! the notifier reads the alert groups intake writes (not a stale copy of its own).
+//! Finding notifications: the store's finished index, not the wake-up, is the source of
+//! truth (many findings during an SMTP outage are each emailed once after it, across a
+//! restart), and the notifier reads the alert groups intake writes (not a stale copy of
+//! its own).
 
 use std::time::Duration;
 

@@ -34,7 +34,7 @@ pub struct TestApp {
     pub base: String,
     pub state: AppState,
     pub token: CancellationToken,
-    pub handle: tokio::task::JoinHandle<Result<(), sre_agent::http::ServeError>>,
+    pub handle: tokio::task::JoinHandle<Result<(), sre_agent::app::ServeError>>,
     pub dir: TempDir,
     pub http: reqwest::Client,
 }
@@ -64,7 +64,7 @@ pub async fn spawn_app_with(config: Config, dir: TempDir) -> TestApp {
     let addr = app.local_addr();
     let state = app.state().clone();
     let token = CancellationToken::new();
-    let handle = tokio::spawn(app.run_until_stopped(token.clone()));
+    let handle = tokio::spawn(app.run_until_stopped(sre_agent::http::router, token.clone()));
     TestApp {
         addr,
         base: format!("http://{addr}"),

@@ -1,16 +1,18 @@
-//! `App::build(config)` builds every component (`app::Components`) and binds the listener;
-//! `run_until_stopped(token)` starts the background work, serves until the token is
-//! cancelled, then drains in-flight work up to `server.shutdown_timeout` and flushes the
-//! store.
+//! `App`: the daemon from start to stop. `App::build(config)` builds every component
+//! ([`Components`]) and binds the listener; `run_until_stopped(router, token)` starts the
+//! background work, serves the router `http` builds on the components' state
+//! (`http::router`, passed in, as `http` sits above `app`) until the token is cancelled,
+//! then drains in-flight work up to `server.shutdown_timeout` and flushes the store.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::Router;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use super::listener::{ConnectionLimits, OnAccept, serve_with};
-use crate::app::{AppError, AppState, Components};
+use super::{AppError, AppState, Components};
 use crate::config::Config;
 
 /// Why the daemon could not start or stop cleanly.
@@ -47,8 +49,8 @@ impl App {
     /// needs a token: without `server.api_token` one is generated in the data directory.
     pub async fn build(mut config: Config) -> Result<Self, ServeError> {
         let generated =
-            crate::app::api_token::ensure(&mut config).map_err(|source| ServeError::ApiToken {
-                path: crate::app::api_token::path(&config).display().to_string(),
+            super::api_token::ensure(&mut config).map_err(|source| ServeError::ApiToken {
+                path: super::api_token::path(&config).display().to_string(),
                 source,
             })?;
         if let Some(path) = generated {
@@ -83,14 +85,20 @@ impl App {
         &self.components.state
     }
 
-    /// Serves until `token` is cancelled, then shuts down gracefully.
-    pub async fn run_until_stopped(self, token: CancellationToken) -> Result<(), ServeError> {
-        self.run_with(token, Arc::new(|_| {})).await
+    /// Serves `router` (given the started components' state) until `token` is cancelled,
+    /// then shuts down gracefully.
+    pub async fn run_until_stopped(
+        self,
+        router: impl FnOnce(AppState) -> Router,
+        token: CancellationToken,
+    ) -> Result<(), ServeError> {
+        self.run_with(router, token, Arc::new(|_| {})).await
     }
 
     /// [`Self::run_until_stopped`], with a hook on each accepted connection (for tests).
     pub(crate) async fn run_with(
         self,
+        router: impl FnOnce(AppState) -> Router,
         token: CancellationToken,
         on_accept: OnAccept,
     ) -> Result<(), ServeError> {
@@ -99,7 +107,7 @@ impl App {
             components,
         } = self;
         let running = components.start(&token).await?;
-        let router = super::router(running.state.clone());
+        let router = router(running.state.clone());
         let server_config = &running.state.config.server;
         let limits = ConnectionLimits {
             max_connections: server_config.max_connections,

@@ -2,7 +2,7 @@
 //! turn), the inconclusive end built from the evidence, a failure, and the last call
 //! without tools when a limit stopped the loop or the model kept repeating calls.
 
-use super::Session;
+use super::{Session, general, naming};
 use crate::agent::figures;
 use crate::agent::prompt;
 use crate::agent::prose;
@@ -13,11 +13,19 @@ use crate::text::truncate;
 impl Session<'_> {
     /// Handles an answer without tool calls: the finding, or a correction (then `None`:
     /// the loop goes on), or the inconclusive end.
-    pub(super) fn conclude(&mut self, content: Option<String>) -> Option<Investigation> {
+    pub(super) async fn conclude(&mut self, content: Option<String>) -> Option<Investigation> {
         let text = content.unwrap_or_default();
         let json = Finding::from_answer(&text);
         let prose = json.is_none();
         let Some(finding) = json.or_else(|| prose::from_prose(&text)) else {
+            if let Some(first) = self.trouble.unnamed.take() {
+                self.note(
+                    "the answer asked to name the affected entity was unusable; the one before \
+                     stands"
+                        .into(),
+                );
+                return Some(self.finish(InvestigationStatus::Finished, first));
+            }
             if self.trouble.asked_for_json {
                 if !text.trim().is_empty() {
                     self.note(format!(
@@ -62,12 +70,48 @@ impl Session<'_> {
             return None;
         }
         if !self.tools.is_empty() && !self.log.records().iter().any(|r| r.ok) {
+            if !self.trouble.ran_general {
+                self.trouble.ran_general = true;
+                let calls = general::calls(&self.tools);
+                if !calls.is_empty() {
+                    let names: Vec<&str> = calls.iter().map(|c| c.name.as_str()).collect();
+                    self.note(format!(
+                        "the model called no tool when asked; ran the general tools for it ({})",
+                        names.join(", ")
+                    ));
+                    self.run_turn(None, calls).await;
+                    self.messages
+                        .push(ChatMessage::User(prompt::ANSWER_FROM_GENERAL.into()));
+                    return None;
+                }
+            }
             // A conclusion no tool result supports claims more than its evidence.
             return Some(
                 self.inconclusive(
                     "the model concluded without any tool result to support it".into(),
                 ),
             );
+        }
+        if self.trouble.unnamed.is_none()
+            && let Some(ask) = naming::request(
+                &finding,
+                self.log.records(),
+                &self.pinned,
+                chrono::Utc::now(),
+            )
+        {
+            self.record(EventKind::Note {
+                message: "the answer named no entity or figure of the problems it rests on; \
+                          asked once to name them"
+                    .into(),
+            });
+            self.trouble.unnamed = Some(finding);
+            self.messages.push(ChatMessage::Assistant {
+                content: Some(text),
+                tool_calls: Vec::new(),
+            });
+            self.messages.push(ChatMessage::User(ask));
+            return None;
         }
         if prose {
             self.record(EventKind::Note {

@@ -1,17 +1,18 @@
-//! The intake's storm part (rules in `alerts/storm.rs`): during a batch, each firing alert
+//! The decision's storm part (rules in `alerts/storm.rs`): during a batch, each firing alert
 //! of a group that starts an episode is noted for its storm key; the threshold-th group
 //! within the window forms the storm, and every alert of a storm's groups is attached to
 //! it (outcome `storm`). After the batch's groups are written, each storm touched is
 //! written once: new members, members whose group resolved or fired again, its resolution,
-//! and whether it needs an investigation (or a bounded follow-up).
+//! and whether it needs an investigation (or a bounded re-investigation). The records are
+//! written holding the storms' writer lock (`storms.rs`), which the batch's decisions hold.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
-use super::follow_up::Action;
-use super::{Intake, Touched};
+use super::{Decisions, Touched};
 use crate::alerts::grouping::{self, InvState};
+use crate::alerts::intake::submissions::Action;
 use crate::alerts::store::Outcome;
 use crate::alerts::storm::{self, Member, Storm, StormStatus, StormStore};
 use crate::alerts::{Alert, AlertStatus};
@@ -57,7 +58,7 @@ impl StormView {
 /// The batch's storms by key.
 pub(super) type StormViews = HashMap<String, StormView>;
 
-impl Intake {
+impl Decisions {
     /// The outcome of a firing (or resolved) `alert` of group `t` once storms are
     /// considered: `storm` when its storm fires (or this makes one), else `base`.
     pub(super) fn storm_outcome(
@@ -68,7 +69,7 @@ impl Intake {
         base: Outcome,
         now: DateTime<Utc>,
     ) -> Result<Outcome, StoreError> {
-        let cfg = &self.inner.config;
+        let cfg = &self.config;
         if cfg.storm_threshold == 0 || base == Outcome::Ignored {
             return Ok(base);
         }
@@ -80,7 +81,7 @@ impl Intake {
             return Ok(base);
         }
         if !views.contains_key(&key) {
-            let storm = match self.inner.storms.get(&key)? {
+            let storm = match self.storms.store().get(&key)? {
                 Some(s) => s,
                 None => Storm::new(
                     key.clone(),
@@ -100,7 +101,7 @@ impl Intake {
             );
         }
         let view = views.get_mut(&key).expect("inserted above");
-        let member = view.is_member(&self.inner.storms, &t.key)?;
+        let member = view.is_member(self.storms.store(), &t.key)?;
         if alert.status == AlertStatus::Resolved {
             return Ok(base);
         }
@@ -155,7 +156,7 @@ impl Intake {
         seq: u64,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        let cfg = &self.inner.config;
+        let cfg = &self.config;
         let Some(key) = storm::storm_key(&cfg.storm_by, &alert.labels) else {
             return Ok(());
         };
@@ -164,7 +165,11 @@ impl Intake {
         }
         let written = match views.get(&key) {
             Some(v) => v.storm.batch >= seq,
-            None => self.inner.storms.get(&key)?.is_some_and(|s| s.batch >= seq),
+            None => self
+                .storms
+                .store()
+                .get(&key)?
+                .is_some_and(|s| s.batch >= seq),
         };
         if !written {
             let base = self.decide(t, alert, now);
@@ -182,15 +187,14 @@ impl Intake {
         now: DateTime<Utc>,
         seq: Option<u64>,
     ) -> Result<Vec<Action>, StoreError> {
-        let inner = &self.inner;
-        let cfg = &inner.config;
+        let cfg = &self.config;
         let mut actions = Vec::new();
         for (key, mut view) in views {
             let mut seen: HashSet<String> = HashSet::new();
             let status_of = |group: &str| -> Result<bool, StoreError> {
                 Ok(match statuses.get(group) {
                     Some(s) => *s == AlertStatus::Firing,
-                    None => inner
+                    None => self
                         .store
                         .group_state(group)?
                         .is_some_and(|g| g.status == AlertStatus::Firing),
@@ -201,11 +205,11 @@ impl Intake {
                 let firing = status_of(&group)?;
                 // A group of an earlier episode, not read in this batch, is a member already.
                 if !view.known.contains_key(&group)
-                    && let Some(m) = inner.storms.member(&key, &group)?
+                    && let Some(m) = self.storms.store().member(&key, &group)?
                 {
                     if m.firing != firing {
-                        inner
-                            .storms
+                        self.storms
+                            .store()
                             .put_member(&key, &group, &Member { firing, ..m })?;
                         view.storm.member_firing(firing);
                     }
@@ -216,7 +220,7 @@ impl Intake {
                 }
                 let labels = match labels {
                     Some(l) => l,
-                    None => inner.store.group(&group)?.map_or_else(BTreeMap::new, |g| {
+                    None => self.store.group(&group)?.map_or_else(BTreeMap::new, |g| {
                         storm::member_labels(&cfg.group_by, &cfg.storm_by, &g.last_alert.labels)
                     }),
                 };
@@ -225,7 +229,7 @@ impl Intake {
                     firing,
                     joined_at: now,
                 };
-                inner.storms.put_member(&key, &group, &member)?;
+                self.storms.store().put_member(&key, &group, &member)?;
                 if firing {
                     view.storm.member_firing(true);
                 }
@@ -241,7 +245,7 @@ impl Intake {
                         firing,
                         ..m.clone()
                     };
-                    inner.storms.put_member(&key, group, &m)?;
+                    self.storms.store().put_member(&key, group, &m)?;
                     view.storm.member_firing(firing);
                     view.dirty = true;
                 }
@@ -251,7 +255,7 @@ impl Intake {
                 if let Some(seq) = seq {
                     view.storm.batch = seq;
                 }
-                inner.storms.put(&view.storm)?;
+                self.storms.store().put(&view.storm)?;
             }
         }
         Ok(actions)
@@ -264,8 +268,7 @@ impl Intake {
         view: &mut StormView,
         now: DateTime<Utc>,
     ) -> Result<Option<Action>, StoreError> {
-        let inner = &self.inner;
-        let cfg = &inner.config;
+        let cfg = &self.config;
         let s = &mut view.storm;
         let was = s.status;
         if s.settle(now) {
@@ -284,10 +287,10 @@ impl Intake {
             return Ok(None);
         }
         let inv = match &s.investigation_id {
-            Some(id) => inner.investigator.state(id)?,
+            Some(id) => self.investigator.state(id)?,
             None => InvState::Missing,
         };
-        let budget = || inner.investigator.budget();
+        let budget = || self.investigator.budget();
         let decision = grouping::decide_firing(
             Some(&s.decision_state()),
             &inv,
@@ -311,7 +314,7 @@ impl Intake {
         s.pending_since = Some(now);
         s.pending_follow_up = follow_up;
         view.dirty = true;
-        inner.investigator.hold();
+        self.investigator.hold();
         Ok(Some(Action::SubmitStorm(s.key.clone())))
     }
 
@@ -319,7 +322,6 @@ impl Intake {
     fn early_claims(&self, groups: &[String]) -> Result<bool, StoreError> {
         for g in groups {
             if self
-                .inner
                 .store
                 .group_state(g)?
                 .is_some_and(|g| g.pending_since.is_some() && g.investigation_id.is_none())
@@ -328,42 +330,5 @@ impl Intake {
             }
         }
         Ok(false)
-    }
-
-    /// The storm `group` belongs to, when it fires (its own investigation is not needed).
-    pub(super) fn firing_storm_of(
-        &self,
-        group: &str,
-        labels: &BTreeMap<String, String>,
-    ) -> Result<Option<Storm>, StoreError> {
-        let cfg = &self.inner.config;
-        let Some(key) = storm::storm_key(&cfg.storm_by, labels).filter(|_| cfg.storm_threshold > 0)
-        else {
-            return Ok(None);
-        };
-        let Some(s) = self.inner.storms.get(&key)? else {
-            return Ok(None);
-        };
-        let member = self.inner.storms.member(&key, group)?.is_some();
-        Ok((member && s.status == StormStatus::Firing).then_some(s))
-    }
-
-    /// The storm watch of `labels`' alert, when other groups of it started within the
-    /// window (a new investigation then waits `alerts.storm_hold`).
-    pub(super) fn storm_forming(
-        &self,
-        group: &str,
-        labels: &BTreeMap<String, String>,
-    ) -> Result<bool, StoreError> {
-        let cfg = &self.inner.config;
-        let Some(key) = storm::storm_key(&cfg.storm_by, labels).filter(|_| cfg.storm_threshold > 0)
-        else {
-            return Ok(false);
-        };
-        Ok(self
-            .inner
-            .storms
-            .get(&key)?
-            .is_some_and(|s| s.others_starting(group)))
     }
 }

@@ -211,7 +211,7 @@ mod tests {
     use tokio::net::{TcpListener, TcpStream};
     use tokio_util::sync::CancellationToken;
 
-    use crate::http::listener::{ConnectionLimits, serve_with};
+    use crate::app::listener::{ConnectionLimits, serve_with};
     use crate::telemetry::Metrics;
 
     const REQUEST: &[u8] =

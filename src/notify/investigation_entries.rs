@@ -1,12 +1,13 @@
 //! From a final investigation to its outbox entries. The source of truth is the
 //! investigation store's finished index (written with the final status): the notifier
-//! drains it at start and whenever the dispatcher's broadcast wakes it, so a notifier that
-//! lags behind the broadcast, or was down, skips nothing. `notified` makes it idempotent.
+//! drains it at start and whenever the dispatcher says it grew (`Dispatcher::finished`, a
+//! wake without a payload), so a notifier that was busy or down skips nothing. `notified`
+//! makes it idempotent.
 
 use std::time::Duration;
 
 use chrono::Utc;
-use tokio::sync::broadcast;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use super::outbox::{Notifier, OutboxEntry, Payload, StoredEmail};
@@ -97,13 +98,9 @@ impl Notifier {
         Ok(enqueued)
     }
 
-    /// Runs until `token`: drains the finished index at start and at every event (a lag
-    /// in `events` only means "look again"), and sends due entries.
-    pub async fn run(
-        self,
-        mut events: broadcast::Receiver<Investigation>,
-        token: CancellationToken,
-    ) {
+    /// Runs until `token`: drains the finished index at start and each time `finished`
+    /// changes, and sends due entries.
+    pub async fn run(self, mut finished: watch::Receiver<()>, token: CancellationToken) {
         let listener = {
             let this = self.clone();
             let token = token.clone();
@@ -122,15 +119,10 @@ impl Notifier {
                     tokio::select! {
                         _ = token.cancelled() => break,
                         _ = tokio::time::sleep(wait.unwrap_or(Duration::from_secs(3600))), if wait.is_some() => {}
-                        ev = events.recv() => match ev {
-                            Ok(_) => {}
-                            Err(broadcast::error::RecvError::Lagged(n)) => {
-                                tracing::debug!(missed = n, "finished events lagged; draining the finished index");
-                            }
-                            Err(broadcast::error::RecvError::Closed) => {
-                                token.cancelled().await;
-                                break;
-                            }
+                        changed = finished.changed() => if changed.is_err() {
+                            // The dispatcher is gone: nothing more finishes.
+                            token.cancelled().await;
+                            break;
                         },
                     }
                 }
@@ -191,7 +183,7 @@ mod tests {
             .unwrap()
     }
 
-    /// Investigations queued days ago that finish in a burst the notifier's broadcast cannot hold: every one is still enqueued, once.
+    /// Investigations queued days ago that finish in a burst, waking the notifier fewer times than they are: every one is still enqueued, once.
     #[tokio::test]
     async fn a_lagging_notifier_enqueues_every_finished_investigation_once() {
         let dir = tempfile::tempdir().unwrap();
@@ -204,12 +196,12 @@ mod tests {
             format: WebhookFormat::Json,
         }];
         config.notify.retry_backoff = crate::config::HumanDuration::secs(600);
-        let (tx, rx) = broadcast::channel(2);
+        let (tx, rx) = watch::channel(());
         let mut ids = Vec::new();
         for _ in 0..12 {
             let inv = finished(&invs, 3);
             ids.push(inv.id.clone());
-            let _ = tx.send(inv);
+            tx.send_replace(());
         }
         let notifier = Notifier::new(
             Arc::new(config),
@@ -239,7 +231,7 @@ mod tests {
         // A later wake (another finished event) enqueues nothing twice.
         let late = finished(&invs, 0);
         ids.push(late.id.clone());
-        let _ = tx.send(late);
+        tx.send_replace(());
         while about().len() < ids.len() && std::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
