@@ -56,12 +56,14 @@ impl Analyzer for StaleJobs {
     }
 
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let window_start = scope
+            .now
+            .checked_sub_signed(scope.window().max(MIN_LOOKBACK))
+            .unwrap_or(scope.window_start);
         let lookback = Scope {
-            now: scope.now,
-            window_start: scope
-                .now
-                .checked_sub_signed(scope.window().max(MIN_LOOKBACK))
-                .unwrap_or(scope.window_start),
+            window_start,
+            started: scope.started.max(window_start),
+            ..scope.clone()
         };
         let expr = format!("{{__name__=~\"{LAST_RUN_METRICS}\"}}");
         let series = self.0.range(&expr, &lookback, POINTS).await?;
