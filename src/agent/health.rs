@@ -16,6 +16,9 @@ use crate::text::fence;
 
 /// Facts shown to the model (each costs prompt tokens on every step).
 pub const SHOWN_FACTS: usize = 6;
+/// Most facts shown about one entity: a service's error burst, rise and new pattern, or a
+/// host's three comparisons, would otherwise fill the message and hide the next entity.
+const PER_ENTITY: usize = 2;
 /// Facts about the trigger pinned as key figures even when the finding does not cite them.
 const PINNED_FACTS: usize = 2;
 /// Further problems pinned beside them: facts that are not about the trigger's entity but
@@ -48,16 +51,32 @@ pub async fn gather(sweep: &Sweep, inv: &Investigation) -> Option<Gathered> {
     let scope = Scope::new(now, started).with_focus(focus.clone());
     let report = sweep.run(scope.clone()).await;
     let total = report.facts.len();
-    let mut ranked = rank(report.facts, &focus);
-    ranked.truncate(SHOWN_FACTS);
+    let ranked = rank(report.facts, &focus);
     Some(Gathered {
-        shown: ranked,
+        shown: shown(ranked),
         total,
         checks: report.ran,
         notes: report.notes,
         elapsed: report.elapsed,
         window: scope.window(),
     })
+}
+
+/// The first [`SHOWN_FACTS`] of `ranked`, at most [`PER_ENTITY`] about one entity.
+fn shown(ranked: Vec<Ranked>) -> Vec<Ranked> {
+    let mut per: BTreeMap<(String, String, Option<String>), usize> = BTreeMap::new();
+    ranked
+        .into_iter()
+        .filter(|r| {
+            let e = &r.fact.entity;
+            let n = per
+                .entry((e.kind.clone(), e.name.clone(), e.host.clone()))
+                .or_default();
+            *n += 1;
+            *n <= PER_ENTITY
+        })
+        .take(SHOWN_FACTS)
+        .collect()
 }
 
 /// The focus of `inv` and when its incident began (an alert's start; a question: the
@@ -253,6 +272,37 @@ mod tests {
         assert!(!labels.contains_key("instance"));
         assert_eq!(text, "disk of oak-3 fills");
         assert_eq!(start.unwrap().to_rfc3339(), "2026-11-26T10:00:00+00:00");
+    }
+
+    #[test]
+    fn at_most_two_facts_about_one_entity_are_shown_and_the_next_entities_move_up() {
+        let fact = |name: &str, what: &str| {
+            Fact::new(
+                FactClass::Logs,
+                "log_changes",
+                Entity::new("service", name).on_host(Some("relay1".into())),
+                what,
+                Severity::Warning,
+                Source::promql("x"),
+            )
+        };
+        let mut facts = vec![
+            fact("postfix", "error burst"),
+            fact("postfix", "log lines rose to"),
+            fact("postfix", "new log pattern"),
+        ];
+        facts.extend((1..=5).map(|i| fact(&format!("svc{i}"), "new log pattern")));
+        let ranked = rank(facts, &Focus::question("mail on relay1"));
+        let shown: Vec<String> = shown(ranked)
+            .iter()
+            .map(|r| format!("{} {}", r.fact.entity.name, r.fact.what))
+            .collect();
+        assert_eq!(shown.len(), SHOWN_FACTS);
+        assert_eq!(shown.iter().filter(|s| s.starts_with("postfix")).count(), 2);
+        assert!(
+            shown.contains(&"svc4 new log pattern".to_string()),
+            "{shown:?}"
+        );
     }
 
     #[test]
