@@ -437,7 +437,12 @@ fn the_first_request_with_every_tool_on_stays_under_8_kb() {
     );
     sre_agent::install_crypto_provider();
     let metrics = std::sync::Arc::new(sre_agent::telemetry::Metrics::new("m"));
-    let tools = sre_agent::agent::build_tools(&config, metrics).unwrap();
+    let tools = sre_agent::agent::build_tools(
+        &config,
+        &sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        metrics,
+    )
+    .unwrap();
     assert!(tools.names().len() >= 10, "{:?}", tools.names());
     let body = sre_agent::agent::first_request_body(
         &config.llm,
