@@ -1,5 +1,5 @@
 //! The catalog of analyzers (those of every configured integration) and the sweep that
-//! runs them all in parallel, each within the time budget: a slow, failing or panicking
+//! runs them all in parallel, each within its time limit: a slow, failing or panicking
 //! analyzer is skipped with a note and never holds up the investigation.
 
 use std::panic::AssertUnwindSafe;
@@ -13,7 +13,7 @@ use crate::config::Config;
 use crate::integrations::Upstreams;
 
 /// How long one analyzer may take before it is skipped.
-pub const ANALYZER_BUDGET: Duration = Duration::from_secs(5);
+pub const ANALYZER_TIME_LIMIT: Duration = Duration::from_secs(5);
 /// Most facts one analyzer contributes (its most severe).
 const MAX_FACTS_PER_ANALYZER: usize = 12;
 
@@ -21,7 +21,7 @@ const MAX_FACTS_PER_ANALYZER: usize = 12;
 #[derive(Clone, Default)]
 pub struct Sweep {
     analyzers: Vec<Arc<dyn Analyzer>>,
-    budget: Option<Duration>,
+    time_limit: Option<Duration>,
 }
 
 /// What one sweep found.
@@ -68,13 +68,13 @@ impl Sweep {
     pub fn of(analyzers: Vec<Arc<dyn Analyzer>>) -> Self {
         Self {
             analyzers,
-            budget: None,
+            time_limit: None,
         }
     }
 
-    /// Sets the time each analyzer may take (default [`ANALYZER_BUDGET`]).
-    pub fn with_budget(mut self, budget: Duration) -> Self {
-        self.budget = Some(budget);
+    /// Sets the time each analyzer may take (default [`ANALYZER_TIME_LIMIT`]).
+    pub fn with_time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = Some(limit);
         self
     }
 
@@ -89,16 +89,16 @@ impl Sweep {
     /// Runs every analyzer in parallel over `scope`.
     pub async fn run(&self, scope: Scope) -> SweepReport {
         let start = Instant::now();
-        let budget = self.budget.unwrap_or(ANALYZER_BUDGET);
+        let limit = self.time_limit.unwrap_or(ANALYZER_TIME_LIMIT);
         let runs = self.analyzers.iter().map(|a| {
             let a = a.clone();
             async move {
                 let run = AssertUnwindSafe(a.run(&scope)).catch_unwind();
-                let outcome = match tokio::time::timeout(budget, run).await {
+                let outcome = match tokio::time::timeout(limit, run).await {
                     Ok(Ok(Ok(facts))) => Ok(facts),
                     Ok(Ok(Err(e))) => Err(e.to_string()),
                     Ok(Err(_)) => Err("the analyzer panicked".to_string()),
-                    Err(_) => Err(format!("no answer within {} s", budget.as_secs_f64())),
+                    Err(_) => Err(format!("no answer within {} s", limit.as_secs_f64())),
                 };
                 (a.name(), outcome)
             }
@@ -236,7 +236,7 @@ mod tests {
             Arc::new(Fixed("slow", 2)),
             Arc::new(Fixed("buggy", 3)),
         ])
-        .with_budget(Duration::from_secs(2));
+        .with_time_limit(Duration::from_secs(2));
         let report = sweep.run(Scope::new(Utc::now(), None)).await;
         assert_eq!(report.ran, 1);
         assert_eq!(report.facts.len(), MAX_FACTS_PER_ANALYZER);

@@ -246,7 +246,7 @@ pub fn run_start(values: &[(f64, f64)], bad: impl Fn(f64) -> bool) -> Option<Dat
 /// Points a `since` range query asks for over the window.
 const SINCE_POINTS: u32 = 240;
 /// How many `since` range queries one analyzer run may make, so a fleet in the same bad
-/// state (fifty hosts without NTP) stays within the time budget; the rest are reported
+/// state (fifty hosts without NTP) stays within the time limit; the rest are reported
 /// without since.
 const MAX_SINCE_LOOKUPS: usize = 12;
 
