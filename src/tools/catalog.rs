@@ -33,18 +33,18 @@ struct Family {
     /// The names its tools register under, configured or not.
     names: fn() -> Vec<&'static str>,
     /// Its tools over the integration's shared client (none when it is not configured),
-    /// each compacting its output to `budget` characters.
+    /// each compacting its output to `max_chars` characters.
     build: fn(&Config, &Upstreams, usize) -> Tools,
 }
 
 /// The tools that need no integration: always registered, first.
 const CORE: Family = Family {
     names: || vec![CurrentTime::NAME, RunbookSearch::NAME],
-    build: |config, _, budget| {
+    build: |config, _, max_chars| {
         let index = RunbookIndex::load(&config.runbooks.dir);
         vec![
             Arc::new(CurrentTime),
-            Arc::new(RunbookSearch { index, budget }),
+            Arc::new(RunbookSearch { index, max_chars }),
         ]
     },
 };
@@ -62,7 +62,7 @@ const INTEGRATIONS: [Family; 8] = [
                 PrometheusInstanceOverview::NAME,
             ]
         },
-        build: |_, upstreams, budget| {
+        build: |_, upstreams, max_chars| {
             let Some(client) = upstreams.prometheus.clone() else {
                 return Vec::new();
             };
@@ -70,42 +70,42 @@ const INTEGRATIONS: [Family; 8] = [
             vec![
                 Arc::new(PrometheusQuery {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                     hints: hints.clone(),
                 }),
                 Arc::new(PrometheusQueryRange {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                     hints,
                 }),
                 Arc::new(PrometheusAlerts {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                 }),
                 Arc::new(PrometheusTargets {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                 }),
                 Arc::new(PrometheusMetricNames {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                 }),
-                Arc::new(PrometheusInstanceOverview { client, budget }),
+                Arc::new(PrometheusInstanceOverview { client, max_chars }),
             ]
         },
     },
     Family {
         names: || vec![LokiQuery::NAME, LokiErrorSummary::NAME],
-        build: |_, upstreams, budget| {
+        build: |_, upstreams, max_chars| {
             let Some(client) = upstreams.loki.clone() else {
                 return Vec::new();
             };
             vec![
                 Arc::new(LokiQuery {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                 }),
-                Arc::new(LokiErrorSummary { client, budget }),
+                Arc::new(LokiErrorSummary { client, max_chars }),
             ]
         },
     },
@@ -117,30 +117,30 @@ const INTEGRATIONS: [Family; 8] = [
                 GrafanaAnnotations::NAME,
             ]
         },
-        build: |_, upstreams, budget| {
+        build: |_, upstreams, max_chars| {
             let Some(client) = upstreams.grafana.clone() else {
                 return Vec::new();
             };
             vec![
                 Arc::new(GrafanaAlerts {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                 }),
                 Arc::new(GrafanaAlertRules {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                 }),
-                Arc::new(GrafanaAnnotations { client, budget }),
+                Arc::new(GrafanaAnnotations { client, max_chars }),
             ]
         },
     },
     Family {
         names: || vec![AlertmanagerAlerts::NAME],
-        build: |_, upstreams, budget| {
+        build: |_, upstreams, max_chars| {
             let Some(client) = upstreams.alertmanager.clone() else {
                 return Vec::new();
             };
-            vec![Arc::new(AlertmanagerAlerts { client, budget })]
+            vec![Arc::new(AlertmanagerAlerts { client, max_chars })]
         },
     },
     Family {
@@ -261,9 +261,9 @@ pub fn build_registry(
     upstreams: &Upstreams,
     metrics: Arc<Metrics>,
 ) -> Result<ToolRegistry, CatalogError> {
-    let budget = config.llm.max_tool_output_chars;
-    let mut registry = ToolRegistry::new(metrics, budget);
-    for tool in (CORE.build)(config, upstreams, budget) {
+    let max_chars = config.llm.max_tool_output_chars;
+    let mut registry = ToolRegistry::new(metrics, max_chars);
+    for tool in (CORE.build)(config, upstreams, max_chars) {
         registry.register(tool);
     }
     register_integrations(&mut registry, config, upstreams)?;
@@ -278,9 +278,9 @@ pub fn register_integrations(
     upstreams: &Upstreams,
 ) -> Result<(), CatalogError> {
     validate(config)?;
-    let budget = config.llm.max_tool_output_chars;
+    let max_chars = config.llm.max_tool_output_chars;
     for family in &INTEGRATIONS {
-        for tool in (family.build)(config, upstreams, budget) {
+        for tool in (family.build)(config, upstreams, max_chars) {
             registry.register(tool);
         }
     }

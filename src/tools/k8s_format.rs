@@ -259,12 +259,12 @@ pub fn compact_logs(text: &str, max_chars: usize) -> String {
             }
         })
         .collect();
-    let budget = max_chars.saturating_sub(50);
+    let room = max_chars.saturating_sub(50);
     let mut kept: Vec<&str> = Vec::new();
     let mut used = 0;
     for line in rendered.iter().rev() {
         let len = line.chars().count() + 1;
-        if used + len > budget {
+        if used + len > room {
             break;
         }
         used += len;
