@@ -96,6 +96,7 @@ pub fn build(config: &Config, metrics: &Arc<Metrics>) -> (Vec<Arc<McpServer>>, V
     let mut servers = Vec::new();
     let mut tools = Vec::new();
     for spec in &config.mcp.servers {
+        metrics.init_mcp_client(&spec.name);
         let server = McpServer::start(spec.clone(), metrics.clone());
         for remote in &spec.tools {
             tools.push(tool(spec, remote, &server, max_chars));
