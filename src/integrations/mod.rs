@@ -23,4 +23,6 @@ pub use prometheus::PrometheusClient;
 pub use upstream::{
     Auth, MAX_BODY_BYTES, Upstream, UpstreamError, UpstreamOptions, read_capped, redact_url,
 };
+#[cfg(test)]
+pub(crate) use upstreams::every_integration_configured;
 pub use upstreams::{SetupError, Upstreams};

@@ -91,6 +91,30 @@ impl Upstreams {
     }
 }
 
+/// A config naming every integration this module builds a client for, at an address
+/// nothing answers (tests).
+#[cfg(test)]
+pub(crate) fn every_integration_configured() -> Config {
+    use crate::config::{HttpUrl, Secret};
+    let url = || Some(HttpUrl(url::Url::parse("http://127.0.0.1:9").unwrap()));
+    let mut config = Config::default();
+    config.prometheus.url = url();
+    config.loki.url = url();
+    config.grafana.url = url();
+    config.alertmanager.url = url();
+    config.kubernetes.enabled = true;
+    config.kubernetes.in_cluster = true;
+    config.proxmox.url = url();
+    config.proxmox.token_id = Some("a@pve!b".into());
+    config.proxmox.token_secret = Some(Secret::new("s"));
+    config.pbs.url = url();
+    config.pbs.token_id = Some("a@pbs!b".into());
+    config.pbs.token_secret = Some(Secret::new("s"));
+    config.truenas.url = url();
+    config.truenas.api_key = Some(Secret::new("k"));
+    config
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -137,16 +161,7 @@ mod tests {
             built(&Upstreams::from_config(&config).unwrap()),
             ["loki", "pbs"]
         );
-        config.prometheus.url = url();
-        config.grafana.url = url();
-        config.alertmanager.url = url();
-        config.kubernetes.enabled = true;
-        config.kubernetes.in_cluster = true;
-        config.proxmox.url = url();
-        config.proxmox.token_id = Some("a@pve!b".into());
-        config.proxmox.token_secret = Some(Secret::new("s"));
-        config.truenas.url = url();
-        config.truenas.api_key = Some(Secret::new("k"));
+        let config = every_integration_configured();
         let upstreams = Upstreams::from_config(&config).unwrap();
         assert_eq!(built(&upstreams), config.enabled_integrations());
     }

@@ -313,27 +313,12 @@ pub fn register_integrations(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{HttpUrl, Secret};
+    use crate::integrations::every_integration_configured;
 
     #[test]
     fn the_built_in_names_are_exactly_the_tools_registered_with_every_integration_on() {
         crate::install_crypto_provider();
-        let url = || Some(HttpUrl(url::Url::parse("http://127.0.0.1:9").unwrap()));
-        let mut config = Config::default();
-        config.prometheus.url = url();
-        config.loki.url = url();
-        config.grafana.url = url();
-        config.alertmanager.url = url();
-        config.kubernetes.enabled = true;
-        config.kubernetes.in_cluster = true;
-        config.proxmox.url = url();
-        config.proxmox.token_id = Some("a@pve!b".into());
-        config.proxmox.token_secret = Some(Secret::new("s"));
-        config.pbs.url = url();
-        config.pbs.token_id = Some("a@pbs!b".into());
-        config.pbs.token_secret = Some(Secret::new("s"));
-        config.truenas.url = url();
-        config.truenas.api_key = Some(Secret::new("k"));
+        let config = every_integration_configured();
         let upstreams = Upstreams::from_config(&config).unwrap();
         let registry = build_registry(&config, &upstreams, Arc::new(Metrics::new("m"))).unwrap();
         assert_eq!(registry.names(), builtin_names());

@@ -154,7 +154,9 @@ pub fn pick<'a>(labels: &'a Labels, keys: &[&'a str]) -> Vec<(&'a str, &'a str)>
         .collect()
 }
 
-/// Escapes `v` for a double-quoted PromQL string.
+/// A label value as the body of a PromQL double-quoted string literal (a raw line break
+/// would end the literal for Prometheus); the one escape of the analyzers, the evidence
+/// and the eval world.
 pub fn escape(v: &str) -> String {
     let mut out = String::with_capacity(v.len());
     for c in v.chars() {
@@ -162,6 +164,7 @@ pub fn escape(v: &str) -> String {
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
             c => out.push(c),
         }
     }
