@@ -98,7 +98,13 @@ async fn overhead_per_step() -> f64 {
     config.server.data_dir = dir.path().join("data");
     let store = Store::open(&config.server.data_dir).unwrap();
     let metrics = Arc::new(Metrics::new(&config.llm.model));
-    let d = Dispatcher::new(&config, &store, metrics).unwrap();
+    let d = Dispatcher::new(
+        &config,
+        &sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        &store,
+        metrics,
+    )
+    .unwrap();
     let token = tokio_util::sync::CancellationToken::new();
     let tracker = tokio_util::task::TaskTracker::new();
     d.start(token.clone(), &tracker).unwrap();
@@ -125,9 +131,13 @@ async fn overhead_per_step() -> f64 {
     let llm = LlmClient::new(&config.llm, Arc::new(Metrics::new("x")))
         .unwrap()
         .unwrap();
-    let defs = sre_agent::agent::build_tools(&config, Arc::new(Metrics::new("x")))
-        .unwrap()
-        .definitions();
+    let defs = sre_agent::agent::build_tools(
+        &config,
+        &sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        Arc::new(Metrics::new("x")),
+    )
+    .unwrap()
+    .definitions();
     let msgs = [sre_agent::llm::ChatMessage::User("bench question".into())];
     let start = Instant::now();
     for _ in 0..runs * (steps + 1) {
@@ -147,7 +157,12 @@ fn first_request_bytes() -> usize {
          [grafana]\nurl = \"http://127.0.0.1:1\"\ntoken = \"t\"\n\
          [alertmanager]\nurl = \"http://127.0.0.1:1\"\n",
     );
-    let tools = sre_agent::agent::build_tools(&config, Arc::new(Metrics::new("x"))).unwrap();
+    let tools = sre_agent::agent::build_tools(
+        &config,
+        &sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        Arc::new(Metrics::new("x")),
+    )
+    .unwrap();
     let context = r#"{"labels":{"alertname":"HighErrorRate","job":"checkout","severity":"critical"},"annotations":{"summary":"5xx ratio above 5% for 10m"}}"#;
     let body = first_request_body(
         &config.llm,

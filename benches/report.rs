@@ -134,7 +134,13 @@ async fn main() {
     let config = config(dir.path(), &prom, &loki, &grafana, &format!("{llm_url}/v1"));
     let store = Store::open(&config.server.data_dir).unwrap();
     let metrics = Arc::new(Metrics::new(&config.llm.model));
-    let reporter = Reporter::new(Arc::new(config), &store, metrics).unwrap();
+    let reporter = Reporter::new(
+        Arc::new(config.clone()),
+        sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        &store,
+        metrics,
+    )
+    .unwrap();
     let with_store = status_mib("VmRSS");
     let req = ReportRequest {
         trigger: ReportTrigger::Cli,

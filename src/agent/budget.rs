@@ -4,7 +4,7 @@
 //! ([`investigation_reserve`]). The ledger that keeps them is `spend.rs`.
 
 use crate::config::{Config, price_for};
-use crate::llm::{ContextBudget, Usage, cost_of};
+use crate::llm::{ContextWindow, Usage, cost_of};
 use crate::store::StoreError;
 
 /// Which daily budget.
@@ -125,7 +125,7 @@ pub fn investigation_reserve(config: &Config) -> f64 {
     let Some(price) = price_for(llm, &llm.model) else {
         return 0.0;
     };
-    let answer = ContextBudget::new(llm.context_tokens).reserve();
+    let answer = ContextWindow::new(llm.context_tokens).reserve();
     let step = cost_of(
         &price,
         Usage {

@@ -38,6 +38,7 @@ use super::spend::{Claim, SpendLedger};
 use super::{Investigation, InvestigationRequest, InvestigationStatus};
 use crate::agent::store::InvestigationStore;
 use crate::config::Config;
+use crate::integrations::Upstreams;
 use crate::llm::LlmClient;
 use crate::store::{Store, StoreError};
 use crate::telemetry::Metrics;
@@ -80,24 +81,21 @@ pub enum DispatcherError {
     Tools(#[from] crate::tools::CatalogError),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("building the evidence clients: {0}")]
-    Evidence(#[from] crate::integrations::UpstreamError),
-    #[error("building the health sweep: {0}")]
-    Sweep(#[from] crate::analyze::AnalyzeError),
 }
 
 impl Dispatcher {
-    /// A dispatcher over `store` with the LLM and tools of `config`; workers start with
-    /// [`Dispatcher::start`].
+    /// A dispatcher over `store` with the LLM and tools of `config`, reading the upstreams
+    /// through the shared `upstreams` clients; workers start with [`Dispatcher::start`].
     pub fn new(
         config: &Config,
+        upstreams: &Upstreams,
         store: &Store,
         metrics: Arc<Metrics>,
     ) -> Result<Self, DispatcherError> {
         let llm = LlmClient::new(&config.llm, metrics.clone())?;
-        let tools = build_tools(config, metrics.clone())?;
-        let evidence = EvidencePlanner::new(config)?;
-        let sweep = Sweep::from_config(config)?;
+        let tools = build_tools(config, upstreams, metrics.clone())?;
+        let evidence = EvidencePlanner::new(upstreams);
+        let sweep = Sweep::new(config, upstreams);
         if config.llm.base_url.is_some()
             && let Some(warning) = crate::config::unpriced_model_warning(&config.llm)
         {

@@ -26,8 +26,7 @@ use super::promql::{
     escape, fires_below, identity_selector, metric_names, value_expr, without_comments,
 };
 use super::{AlertContext, Investigation, Trigger};
-use crate::config::Config;
-use crate::integrations::{GrafanaClient, PrometheusClient, UpstreamError};
+use crate::integrations::{GrafanaClient, PrometheusClient, Upstreams};
 use crate::tools::ToolRegistry;
 
 /// Most calls gathered before the first LLM call (each costs prompt tokens; the health
@@ -118,20 +117,13 @@ struct StormFacts {
 const STORM_UP_INSTANCES: usize = 20;
 
 impl EvidencePlanner {
-    /// A planner reading the configured Prometheus and Grafana (none: no evidence).
-    pub fn new(config: &Config) -> Result<Self, UpstreamError> {
-        let prometheus = match config.prometheus.url {
-            Some(_) => Some(Arc::new(PrometheusClient::new(&config.prometheus)?)),
-            None => None,
-        };
-        let grafana = match config.grafana.url {
-            Some(_) => Some(Arc::new(GrafanaClient::new(&config.grafana)?)),
-            None => None,
-        };
-        Ok(Self {
-            prometheus,
-            grafana,
-        })
+    /// A planner reading the configured Prometheus and Grafana (none: no evidence) through
+    /// the shared clients.
+    pub fn new(upstreams: &Upstreams) -> Self {
+        Self {
+            prometheus: upstreams.prometheus.clone(),
+            grafana: upstreams.grafana.clone(),
+        }
     }
 
     /// The calls to run before the first LLM call of `inv`, only with tools `tools` has:

@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+pub use crate::analyze::prom::escape;
 use crate::tools::promql::selectors;
 
 /// Labels that identify what an alert is about (rule-added labels like `severity` are not
@@ -325,22 +326,6 @@ pub fn identity_selector(labels: &BTreeMap<String, String>) -> String {
     } else {
         format!("{{{}}}", parts.join(","))
     }
-}
-
-/// A label value as the body of a PromQL double-quoted string literal (a raw line break
-/// would end the literal for Prometheus).
-pub fn escape(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for c in v.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '"' => out.push_str("\\\""),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -40,7 +40,7 @@ use crate::agent::store::InvestigationStore;
 use crate::analyze::Sweep;
 use crate::config::LlmConfig;
 use crate::llm::{
-    ChatMessage, ChatResponse, ContextBudget, Fit, LlmClient, LlmError, ToolCall, estimate_tokens,
+    ChatMessage, ChatResponse, ContextWindow, Fit, LlmClient, LlmError, ToolCall, estimate_tokens,
 };
 use crate::tools::{ToolDefinition, ToolRegistry};
 
@@ -283,7 +283,7 @@ struct Session<'a> {
     messages: Vec<ChatMessage>,
     tools: Arc<Vec<ToolDefinition>>,
     log: CallLog,
-    budget: ContextBudget,
+    window: ContextWindow,
     trouble: Trouble,
     /// Health-sweep facts about the trigger: key figures whatever the finding cites.
     pinned: Vec<String>,
@@ -308,7 +308,7 @@ impl<'a> Session<'a> {
             messages,
             tools: Arc::new(tools),
             log,
-            budget: ContextBudget::new(runner.context_tokens),
+            window: ContextWindow::new(runner.context_tokens),
             trouble: Trouble::default(),
             pinned: Vec::new(),
         }
@@ -343,7 +343,7 @@ impl<'a> Session<'a> {
                     "context limit reached (~{} prompt tokens of {} after summarising older \
                      tool output; llm.context_tokens = {})",
                     fit.estimate,
-                    self.budget.prompt_limit(),
+                    self.window.prompt_limit(),
                     self.runner.context_tokens
                 );
                 return self.at_limit(why).await;
@@ -359,7 +359,7 @@ impl<'a> Session<'a> {
                              to the server's context size"
                         ));
                     }
-                    self.budget.tighten();
+                    self.window.tighten();
                     continue;
                 }
                 Err(e) => return self.fail(&e),
@@ -383,16 +383,16 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Fits the conversation into the context budget (with or without the tools).
+    /// Fits the conversation into the context window (with or without the tools).
     fn fit(&mut self, with_tools: bool) -> Fit {
         let tools = if with_tools { &self.tools[..] } else { &[] };
-        let fit = self.budget.fit(&mut self.messages, tools);
+        let fit = self.window.fit(&mut self.messages, tools);
         if fit.summarised > 0 {
             let message = format!(
                 "summarised {} older messages to fit the context (~{} of {} prompt tokens)",
                 fit.summarised,
                 fit.estimate,
-                self.budget.prompt_limit()
+                self.window.prompt_limit()
             );
             self.record(EventKind::Note { message });
         }
@@ -419,7 +419,7 @@ impl<'a> Session<'a> {
                 return Err(e);
             }
         };
-        self.budget.calibrate(estimated, resp.usage.prompt);
+        self.window.calibrate(estimated, resp.usage.prompt);
         self.inv.steps = self.step;
         self.inv.tokens += resp.usage;
         self.inv.cost_usd += resp.cost_usd;

@@ -29,7 +29,7 @@ use crate::telemetry::Metrics;
 /// Marks a ledger built from the stored investigations (the key sorts after every day).
 const BUILT_KEY: &str = "~built";
 
-/// Tokens reserved for the answer of a call without a context budget (the report's).
+/// Tokens reserved for the answer of a call not fitted to a context window (the report's).
 const CALL_ANSWER_TOKENS: u64 = 1024;
 
 /// One day's totals as stored.

@@ -1,6 +1,6 @@
 //! The health sweep: deterministic analyzers, one per failure class, run in parallel at
-//! the start of every investigation against every configured integration, within a time
-//! budget. Each returns typed [`Fact`]s (the entity, what is wrong, value and unit, since
+//! the start of every investigation against every configured integration, each within a
+//! time limit. Each returns typed [`Fact`]s (the entity, what is wrong, value and unit, since
 //! when, the rate and the time until a limit, a severity, and the tool call that shows
 //! it). [`rank`] orders them by what they share with the trigger (labels, hosts, names,
 //! time) and by severity; the agent puts the top ones in the model's first message.
@@ -10,7 +10,7 @@
 //! in the data, never by pasting alert text into PromQL or LogQL.
 //!
 //! - `fact.rs`, `quantity.rs`: the typed result and its units;
-//! - `sweep.rs`: the catalog of analyzers per integration, the parallel run with budget;
+//! - `sweep.rs`: the catalog of analyzers per integration, the parallel run, each within a time limit;
 //! - `rank.rs`: relevance by entities, time and severity;
 //! - `pattern.rs`: the pattern of a log line (numbers and ids as placeholders);
 //! - `logs/`: analyzers over Loki (what changed in each service's logs, error bursts);
@@ -40,7 +40,7 @@ pub use fact::{Entity, Fact, FactClass, Rate, Severity, Source, host_of};
 pub use pattern::line_pattern;
 pub use quantity::{Quantity, Unit, human_bytes, human_seconds, round_sig};
 pub use rank::{Focus, Ranked, rank};
-pub use sweep::{ANALYZER_BUDGET, Sweep, SweepReport};
+pub use sweep::{ANALYZER_TIME_LIMIT, Sweep, SweepReport};
 
 use crate::integrations::UpstreamError;
 

@@ -1,5 +1,5 @@
 //! The catalog of analyzers (those of every configured integration) and the sweep that
-//! runs them all in parallel, each within the time budget: a slow, failing or panicking
+//! runs them all in parallel, each within its time limit: a slow, failing or panicking
 //! analyzer is skipped with a note and never holds up the investigation.
 
 use std::panic::AssertUnwindSafe;
@@ -8,16 +8,12 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 
-use super::{AnalyzeError, Analyzer, Fact, Scope, kube, logs, pbs, prom, proxmox, truenas};
+use super::{Analyzer, Fact, Scope, kube, logs, pbs, prom, proxmox, truenas};
 use crate::config::Config;
-use crate::integrations::kubernetes::KubeClient;
-use crate::integrations::pbs::PbsClient;
-use crate::integrations::proxmox::ProxmoxClient;
-use crate::integrations::truenas::TruenasClient;
-use crate::integrations::{LokiClient, PrometheusClient};
+use crate::integrations::Upstreams;
 
 /// How long one analyzer may take before it is skipped.
-pub const ANALYZER_BUDGET: Duration = Duration::from_secs(5);
+pub const ANALYZER_TIME_LIMIT: Duration = Duration::from_secs(5);
 /// Most facts one analyzer contributes (its most severe).
 const MAX_FACTS_PER_ANALYZER: usize = 12;
 
@@ -25,7 +21,7 @@ const MAX_FACTS_PER_ANALYZER: usize = 12;
 #[derive(Clone, Default)]
 pub struct Sweep {
     analyzers: Vec<Arc<dyn Analyzer>>,
-    budget: Option<Duration>,
+    time_limit: Option<Duration>,
 }
 
 /// What one sweep found.
@@ -40,51 +36,45 @@ pub struct SweepReport {
 }
 
 impl Sweep {
-    /// The analyzers every configured integration allows.
-    pub fn from_config(config: &Config) -> Result<Self, AnalyzeError> {
+    /// The analyzers of every integration `upstreams` has a client for, reading through
+    /// those shared clients.
+    pub fn new(config: &Config, upstreams: &Upstreams) -> Self {
         let mut analyzers: Vec<Arc<dyn Analyzer>> = Vec::new();
-        if config.prometheus.url.is_some() {
-            let client = Arc::new(PrometheusClient::new(&config.prometheus)?);
-            analyzers.extend(prom::analyzers(client));
+        if let Some(client) = &upstreams.prometheus {
+            analyzers.extend(prom::analyzers(client.clone()));
         }
-        if config.loki.url.is_some() {
-            let client = Arc::new(LokiClient::new(&config.loki)?);
-            analyzers.extend(logs::analyzers(client));
+        if let Some(client) = &upstreams.loki {
+            analyzers.extend(logs::analyzers(client.clone()));
         }
-        if config.kubernetes.enabled {
-            let client = KubeClient::new(&config.kubernetes)
-                .map_err(|e| AnalyzeError::Other(e.to_string()))?;
-            analyzers.extend(kube::analyzers(Arc::new(client)));
+        if let Some(client) = &upstreams.kubernetes {
+            analyzers.extend(kube::analyzers(client.clone()));
         }
-        if config.proxmox.url.is_some() {
-            let client = Arc::new(ProxmoxClient::new(&config.proxmox)?);
-            analyzers.extend(proxmox::analyzers(client));
+        if let Some(client) = &upstreams.proxmox {
+            analyzers.extend(proxmox::analyzers(client.clone()));
         }
-        if config.pbs.url.is_some() {
-            let client = Arc::new(PbsClient::new(&config.pbs)?);
-            analyzers.extend(pbs::analyzers(client, config.pbs.backup_interval.get()));
+        if let Some(client) = &upstreams.pbs {
+            analyzers.extend(pbs::analyzers(
+                client.clone(),
+                config.pbs.backup_interval.get(),
+            ));
         }
-        if config.truenas.url.is_some() {
-            let client = Arc::new(TruenasClient::new(&config.truenas)?);
-            analyzers.extend(truenas::analyzers(client));
+        if let Some(client) = &upstreams.truenas {
+            analyzers.extend(truenas::analyzers(client.clone()));
         }
-        Ok(Self {
-            analyzers,
-            budget: None,
-        })
+        Self::of(analyzers)
     }
 
     /// A sweep of exactly `analyzers` (tests, and integrations built elsewhere).
     pub fn of(analyzers: Vec<Arc<dyn Analyzer>>) -> Self {
         Self {
             analyzers,
-            budget: None,
+            time_limit: None,
         }
     }
 
-    /// Sets the time each analyzer may take (default [`ANALYZER_BUDGET`]).
-    pub fn with_budget(mut self, budget: Duration) -> Self {
-        self.budget = Some(budget);
+    /// Sets the time each analyzer may take (default [`ANALYZER_TIME_LIMIT`]).
+    pub fn with_time_limit(mut self, limit: Duration) -> Self {
+        self.time_limit = Some(limit);
         self
     }
 
@@ -99,17 +89,17 @@ impl Sweep {
     /// Runs every analyzer in parallel over `scope`.
     pub async fn run(&self, scope: Scope) -> SweepReport {
         let start = Instant::now();
-        let budget = self.budget.unwrap_or(ANALYZER_BUDGET);
+        let limit = self.time_limit.unwrap_or(ANALYZER_TIME_LIMIT);
         let runs = self.analyzers.iter().map(|a| {
             let a = a.clone();
             let scope = scope.clone();
             async move {
                 let run = AssertUnwindSafe(a.run(&scope)).catch_unwind();
-                let outcome = match tokio::time::timeout(budget, run).await {
+                let outcome = match tokio::time::timeout(limit, run).await {
                     Ok(Ok(Ok(facts))) => Ok(facts),
                     Ok(Ok(Err(e))) => Err(e.to_string()),
                     Ok(Err(_)) => Err("the analyzer panicked".to_string()),
-                    Err(_) => Err(format!("no answer within {} s", budget.as_secs_f64())),
+                    Err(_) => Err(format!("no answer within {} s", limit.as_secs_f64())),
                 };
                 (a.name(), outcome)
             }
@@ -137,7 +127,12 @@ mod tests {
     use chrono::Utc;
 
     use super::*;
-    use crate::analyze::{Entity, FactClass, Severity, Source};
+    use crate::analyze::{AnalyzeError, Entity, FactClass, Severity, Source};
+
+    /// The daemon's sweep of `config`: its analyzers over the clients built from it.
+    fn configured(config: &Config) -> Sweep {
+        Sweep::new(config, &Upstreams::from_config(config).unwrap())
+    }
 
     struct Fixed(&'static str, u32);
 
@@ -178,7 +173,7 @@ mod tests {
     #[test]
     fn every_configured_integration_brings_its_analyzers_and_none_run_without_it() {
         crate::install_crypto_provider();
-        assert!(Sweep::from_config(&Config::default()).unwrap().is_empty());
+        assert!(configured(&Config::default()).is_empty());
         let url = || {
             Some(crate::config::HttpUrl(
                 url::Url::parse("http://127.0.0.1:9").unwrap(),
@@ -196,7 +191,7 @@ mod tests {
         config.pbs.token_secret = secret();
         config.truenas.url = url();
         config.truenas.api_key = secret();
-        let names = Sweep::from_config(&config).unwrap().names();
+        let names = configured(&config).names();
         assert_eq!(
             names,
             vec![
@@ -219,14 +214,14 @@ mod tests {
     fn the_catalog_holds_the_analyzers_of_the_configured_integrations_only() {
         crate::install_crypto_provider();
         let mut config = Config::default();
-        assert!(Sweep::from_config(&config).unwrap().is_empty());
+        assert!(configured(&config).is_empty());
         config.loki.url = Some("http://loki:3100".parse().unwrap());
         assert_eq!(
-            Sweep::from_config(&config).unwrap().names(),
+            configured(&config).names(),
             ["log_error_bursts", "log_changes"]
         );
         config.prometheus.url = Some("http://prometheus:9090".parse().unwrap());
-        let names = Sweep::from_config(&config).unwrap().names();
+        let names = configured(&config).names();
         for name in [
             "targets_down",
             "probe_failures",
@@ -245,7 +240,7 @@ mod tests {
             Arc::new(Fixed("slow", 2)),
             Arc::new(Fixed("buggy", 3)),
         ])
-        .with_budget(Duration::from_secs(2));
+        .with_time_limit(Duration::from_secs(2));
         let report = sweep.run(Scope::new(Utc::now(), None)).await;
         assert_eq!(report.ran, 1);
         assert_eq!(report.facts.len(), MAX_FACTS_PER_ANALYZER);

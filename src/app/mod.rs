@@ -1,6 +1,7 @@
 //! The daemon's components, wired in one place. [`Components::build`] builds every one of
-//! them from the configuration (store, metrics, dispatcher, intake, reporter, notifier,
-//! health checker, scheduler), so a bad setting fails before anything starts;
+//! them from the configuration (store, metrics, the upstream clients they share,
+//! dispatcher, intake, reporter, notifier, health checker, scheduler), so a bad setting
+//! fails before anything starts;
 //! [`Components::start`] starts their background work on the one task tracker, and
 //! [`Running::stop`] drains it. [`App`] (`daemon.rs`) runs them from start to stop behind
 //! the HTTP listener (`listener.rs`, with its per-connection deadlines in `watch.rs`).
@@ -28,6 +29,7 @@ use crate::alerts::Intake;
 use crate::alerts::store::AlertStore;
 use crate::alerts::storm::StormStore;
 use crate::config::Config;
+use crate::integrations::Upstreams;
 use crate::integrations::health::HealthChecker;
 use crate::notify::{Notifier, ReportLedger};
 use crate::report::Reporter;
@@ -81,7 +83,11 @@ impl Components {
             metrics.init_channel(c.label());
         }
         let tasks = TaskTracker::new();
-        let dispatcher = Dispatcher::new(&config, &store, metrics.clone())
+        // One client per upstream, shared by the tools, the evidence, the health sweep, the
+        // report, the health checker and the annotations.
+        let upstreams = Upstreams::from_config(&config)
+            .map_err(AppError::component("building the upstream clients"))?;
+        let dispatcher = Dispatcher::new(&config, &upstreams, &store, metrics.clone())
             .map_err(AppError::component("building the investigation dispatcher"))?;
         // One alert store (its write-through cache is shared): intake writes groups, the
         // notifier and the report read them.
@@ -96,12 +102,13 @@ impl Components {
             Some(inbox),
         )
         .map_err(AppError::component("building the alert intake"))?;
-        let reports = Reporter::new(config.clone(), &store, metrics.clone())?
+        let reports = Reporter::new(config.clone(), upstreams.clone(), &store, metrics.clone())?
             .with_dispatcher(dispatcher.clone())
             .with_alert_store(alerts.clone());
         let ledger: Arc<dyn ReportLedger> = Arc::new(reports.store().clone());
         let notifier = Notifier::new(
             config.clone(),
+            &upstreams,
             &store,
             alerts,
             Some(ledger),
@@ -114,7 +121,7 @@ impl Components {
         for server in dispatcher.tools().mcp_servers() {
             server.report_to(health.clone());
         }
-        let checker = HealthChecker::new(&config, metrics.clone(), health.clone())
+        let checker = HealthChecker::new(&config, &upstreams, metrics.clone(), health.clone())
             .map_err(AppError::component("building the health checker"))?;
         let scheduler = Scheduler::start(tasks.clone(), metrics.clone())
             .await

@@ -11,6 +11,7 @@ use super::daemon::{Daemon, DaemonError};
 use crate::agent::Dispatcher;
 use crate::api::InvestigationDetail;
 use crate::config::Config;
+use crate::integrations::Upstreams;
 use crate::store::Store;
 use crate::telemetry::Metrics;
 
@@ -20,6 +21,8 @@ pub enum Backend {
     Local {
         dispatcher: Dispatcher,
         store: Store,
+        /// The upstream clients the dispatcher reads through, for the report to share.
+        upstreams: Upstreams,
     },
 }
 
@@ -32,8 +35,13 @@ impl Backend {
         }
         let store = Store::open(&config.server.data_dir)?;
         let metrics = Arc::new(Metrics::new(&config.llm.model));
-        let dispatcher = Dispatcher::new(config, &store, metrics)?;
-        Ok(Self::Local { dispatcher, store })
+        let upstreams = Upstreams::from_config(config)?;
+        let dispatcher = Dispatcher::new(config, &upstreams, &store, metrics)?;
+        Ok(Self::Local {
+            dispatcher,
+            store,
+            upstreams,
+        })
     }
 
     /// One investigation with its timeline; `None` when there is no such id.

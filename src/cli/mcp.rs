@@ -32,7 +32,8 @@ const MAX_MESSAGE_BYTES: usize = 1024 * 1024;
 pub async fn run(config: Config) -> anyhow::Result<()> {
     telemetry::logging::init(&config.log);
     let metrics = Arc::new(Metrics::new(&config.llm.model));
-    let tools = crate::tools::build_registry(&config, metrics.clone())?;
+    let upstreams = crate::integrations::Upstreams::from_config(&config)?;
+    let tools = crate::tools::build_registry(&config, &upstreams, metrics.clone())?;
     let service = McpService::new(tools, Arc::new(Remote { config }), metrics, "stdio");
     let transport = AsyncRwTransport::new_server(tokio::io::stdin(), tokio::io::stdout())
         .with_max_line_length(MAX_MESSAGE_BYTES);

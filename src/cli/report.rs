@@ -23,10 +23,14 @@ pub async fn run(config: Config, send: bool, format: &str, period: &str) -> anyh
         .saturating_mul(2)
         .saturating_add(config.llm.timeout.get());
     let report: Report = match Backend::connect(&config, timeout).await? {
-        Backend::Local { dispatcher, store } => {
+        Backend::Local {
+            dispatcher,
+            store,
+            upstreams,
+        } => {
             let metrics = Arc::new(Metrics::new(&config.llm.model));
-            let reporter =
-                Reporter::new(Arc::new(config), &store, metrics)?.with_dispatcher(dispatcher);
+            let reporter = Reporter::new(Arc::new(config), upstreams, &store, metrics)?
+                .with_dispatcher(dispatcher);
             let req = ReportRequest {
                 trigger: ReportTrigger::Cli,
                 period: spec,

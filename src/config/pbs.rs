@@ -1,5 +1,5 @@
 //! `[pbs]`: Proxmox Backup Server, plus how often each backup group is expected to get a
-//! snapshot (for the weekly report's backup health).
+//! snapshot (for the weekly report's backups section).
 
 use std::path::PathBuf;
 
@@ -11,7 +11,7 @@ use super::secrets::secret_fields;
 use super::values::{HttpUrl, HumanDuration, Secret};
 
 /// `[pbs]`: Proxmox Backup Server, plus how often each backup group is expected to get a
-/// snapshot (for the weekly report's backup health).
+/// snapshot (for the weekly report's backups section).
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PbsConfig {

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use super::background::{BackgroundSeries, Motion};
 use super::scenario::{SeriesSpec, Shape};
+use crate::analyze::prom::escape;
 
 /// How long present series continue after now.
 pub const AHEAD: Duration = Duration::from_secs(3600);
@@ -57,12 +58,6 @@ pub fn samples(spec: &SeriesSpec, now: i64, window: Duration, step: Duration) ->
         t += step;
     }
     out
-}
-
-fn escape(v: &str) -> String {
-    v.replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 /// How long before now background series have the world's step; before that they are

@@ -128,6 +128,11 @@ impl AlertmanagerClient {
         })
     }
 
+    /// The HTTP plumbing under this client (the health checker probes through it).
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+
     pub fn base_display(&self) -> String {
         self.upstream.base_display()
     }

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
-use super::{Auth, Upstream, UpstreamError, UpstreamOptions};
+use super::{Auth, Upstream, UpstreamError, UpstreamOptions, Upstreams};
 use crate::config::Config;
 use crate::telemetry::Metrics;
 use crate::telemetry::supervise::contained;
@@ -27,6 +27,9 @@ pub struct ComponentStatus {
 /// Health of every configured component, shared with `/readyz`.
 pub type ComponentHealth = Arc<RwLock<BTreeMap<String, ComponentStatus>>>;
 
+/// The longest a probe waits for an answer.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// One component to probe: its name, client and health path.
 struct Probe {
     component: &'static str,
@@ -43,68 +46,59 @@ pub struct HealthChecker {
 }
 
 impl HealthChecker {
-    /// A checker of every configured upstream; fails only when a client cannot be set up.
+    /// A checker of every configured upstream: Prometheus, Loki, Grafana and Alertmanager
+    /// through their shared `upstreams` clients, the LLM through a client of its own (the
+    /// agent's LLM client lives above this layer); fails only when that one cannot be set
+    /// up.
     pub fn new(
         config: &Config,
+        upstreams: &Upstreams,
         metrics: Arc<Metrics>,
         state: ComponentHealth,
     ) -> Result<Self, UpstreamError> {
-        let bearer = |token: &Option<crate::config::Secret>| token.clone().map(Auth::Bearer);
-        // (component, service, URL, timeout, auth, health path)
-        let upstreams = [
+        // (component, client, health path)
+        let shared = [
             (
                 "prometheus",
-                "Prometheus",
-                &config.prometheus.url,
-                &config.prometheus.timeout,
-                None,
+                upstreams.prometheus.as_ref().map(|c| c.upstream()),
                 "-/ready",
             ),
             (
                 "loki",
-                "Loki",
-                &config.loki.url,
-                &config.loki.timeout,
-                None,
+                upstreams.loki.as_ref().map(|c| c.upstream()),
                 "ready",
             ),
             (
                 "grafana",
-                "Grafana",
-                &config.grafana.url,
-                &config.grafana.timeout,
-                bearer(&config.grafana.token),
+                upstreams.grafana.as_ref().map(|c| c.upstream()),
                 "api/health",
             ),
             (
                 "alertmanager",
-                "Alertmanager",
-                &config.alertmanager.url,
-                &config.alertmanager.timeout,
-                None,
+                upstreams.alertmanager.as_ref().map(|c| c.upstream()),
                 "-/ready",
             ),
-            (
-                "llm",
-                "LLM",
-                &config.llm.base_url,
-                &config.llm.timeout,
-                bearer(&config.llm.api_key),
-                "models",
-            ),
         ];
-        let mut probes = Vec::new();
-        for (component, service, url, timeout, auth, path) in upstreams {
-            let Some(url) = url else { continue };
+        let mut probes: Vec<Probe> = shared
+            .into_iter()
+            .filter_map(|(component, upstream, path)| {
+                upstream.map(|u| Probe {
+                    component,
+                    upstream: u.clone(),
+                    path,
+                })
+            })
+            .collect();
+        if let Some(url) = &config.llm.base_url {
             let opts = UpstreamOptions {
-                timeout: timeout.get().min(Duration::from_secs(10)),
-                auth,
+                timeout: config.llm.timeout.get(),
+                auth: config.llm.api_key.clone().map(Auth::Bearer),
                 ..Default::default()
             };
             probes.push(Probe {
-                component,
-                upstream: Upstream::new(service, &url.0, opts)?,
-                path,
+                component: "llm",
+                upstream: Upstream::new("LLM", &url.0, opts)?,
+                path: "models",
             });
         }
         Ok(Self {
@@ -120,7 +114,7 @@ impl HealthChecker {
         let results = futures::future::join_all(
             self.probes
                 .iter()
-                .map(|p| async move { (p, p.upstream.probe(p.path).await) }),
+                .map(|p| async move { (p, p.upstream.probe(p.path, PROBE_TIMEOUT).await) }),
         )
         .await;
         for (probe, result) in results {
@@ -171,5 +165,38 @@ impl HealthChecker {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_probe_gives_up_at_its_own_limit_while_the_shared_client_would_wait_longer() {
+        crate::install_crypto_provider();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        // Accepts connections and never answers.
+        tokio::spawn(async move {
+            let mut open = Vec::new();
+            while let Ok((socket, _)) = listener.accept().await {
+                open.push(socket);
+            }
+        });
+        let base = url::Url::parse(&format!("http://{addr}")).unwrap();
+        let opts = UpstreamOptions {
+            timeout: Duration::from_secs(60),
+            ..Default::default()
+        };
+        let upstream = Upstream::new("Prometheus", &base, opts).unwrap();
+        let start = std::time::Instant::now();
+        let limit = Duration::from_millis(200);
+        let err = upstream.probe("-/ready", limit).await.unwrap_err();
+        assert!(start.elapsed() < Duration::from_secs(10), "{err}");
+        assert!(
+            matches!(err, UpstreamError::Timeout { timeout, .. } if timeout == limit),
+            "{err}"
+        );
     }
 }

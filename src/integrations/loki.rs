@@ -101,6 +101,11 @@ impl LokiClient {
         })
     }
 
+    /// The HTTP plumbing under this client (the health checker probes through it).
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+
     pub fn base_display(&self) -> String {
         self.upstream.base_display()
     }

@@ -159,6 +159,11 @@ impl PrometheusClient {
         Self { upstream }
     }
 
+    /// The HTTP plumbing under this client (the health checker probes through it).
+    pub fn upstream(&self) -> &Upstream {
+        &self.upstream
+    }
+
     /// The base URL, redacted.
     pub fn base_display(&self) -> String {
         self.upstream.base_display()

@@ -347,9 +347,21 @@ impl Upstream {
         self.decode(path, &body)
     }
 
-    /// GETs `path` and succeeds on any 2xx (health checks).
-    pub async fn probe(&self, path: &str) -> Result<(), UpstreamError> {
-        self.get_bytes(path, &[]).await.map(|_| ())
+    /// GETs `path` and succeeds on any 2xx answered within `within` (or the client's
+    /// timeout, if shorter): health checks give up sooner than queries.
+    pub async fn probe(&self, path: &str, within: Duration) -> Result<(), UpstreamError> {
+        let within = within.min(self.timeout);
+        let url = self.url(path);
+        let req = self.http.get(url.clone()).timeout(within);
+        match self.send(&url, req).await {
+            Ok(_) => Ok(()),
+            Err(UpstreamError::Timeout { service, url, .. }) => Err(UpstreamError::Timeout {
+                service,
+                url,
+                timeout: within,
+            }),
+            Err(e) => Err(e),
+        }
     }
 }
 

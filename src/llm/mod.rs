@@ -5,8 +5,8 @@
 //!
 //! What small local models send is read leniently: tool calls written as text become tool
 //! calls (`text_calls`), broken argument JSON is repaired (`repair`), tool names match the
-//! offered ones loosely (`names`), and `budget` estimates prompt tokens and fits a
-//! conversation into the model's context window.
+//! offered ones loosely (`names`), and `context_window` estimates prompt tokens and
+//! fits a conversation into the model's context window.
 //!
 //! Why reqwest and not `async_openai::Client::create_byot`: async-openai 0.43 turns an
 //! error response into `OpenAIError::ApiError` after dropping the response headers (so
@@ -15,7 +15,7 @@
 //! handling needs both, so the HTTP exchange is done here with reqwest; async-openai still
 //! provides the typed tool definitions of the request (`ChatCompletionTools`).
 
-mod budget;
+mod context_window;
 #[cfg(test)]
 pub(crate) mod fixtures;
 #[cfg(test)]
@@ -39,8 +39,8 @@ use crate::integrations::read_capped;
 use crate::telemetry::Metrics;
 use crate::tools::ToolDefinition;
 
-pub use budget::{
-    CHARS_PER_TOKEN, ContextBudget, Fit, estimate_tokens, summarise_fenced, summarise_lines,
+pub use context_window::{
+    CHARS_PER_TOKEN, ContextWindow, Fit, estimate_tokens, summarise_fenced, summarise_lines,
 };
 pub use names::match_tool_name;
 pub use repair::{parse_lenient, tool_arguments};

@@ -2,7 +2,8 @@
 //! schemas as the model sees) and four investigation tools, calls them (the agent's
 //! through its `ToolRegistry`: same validation, limits, compaction and metrics; the output
 //! fenced as the model gets it), and serves two resources. Every call is counted in
-//! `sre_agent_mcp_server_calls_total{via, tool, status}`.
+//! `sre_agent_mcp_server_calls_total{via, tool, status}`, every tool offered at zero from
+//! the start.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -29,6 +30,8 @@ use crate::tools::{ToolRegistry, validate_arguments};
 pub const OWN_TOOLS: [&str; 4] = ["ask", "investigation", "investigations", "follow_up"];
 const FINDINGS_URI: &str = "sre-agent://findings/recent";
 const REPORT_URI: &str = "sre-agent://reports/latest";
+/// The `tool` label of resource reads.
+const RESOURCES_READ: &str = "resources/read";
 /// Investigations the findings resource and `investigations` look at, at most.
 const MAX_LIST: usize = 100;
 
@@ -43,18 +46,25 @@ pub struct McpService {
 }
 
 impl McpService {
+    /// The server over `via`, its call series at zero from now on.
     pub fn new(
         tools: ToolRegistry,
         investigations: Arc<dyn Investigations>,
         metrics: Arc<Metrics>,
         via: &'static str,
     ) -> Self {
-        Self {
+        let service = Self {
             tools,
             investigations,
             metrics,
             via,
-        }
+        };
+        let offered = service.tool_list();
+        let names = offered.iter().map(|t| t.name.as_ref());
+        service
+            .metrics
+            .init_mcp_server(via, names.chain([RESOURCES_READ]));
+        service
     }
 
     /// Every tool offered: the agent's, then the investigation tools.
@@ -294,13 +304,13 @@ impl ServerHandler for McpService {
     ) -> Result<ReadResourceResponse, McpError> {
         let start = Instant::now();
         let Some(result) = self.read(&request.uri).await else {
-            self.count("resources/read", false, start);
+            self.count(RESOURCES_READ, false, start);
             return Err(McpError::resource_not_found(
                 format!("no resource {:?}", crate::text::truncate(&request.uri, 200)),
                 None,
             ));
         };
-        self.count("resources/read", result.is_ok(), start);
+        self.count(RESOURCES_READ, result.is_ok(), start);
         match result {
             Ok(text) => Ok(ReadResourceResult::new(vec![
                 ResourceContents::text(text, request.uri).with_mime_type("text/markdown"),

@@ -203,8 +203,10 @@ mod tests {
             ids.push(inv.id.clone());
             tx.send_replace(());
         }
+        let upstreams = crate::integrations::Upstreams::from_config(&config).unwrap();
         let notifier = Notifier::new(
             Arc::new(config),
+            &upstreams,
             &store,
             AlertStore::open(&store).unwrap(),
             None,

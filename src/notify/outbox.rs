@@ -20,6 +20,7 @@ use super::{Channel, NotifyError};
 use crate::agent::store::InvestigationStore;
 use crate::alerts::store::AlertStore;
 use crate::config::Config;
+use crate::integrations::Upstreams;
 use crate::integrations::grafana::GrafanaClient;
 use crate::store::{Store, StoreError, Tree};
 use crate::telemetry::Metrics;
@@ -105,8 +106,8 @@ pub(super) struct Inner {
     pub reports: Option<Arc<dyn ReportLedger>>,
     /// Set when `smtp.host` is and someone receives mail (findings or reports).
     pub mailer: Option<Mailer>,
-    /// Set with `grafana.annotate`.
-    pub grafana: Option<GrafanaClient>,
+    /// Set with `grafana.annotate`: the shared Grafana client.
+    pub grafana: Option<Arc<GrafanaClient>>,
     pub http: reqwest::Client,
     pub metrics: Arc<Metrics>,
     pub wake: Notify,
@@ -117,9 +118,10 @@ impl Notifier {
     /// None when nothing is delivered: no finding channel (`notify.email_to` needs
     /// `smtp.host`), no report recipients and no `grafana.annotate`. `alerts` is the one
     /// alert store intake writes (its cache is shared); `reports` records report
-    /// deliveries.
+    /// deliveries; annotations go through the shared Grafana client of `upstreams`.
     pub fn new(
         config: Arc<Config>,
+        upstreams: &Upstreams,
         store: &Store,
         alerts: AlertStore,
         reports: Option<Arc<dyn ReportLedger>>,
@@ -139,13 +141,10 @@ impl Notifier {
             }
             _ => None,
         };
-        let grafana = match (config.grafana.annotate, &config.grafana.url) {
-            (true, Some(_)) => Some(
-                GrafanaClient::new(&config.grafana)
-                    .map_err(|e| NotifyError::Config(e.to_string()))?,
-            ),
-            _ => None,
-        };
+        let grafana = upstreams
+            .grafana
+            .clone()
+            .filter(|_| config.grafana.annotate);
         if mailer.is_none() && config.notify.webhooks.is_empty() && grafana.is_none() {
             return Ok(None);
         }

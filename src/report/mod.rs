@@ -4,7 +4,6 @@
 //! HTML with PNG charts, stored, and emailed.
 //!
 //! - [`period`]: the ISO week a report is about and its time window.
-//! - [`sources`]: the configured upstreams the collectors read.
 //! - [`collect`]: alerts, alert hygiene (with `history`), SLOs, agent activity, cost, log
 //!   errors, recurring incidents (`memory`), backups, changes since the previous report.
 //! - [`model`]: the collected data, one struct per section.
@@ -23,7 +22,6 @@ pub mod model;
 pub mod narrative;
 pub mod period;
 pub mod render;
-pub mod sources;
 pub mod store;
 pub mod summary;
 
@@ -36,7 +34,7 @@ use chrono_tz::Tz;
 use crate::agent::Dispatcher;
 use crate::alerts::store::AlertStore;
 use crate::config::Config;
-use crate::integrations::UpstreamError;
+use crate::integrations::Upstreams;
 use crate::notify::{Notifier, PeriodHolder, ReportDelivery, ReportLedger};
 use crate::report::store::ReportStore;
 use crate::store::{Store, StoreError};
@@ -49,8 +47,6 @@ use period::{PeriodSpec, ReportWindow};
 pub enum ReportError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("report sources: {0}")]
-    Sources(#[source] UpstreamError),
 }
 
 /// What to produce.
@@ -68,6 +64,7 @@ pub struct ReportRequest {
 #[derive(Clone)]
 pub struct Reporter {
     config: Arc<Config>,
+    upstreams: Upstreams,
     store: ReportStore,
     metrics: Arc<Metrics>,
     dispatcher: Option<Dispatcher>,
@@ -77,8 +74,11 @@ pub struct Reporter {
 }
 
 impl Reporter {
+    /// A reporter of `config`'s sections, reading the upstreams through the shared
+    /// `upstreams` clients.
     pub fn new(
         config: Arc<Config>,
+        upstreams: Upstreams,
         store: &Store,
         metrics: Arc<Metrics>,
     ) -> Result<Self, StoreError> {
@@ -89,6 +89,7 @@ impl Reporter {
         }
         Ok(Self {
             config,
+            upstreams,
             store,
             metrics,
             dispatcher: None,
@@ -148,7 +149,7 @@ impl Reporter {
         let window = self.window(req.period, req.now);
         let sources = collect::CollectContext {
             config: self.config.clone(),
-            sources: sources::Sources::from_config(&self.config).map_err(ReportError::Sources)?,
+            upstreams: self.upstreams.clone(),
             window,
             tz: self.timezone(),
             previous: self.store.previous(window.period)?,

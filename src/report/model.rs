@@ -187,9 +187,10 @@ pub struct ReportData {
     /// Recurring incidents and people's verdicts (from the investigations store).
     #[serde(default)]
     pub memory: Section<MemoryData>,
-    /// Backup health and Proxmox guests; present only when `[pbs]` or `[proxmox]` is set.
+    /// The backups section (PBS backups, Proxmox VE tasks and guests); present only when
+    /// `[pbs]` or `[proxmox]` is set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub backups: Option<Section<BackupHealth>>,
+    pub backups: Option<Section<BackupsData>>,
 }
 
 /// What is wrong with an alert rule's behaviour or definition.
@@ -273,9 +274,9 @@ pub struct GuestDown {
     pub status: String,
 }
 
-/// Backup health (PBS) and Proxmox VE guests.
+/// The backups section: PBS backup groups and failed tasks, Proxmox VE guests down.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
-pub struct BackupHealth {
+pub struct BackupsData {
     pub backup_groups: usize,
     pub overdue_backups: Vec<OverdueBackup>,
     pub failed_tasks: Vec<FailedTask>,

@@ -388,6 +388,22 @@ impl Metrics {
         }
     }
 
+    /// Pre-initialises the series of sre-agent's MCP server over `via` (stdio, http) for
+    /// each of `tools` it offers, so its rates exist before the first call.
+    pub fn init_mcp_server<'a>(&self, via: &str, tools: impl IntoIterator<Item = &'a str>) {
+        self.mcp_server_call_duration.with_label_values(&[via]);
+        for tool in tools {
+            for s in ["ok", "error"] {
+                self.mcp_server_calls.with_label_values(&[via, tool, s]);
+            }
+        }
+    }
+
+    /// Pre-initialises the restarts of one configured MCP server (`[[mcp.servers]]`).
+    pub fn init_mcp_client(&self, server: &str) {
+        self.mcp_client_restarts.with_label_values(&[server]);
+    }
+
     /// Pre-initialises the series of one report collector.
     pub fn init_collector(&self, collector: &str) {
         self.report_collector_duration

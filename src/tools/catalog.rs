@@ -23,42 +23,35 @@ use super::runbooks::{RunbookIndex, RunbookSearch};
 use super::truenas::{TruenasKind, TruenasTool};
 use super::{CatalogError, CurrentTime, Tool, ToolRegistry, is_valid_tool_name};
 use crate::config::{Config, ConfigError};
-use crate::integrations::kubernetes::KubeClient;
-use crate::integrations::pbs::PbsClient;
-use crate::integrations::proxmox::ProxmoxClient;
-use crate::integrations::truenas::TruenasClient;
-use crate::integrations::{AlertmanagerClient, GrafanaClient, LokiClient, PrometheusClient};
+use crate::integrations::Upstreams;
 use crate::telemetry::Metrics;
 
 type Tools = Vec<Arc<dyn Tool>>;
 
 /// The built-in tools of one integration (or of none).
 struct Family {
-    /// Whether the integration is configured.
-    enabled: fn(&Config) -> bool,
     /// The names its tools register under, configured or not.
     names: fn() -> Vec<&'static str>,
-    /// Its tools, each compacting its output to `budget` characters.
-    build: fn(&Config, usize) -> Result<Tools, CatalogError>,
+    /// Its tools over the integration's shared client (none when it is not configured),
+    /// each compacting its output to `max_chars` characters.
+    build: fn(&Config, &Upstreams, usize) -> Tools,
 }
 
 /// The tools that need no integration: always registered, first.
 const CORE: Family = Family {
-    enabled: |_| true,
     names: || vec![CurrentTime::NAME, RunbookSearch::NAME],
-    build: |config, budget| {
+    build: |config, _, max_chars| {
         let index = RunbookIndex::load(&config.runbooks.dir);
-        Ok(vec![
+        vec![
             Arc::new(CurrentTime),
-            Arc::new(RunbookSearch { index, budget }),
-        ])
+            Arc::new(RunbookSearch { index, max_chars }),
+        ]
     },
 };
 
 /// The integrations' tools, in registration order.
 const INTEGRATIONS: [Family; 8] = [
     Family {
-        enabled: |c| c.prometheus.url.is_some(),
         names: || {
             vec![
                 PrometheusQuery::NAME,
@@ -69,52 +62,54 @@ const INTEGRATIONS: [Family; 8] = [
                 PrometheusInstanceOverview::NAME,
             ]
         },
-        build: |config, budget| {
-            let client = Arc::new(PrometheusClient::new(&config.prometheus)?);
+        build: |_, upstreams, max_chars| {
+            let Some(client) = upstreams.prometheus.clone() else {
+                return Vec::new();
+            };
             let hints = Arc::new(PromNoData::new(client.clone()));
-            Ok(vec![
+            vec![
                 Arc::new(PrometheusQuery {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                     hints: hints.clone(),
                 }),
                 Arc::new(PrometheusQueryRange {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                     hints,
                 }),
                 Arc::new(PrometheusAlerts {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                 }),
                 Arc::new(PrometheusTargets {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                 }),
                 Arc::new(PrometheusMetricNames {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                 }),
-                Arc::new(PrometheusInstanceOverview { client, budget }),
-            ])
+                Arc::new(PrometheusInstanceOverview { client, max_chars }),
+            ]
         },
     },
     Family {
-        enabled: |c| c.loki.url.is_some(),
         names: || vec![LokiQuery::NAME, LokiErrorSummary::NAME],
-        build: |config, budget| {
-            let client = Arc::new(LokiClient::new(&config.loki)?);
-            Ok(vec![
+        build: |_, upstreams, max_chars| {
+            let Some(client) = upstreams.loki.clone() else {
+                return Vec::new();
+            };
+            vec![
                 Arc::new(LokiQuery {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                 }),
-                Arc::new(LokiErrorSummary { client, budget }),
-            ])
+                Arc::new(LokiErrorSummary { client, max_chars }),
+            ]
         },
     },
     Family {
-        enabled: |c| c.grafana.url.is_some(),
         names: || {
             vec![
                 GrafanaAlerts::NAME,
@@ -122,35 +117,39 @@ const INTEGRATIONS: [Family; 8] = [
                 GrafanaAnnotations::NAME,
             ]
         },
-        build: |config, budget| {
-            let client = Arc::new(GrafanaClient::new(&config.grafana)?);
-            Ok(vec![
+        build: |_, upstreams, max_chars| {
+            let Some(client) = upstreams.grafana.clone() else {
+                return Vec::new();
+            };
+            vec![
                 Arc::new(GrafanaAlerts {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                 }),
                 Arc::new(GrafanaAlertRules {
                     client: client.clone(),
-                    budget,
+                    max_chars,
                 }),
-                Arc::new(GrafanaAnnotations { client, budget }),
-            ])
+                Arc::new(GrafanaAnnotations { client, max_chars }),
+            ]
         },
     },
     Family {
-        enabled: |c| c.alertmanager.url.is_some(),
         names: || vec![AlertmanagerAlerts::NAME],
-        build: |config, budget| {
-            let client = Arc::new(AlertmanagerClient::new(&config.alertmanager)?);
-            Ok(vec![Arc::new(AlertmanagerAlerts { client, budget })])
+        build: |_, upstreams, max_chars| {
+            let Some(client) = upstreams.alertmanager.clone() else {
+                return Vec::new();
+            };
+            vec![Arc::new(AlertmanagerAlerts { client, max_chars })]
         },
     },
     Family {
-        enabled: |c| c.kubernetes.enabled,
         names: || K8sKind::ALL.map(K8sKind::name).to_vec(),
-        build: |config, max_chars| {
-            let client = Arc::new(KubeClient::new(&config.kubernetes)?);
-            Ok(K8sKind::ALL
+        build: |_, upstreams, max_chars| {
+            let Some(client) = upstreams.kubernetes.clone() else {
+                return Vec::new();
+            };
+            K8sKind::ALL
                 .map(|kind| -> Arc<dyn Tool> {
                     Arc::new(K8sTool {
                         kind,
@@ -158,68 +157,58 @@ const INTEGRATIONS: [Family; 8] = [
                         max_chars,
                     })
                 })
-                .to_vec())
+                .to_vec()
         },
     },
     Family {
-        enabled: |c| c.proxmox.url.is_some(),
         names: || PveKind::ALL.map(PveKind::name).to_vec(),
-        build: |config, _| {
-            warn_if_insecure("proxmox", config.proxmox.verify_tls);
-            let client = Arc::new(ProxmoxClient::new(&config.proxmox)?);
-            Ok(PveKind::ALL
+        build: |_, upstreams, _| {
+            let Some(client) = upstreams.proxmox.clone() else {
+                return Vec::new();
+            };
+            PveKind::ALL
                 .map(|kind| -> Arc<dyn Tool> {
                     Arc::new(PveTool {
                         kind,
                         client: client.clone(),
                     })
                 })
-                .to_vec())
+                .to_vec()
         },
     },
     Family {
-        enabled: |c| c.pbs.url.is_some(),
         names: || PbsKind::ALL.map(PbsKind::name).to_vec(),
-        build: |config, _| {
-            warn_if_insecure("pbs", config.pbs.verify_tls);
-            let client = Arc::new(PbsClient::new(&config.pbs)?);
-            Ok(PbsKind::ALL
+        build: |_, upstreams, _| {
+            let Some(client) = upstreams.pbs.clone() else {
+                return Vec::new();
+            };
+            PbsKind::ALL
                 .map(|kind| -> Arc<dyn Tool> {
                     Arc::new(PbsTool {
                         kind,
                         client: client.clone(),
                     })
                 })
-                .to_vec())
+                .to_vec()
         },
     },
     Family {
-        enabled: |c| c.truenas.url.is_some(),
         names: || TruenasKind::ALL.map(TruenasKind::name).to_vec(),
-        build: |config, _| {
-            warn_if_insecure("truenas", config.truenas.verify_tls);
-            let client = Arc::new(TruenasClient::new(&config.truenas)?);
-            Ok(TruenasKind::ALL
+        build: |_, upstreams, _| {
+            let Some(client) = upstreams.truenas.clone() else {
+                return Vec::new();
+            };
+            TruenasKind::ALL
                 .map(|kind| -> Arc<dyn Tool> {
                     Arc::new(TruenasTool {
                         kind,
                         client: client.clone(),
                     })
                 })
-                .to_vec())
+                .to_vec()
         },
     },
 ];
-
-/// Warns once per integration that skips TLS verification.
-fn warn_if_insecure(section: &str, verify_tls: bool) {
-    if !verify_tls {
-        tracing::warn!(
-            integration = section,
-            "{section}.verify_tls = false: TLS certificates are NOT verified; prefer {section}.ca_file"
-        );
-    }
-}
 
 /// The tools that need no integration (`current_time`, `runbook_search`).
 pub fn core_names() -> Vec<&'static str> {
@@ -264,31 +253,34 @@ pub fn validate(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// The registry of every configured tool, each compacting its output to
-/// `llm.max_tool_output_chars`. The agent calls this once at start.
+/// The registry of every configured tool over the shared `upstreams` clients, each
+/// compacting its output to `llm.max_tool_output_chars`. The agent calls this once at
+/// start.
 pub fn build_registry(
     config: &Config,
+    upstreams: &Upstreams,
     metrics: Arc<Metrics>,
 ) -> Result<ToolRegistry, CatalogError> {
-    let budget = config.llm.max_tool_output_chars;
-    let mut registry = ToolRegistry::new(metrics, budget);
-    for tool in (CORE.build)(config, budget)? {
+    let max_chars = config.llm.max_tool_output_chars;
+    let mut registry = ToolRegistry::new(metrics, max_chars);
+    for tool in (CORE.build)(config, upstreams, max_chars) {
         registry.register(tool);
     }
-    register_integrations(&mut registry, config)?;
+    register_integrations(&mut registry, config, upstreams)?;
     Ok(registry)
 }
 
-/// Registers the tools of every configured integration, then the `[[tools.http]]` tools;
-/// none when nothing is configured.
+/// Registers the tools of every integration `upstreams` has a client for, then the
+/// `[[tools.http]]` tools; none when nothing is configured.
 pub fn register_integrations(
     registry: &mut ToolRegistry,
     config: &Config,
+    upstreams: &Upstreams,
 ) -> Result<(), CatalogError> {
     validate(config)?;
-    let budget = config.llm.max_tool_output_chars;
-    for family in INTEGRATIONS.iter().filter(|f| (f.enabled)(config)) {
-        for tool in (family.build)(config, budget)? {
+    let max_chars = config.llm.max_tool_output_chars;
+    for family in &INTEGRATIONS {
+        for tool in (family.build)(config, upstreams, max_chars) {
             registry.register(tool);
         }
     }
@@ -321,28 +313,14 @@ pub fn register_integrations(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{HttpUrl, Secret};
+    use crate::integrations::every_integration_configured;
 
     #[test]
     fn the_built_in_names_are_exactly_the_tools_registered_with_every_integration_on() {
         crate::install_crypto_provider();
-        let url = || Some(HttpUrl(url::Url::parse("http://127.0.0.1:9").unwrap()));
-        let mut config = Config::default();
-        config.prometheus.url = url();
-        config.loki.url = url();
-        config.grafana.url = url();
-        config.alertmanager.url = url();
-        config.kubernetes.enabled = true;
-        config.kubernetes.in_cluster = true;
-        config.proxmox.url = url();
-        config.proxmox.token_id = Some("a@pve!b".into());
-        config.proxmox.token_secret = Some(Secret::new("s"));
-        config.pbs.url = url();
-        config.pbs.token_id = Some("a@pbs!b".into());
-        config.pbs.token_secret = Some(Secret::new("s"));
-        config.truenas.url = url();
-        config.truenas.api_key = Some(Secret::new("k"));
-        let registry = build_registry(&config, Arc::new(Metrics::new("m"))).unwrap();
+        let config = every_integration_configured();
+        let upstreams = Upstreams::from_config(&config).unwrap();
+        let registry = build_registry(&config, &upstreams, Arc::new(Metrics::new("m"))).unwrap();
         assert_eq!(registry.names(), builtin_names());
     }
 }

@@ -1,7 +1,7 @@
-//! Compaction of upstream answers into text that fits the tool output budget
+//! Compaction of upstream answers into text that fits the tool output limit
 //! (`llm.max_tool_output_chars`): range queries become one summary line per series, instant
 //! vectors the top series by value, log lines patterns with counts. Output never exceeds the
-//! budget; what is dropped is counted so the model knows to narrow its query.
+//! limit; what is dropped is counted so the model knows to narrow its query.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
@@ -47,9 +47,9 @@ fn common_labels<'a>(mut sets: impl Iterator<Item = &'a Labels>) -> Labels {
     if n < 2 { Labels::new() } else { common }
 }
 
-/// Appends `lines` under `header` while they fit `budget`, then says how many were dropped.
-pub fn fit_lines(header: &str, lines: &[String], what: &str, budget: usize) -> String {
-    fit_lines_with(header, lines.len(), |i| lines[i].clone(), what, budget)
+/// Appends `lines` under `header` while they fit `max_chars`, then says how many were dropped.
+pub fn fit_lines(header: &str, lines: &[String], what: &str, max_chars: usize) -> String {
+    fit_lines_with(header, lines.len(), |i| lines[i].clone(), what, max_chars)
 }
 
 /// Like [`fit_lines`], formatting line `i` only when it is reached (the first that does
@@ -59,10 +59,10 @@ pub fn fit_lines_with(
     total: usize,
     mut line: impl FnMut(usize) -> String,
     what: &str,
-    budget: usize,
+    max_chars: usize,
 ) -> String {
     let footer = |n: usize| format!("\n… and {n} more {what} dropped");
-    let mut out = truncate(header, budget);
+    let mut out = truncate(header, max_chars);
     let mut used = out.chars().count();
     for i in 0..total {
         let line = line(i);
@@ -74,9 +74,9 @@ pub fn fit_lines_with(
             0
         };
         let len = line.chars().count() + 1;
-        if used + len + reserve > budget {
+        if used + len + reserve > max_chars {
             let f = footer(total - i);
-            if used + f.chars().count() <= budget {
+            if used + f.chars().count() <= max_chars {
                 out.push_str(&f);
             }
             return out;
@@ -147,8 +147,8 @@ fn desc(v: f64) -> f64 {
 
 /// A range query as one line per series, most relevant (highest max, then last) first,
 /// each followed by its computed change and rate (see [`compact_matrix_with`]).
-pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
-    compact_matrix_with(series, unit, budget, Measure::Other, &Sizes::new(), None)
+pub fn compact_matrix(series: &[Series], unit: Unit, max_chars: usize) -> String {
+    compact_matrix_with(series, unit, max_chars, Measure::Other, &Sizes::new(), None)
 }
 
 /// [`compact_matrix`] for a query whose values are `measure`: a gauge moving toward a
@@ -159,7 +159,7 @@ pub fn compact_matrix(series: &[Series], unit: Unit, budget: usize) -> String {
 pub fn compact_matrix_with(
     series: &[Series],
     unit: Unit,
-    budget: usize,
+    max_chars: usize,
     measure: Measure,
     sizes: &Sizes,
     window: Option<(f64, f64)>,
@@ -213,15 +213,15 @@ pub fn compact_matrix_with(
             format_labels(&common, &Labels::new())
         );
     }
-    fit_lines_with(&header, rows.len(), line, "series", budget)
+    fit_lines_with(&header, rows.len(), line, "series", max_chars)
 }
 
 /// An instant vector, highest values first.
-pub fn compact_vector(samples: &[Sample], unit: Unit, budget: usize) -> String {
+pub fn compact_vector(samples: &[Sample], unit: Unit, max_chars: usize) -> String {
     compact_vector_with(
         samples,
         unit,
-        budget,
+        max_chars,
         Measure::Other,
         &Sizes::new(),
         f64::NAN,
@@ -234,7 +234,7 @@ pub fn compact_vector(samples: &[Sample], unit: Unit, budget: usize) -> String {
 pub fn compact_vector_with(
     samples: &[Sample],
     unit: Unit,
-    budget: usize,
+    max_chars: usize,
     measure: Measure,
     sizes: &Sizes,
     at: f64,
@@ -266,7 +266,7 @@ pub fn compact_vector_with(
             format_labels(&common, &Labels::new())
         );
     }
-    fit_lines(&header, &lines, "series", budget)
+    fit_lines(&header, &lines, "series", max_chars)
 }
 
 /// One group of log lines with the same pattern.
@@ -278,7 +278,7 @@ struct LogGroup<'a> {
 }
 
 /// Log lines grouped by pattern, most frequent first, with one example each.
-pub fn compact_logs(streams: &[LogStream], budget: usize) -> String {
+pub fn compact_logs(streams: &[LogStream], max_chars: usize) -> String {
     let total: usize = streams.iter().map(|s| s.entries.len()).sum();
     if total == 0 {
         return "no log lines matched in this range".into();
@@ -328,7 +328,7 @@ pub fn compact_logs(streams: &[LogStream], budget: usize) -> String {
         streams.len(),
         sorted.len()
     );
-    fit_lines(&header, &lines, "patterns", budget)
+    fit_lines(&header, &lines, "patterns", max_chars)
 }
 
 /// A short name for a stream: its job/app/service/container label, else all labels.

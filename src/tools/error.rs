@@ -64,10 +64,7 @@ pub enum CatalogError {
     /// A `[[tools.http]]` entry that cannot become a tool (bad or clashing name…).
     #[error(transparent)]
     Config(#[from] ConfigError),
-    /// A client that cannot be set up (unreadable CA file, bad kubeconfig…); the
-    /// error names the service.
+    /// A `[[tools.http]]` client that cannot be set up; the error names the tool.
     #[error(transparent)]
     Upstream(#[from] UpstreamError),
-    #[error(transparent)]
-    Kubernetes(#[from] KubeError),
 }

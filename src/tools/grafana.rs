@@ -48,7 +48,7 @@ fn alert_lines(alerts: &mut [AmAlert]) -> Vec<String> {
 /// `grafana_alerts`: Grafana-managed alert instances.
 pub struct GrafanaAlerts {
     pub client: Arc<GrafanaClient>,
-    pub budget: usize,
+    pub max_chars: usize,
 }
 
 impl GrafanaAlerts {
@@ -74,14 +74,14 @@ impl Tool for GrafanaAlerts {
         }
         let lines = alert_lines(&mut alerts);
         let header = format!("{} Grafana alerts:", alerts.len());
-        Ok(fit_lines(&header, &lines, "alerts", self.budget))
+        Ok(fit_lines(&header, &lines, "alerts", self.max_chars))
     }
 }
 
 /// `grafana_alert_rules`: Grafana-managed alert rules with their queries.
 pub struct GrafanaAlertRules {
     pub client: Arc<GrafanaClient>,
-    pub budget: usize,
+    pub max_chars: usize,
 }
 
 impl GrafanaAlertRules {
@@ -130,14 +130,14 @@ impl Tool for GrafanaAlertRules {
             })
             .collect();
         let header = format!("{} Grafana alert rules:", rules.len());
-        Ok(fit_lines(&header, &lines, "rules", self.budget))
+        Ok(fit_lines(&header, &lines, "rules", self.max_chars))
     }
 }
 
 /// `grafana_annotations`: alert state changes recorded as annotations.
 pub struct GrafanaAnnotations {
     pub client: Arc<GrafanaClient>,
-    pub budget: usize,
+    pub max_chars: usize,
 }
 
 impl GrafanaAnnotations {
@@ -184,14 +184,14 @@ impl Tool for GrafanaAnnotations {
             })
             .collect();
         let header = format!("{} alert annotations, newest first:", anns.len());
-        Ok(fit_lines(&header, &lines, "annotations", self.budget))
+        Ok(fit_lines(&header, &lines, "annotations", self.max_chars))
     }
 }
 
 /// `alertmanager_alerts`: Alertmanager alerts and active silences.
 pub struct AlertmanagerAlerts {
     pub client: Arc<AlertmanagerClient>,
-    pub budget: usize,
+    pub max_chars: usize,
 }
 
 impl AlertmanagerAlerts {
@@ -232,6 +232,6 @@ impl Tool for AlertmanagerAlerts {
             )
         }));
         let header = format!("{} alerts, {} active silences:", alerts.len(), active.len());
-        Ok(fit_lines(&header, &lines, "lines", self.budget))
+        Ok(fit_lines(&header, &lines, "lines", self.max_chars))
     }
 }

@@ -8,6 +8,7 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 
 use super::format::human_bytes;
+use crate::analyze::kube::quantity;
 
 /// `ns/name phase=… ready=x/y restarts=n node=… [waiting=…] [last=Reason(exit n)]`.
 pub fn pod_line(pod: &Pod) -> String {
@@ -53,41 +54,14 @@ pub fn pod_line(pod: &Pod) -> String {
     line
 }
 
-/// Millicores from a CPU quantity ("250m", "2", "1.5").
+/// Millicores from a CPU quantity ("250m", "2", "1.5"); 0 when it is not one.
 pub fn cpu_millis(q: &Quantity) -> i64 {
-    let s = q.0.trim();
-    if let Some(m) = s.strip_suffix('m') {
-        return m.parse::<f64>().unwrap_or(0.0) as i64;
-    }
-    if let Some(n) = s.strip_suffix('n') {
-        return (n.parse::<f64>().unwrap_or(0.0) / 1e6) as i64;
-    }
-    (s.parse::<f64>().unwrap_or(0.0) * 1000.0) as i64
+    (quantity(q).unwrap_or(0.0) * 1000.0).round() as i64
 }
 
-/// Bytes from a memory quantity ("128Mi", "1G", "1e9", "512").
+/// Bytes from a memory quantity ("128Mi", "1G", "1e9", "512"); 0 when it is not one.
 pub fn mem_bytes(q: &Quantity) -> i64 {
-    let s = q.0.trim();
-    const UNITS: [(&str, f64); 12] = [
-        ("Ki", 1024.0),
-        ("Mi", 1048576.0),
-        ("Gi", 1073741824.0),
-        ("Ti", 1099511627776.0),
-        ("Pi", 1125899906842624.0),
-        ("Ei", 1152921504606846976.0),
-        ("k", 1e3),
-        ("M", 1e6),
-        ("G", 1e9),
-        ("T", 1e12),
-        ("P", 1e15),
-        ("E", 1e18),
-    ];
-    for (suffix, mult) in UNITS {
-        if let Some(n) = s.strip_suffix(suffix) {
-            return (n.parse::<f64>().unwrap_or(0.0) * mult) as i64;
-        }
-    }
-    s.parse::<f64>().unwrap_or(0.0) as i64
+    quantity(q).unwrap_or(0.0).round() as i64
 }
 
 /// Each node: Ready, pressure conditions, allocatable vs requested CPU and memory.
@@ -259,12 +233,12 @@ pub fn compact_logs(text: &str, max_chars: usize) -> String {
             }
         })
         .collect();
-    let budget = max_chars.saturating_sub(50);
+    let room = max_chars.saturating_sub(50);
     let mut kept: Vec<&str> = Vec::new();
     let mut used = 0;
     for line in rendered.iter().rev() {
         let len = line.chars().count() + 1;
-        if used + len > budget {
+        if used + len > room {
             break;
         }
         used += len;

@@ -37,7 +37,7 @@ fn since_arg(args: &Value, default: &str) -> Result<(String, Duration), ArgError
 /// `loki_query`: a LogQL log or metric query over the last `since`.
 pub struct LokiQuery {
     pub client: Arc<LokiClient>,
-    pub budget: usize,
+    pub max_chars: usize,
 }
 
 impl LokiQuery {
@@ -84,10 +84,10 @@ impl Tool for LokiQuery {
         Ok(match result {
             LokiResult::Streams(streams) if streams.iter().all(|s| s.entries.is_empty()) => {
                 let text = loki_no_lines(&self.client, start, end).await;
-                truncate(&text, self.budget)
+                truncate(&text, self.max_chars)
             }
             LokiResult::Streams(streams) => {
-                let mut out = compact_logs(&streams, self.budget.saturating_sub(80));
+                let mut out = compact_logs(&streams, self.max_chars.saturating_sub(80));
                 let total: usize = streams.iter().map(|s| s.entries.len()).sum();
                 if total as u64 >= limit {
                     out.push_str(&format!(
@@ -98,9 +98,9 @@ impl Tool for LokiQuery {
             }
             LokiResult::Matrix(series) if series.is_empty() => {
                 let text = loki_no_lines(&self.client, start, end).await;
-                truncate(&text, self.budget)
+                truncate(&text, self.max_chars)
             }
-            LokiResult::Matrix(series) => compact_matrix(&series, Unit::Plain, self.budget),
+            LokiResult::Matrix(series) => compact_matrix(&series, Unit::Plain, self.max_chars),
         })
     }
 }
@@ -108,7 +108,7 @@ impl Tool for LokiQuery {
 /// `loki_error_summary`: error line counts per job and the top error patterns.
 pub struct LokiErrorSummary {
     pub client: Arc<LokiClient>,
-    pub budget: usize,
+    pub max_chars: usize,
 }
 
 /// `selector` as a stream selector: braces added when missing.
@@ -160,7 +160,7 @@ impl Tool for LokiErrorSummary {
                 .query_range(&lines_query, start, end, Some(500), None)
         );
         let counts = counts?;
-        let half = self.budget / 2;
+        let half = self.max_chars / 2;
         let mut out = format!("error lines per job, last {since_text} ({counts_query}):\n");
         let counts_text = match counts {
             QueryResult::Vector(v) if v.is_empty() => "no error lines".to_string(),
@@ -170,7 +170,7 @@ impl Tool for LokiErrorSummary {
         };
         out.push_str(&counts_text);
         out.push('\n');
-        let rest = self.budget.saturating_sub(out.chars().count() + 1);
+        let rest = self.max_chars.saturating_sub(out.chars().count() + 1);
         match lines? {
             LokiResult::Streams(s) => out.push_str(&compact_logs(&s, rest)),
             LokiResult::Matrix(_) => {}

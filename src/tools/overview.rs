@@ -31,7 +31,7 @@ const MAX_DISKS: usize = 2;
 /// `prometheus_instance_overview`: up, CPU, memory and filesystems of one instance.
 pub struct PrometheusInstanceOverview {
     pub client: Arc<PrometheusClient>,
-    pub budget: usize,
+    pub max_chars: usize,
 }
 
 impl PrometheusInstanceOverview {
@@ -274,6 +274,6 @@ impl Tool for PrometheusInstanceOverview {
                 fs.len() - MAX_FILESYSTEMS
             ));
         }
-        Ok(crate::text::truncate(&out, self.budget))
+        Ok(crate::text::truncate(&out, self.max_chars))
     }
 }

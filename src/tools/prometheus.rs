@@ -109,7 +109,7 @@ pub(crate) async fn sizes_for<'a>(
 /// `prometheus_query`: an instant PromQL query.
 pub struct PrometheusQuery {
     pub client: Arc<PrometheusClient>,
-    pub budget: usize,
+    pub max_chars: usize,
     /// Explains an empty answer.
     pub hints: Arc<PromNoData>,
 }
@@ -144,7 +144,7 @@ impl Tool for PrometheusQuery {
         Ok(match result {
             QueryResult::Vector(v) if v.is_empty() => {
                 let text = self.hints.explain(query, at, at).await;
-                truncate(&text, self.budget)
+                truncate(&text, self.max_chars)
             }
             QueryResult::Vector(v) => {
                 let measure = Measure::of(query, v.iter().map(|s| s.value));
@@ -163,19 +163,19 @@ impl Tool for PrometheusQuery {
                 };
                 let unit = measure.unit().unwrap_or(unit);
                 let at = at.timestamp() as f64;
-                compact_vector_with(&v, unit, self.budget, measure, &sizes, at)
+                compact_vector_with(&v, unit, self.max_chars, measure, &sizes, at)
             }
             QueryResult::Matrix(m) if m.is_empty() => {
                 let text = self.hints.explain(query, at, at).await;
-                truncate(&text, self.budget)
+                truncate(&text, self.max_chars)
             }
-            QueryResult::Matrix(m) => compact_matrix(&m, unit, self.budget),
+            QueryResult::Matrix(m) => compact_matrix(&m, unit, self.max_chars),
             QueryResult::Scalar { value, .. } => format!(
                 "scalar {}{}",
                 super::compact::format_number(value, unit),
                 value_note(value, unit, at.timestamp() as f64)
             ),
-            QueryResult::String { value, .. } => truncate(&value, self.budget),
+            QueryResult::String { value, .. } => truncate(&value, self.max_chars),
         })
     }
 }
@@ -184,7 +184,7 @@ impl Tool for PrometheusQuery {
 /// change, rate and time to full.
 pub struct PrometheusQueryRange {
     pub client: Arc<PrometheusClient>,
-    pub budget: usize,
+    pub max_chars: usize,
     /// Explains an empty answer.
     pub hints: Arc<PromNoData>,
 }
@@ -260,10 +260,10 @@ impl Tool for PrometheusQueryRange {
                 humanize(fine)
             ));
         }
-        let budget = self.budget.saturating_sub(header.chars().count());
+        let room = self.max_chars.saturating_sub(header.chars().count());
         if series.is_empty() {
             let text = self.hints.explain(query, start, end).await;
-            return Ok(ToolOutput::text(header + &truncate(&text, budget)));
+            return Ok(ToolOutput::text(header + &truncate(&text, room)));
         }
         let measure = Measure::of(
             query,
@@ -293,7 +293,7 @@ impl Tool for PrometheusQueryRange {
             .take(MAX_FACTS)
             .collect();
         Ok(ToolOutput {
-            text: header + &compact_matrix_with(&series, unit, budget, measure, &sizes, window),
+            text: header + &compact_matrix_with(&series, unit, room, measure, &sizes, window),
             facts,
         })
     }
@@ -302,7 +302,7 @@ impl Tool for PrometheusQueryRange {
 /// `prometheus_alerts`: pending and firing alerts.
 pub struct PrometheusAlerts {
     pub client: Arc<PrometheusClient>,
-    pub budget: usize,
+    pub max_chars: usize,
 }
 
 impl PrometheusAlerts {
@@ -342,14 +342,14 @@ impl Tool for PrometheusAlerts {
             .collect();
         let firing = alerts.iter().filter(|a| a.state == "firing").count();
         let header = format!("{} alerts ({firing} firing):", alerts.len());
-        Ok(fit_lines(&header, &lines, "alerts", self.budget))
+        Ok(fit_lines(&header, &lines, "alerts", self.max_chars))
     }
 }
 
 /// `prometheus_targets`: scrape targets, down ones first with their last error.
 pub struct PrometheusTargets {
     pub client: Arc<PrometheusClient>,
-    pub budget: usize,
+    pub max_chars: usize,
 }
 
 impl PrometheusTargets {
@@ -411,14 +411,14 @@ impl Tool for PrometheusTargets {
             t.active_targets.len(),
             t.dropped_targets.len()
         );
-        Ok(fit_lines(&header, &lines, "targets", self.budget))
+        Ok(fit_lines(&header, &lines, "targets", self.max_chars))
     }
 }
 
 /// `prometheus_metric_names`: metric names, filtered by substring or regex.
 pub struct PrometheusMetricNames {
     pub client: Arc<PrometheusClient>,
-    pub budget: usize,
+    pub max_chars: usize,
 }
 
 /// Most metric names listed.
@@ -476,7 +476,7 @@ impl Tool for PrometheusMetricNames {
         if !current.is_empty() {
             lines.push(current);
         }
-        Ok(fit_lines(&header, &lines, "lines of names", self.budget))
+        Ok(fit_lines(&header, &lines, "lines of names", self.max_chars))
     }
 }
 

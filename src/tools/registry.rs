@@ -24,7 +24,7 @@ pub struct ToolDefinition {
 #[derive(Clone, Debug, Serialize)]
 pub struct ToolOutcome {
     pub ok: bool,
-    /// Tool output or error text, capped to the budget.
+    /// Tool output or error text, capped to the tool output limit.
     pub text: String,
     /// Typed facts the tool computed.
     pub facts: Vec<Fact>,
@@ -155,5 +155,5 @@ pub(crate) fn cap_chars(text: String, max: usize) -> String {
     let keep = max.saturating_sub(60);
     let cut = crate::text::first_chars(&text, keep);
     let dropped = text.chars().count() - keep;
-    format!("{cut}\n[… {dropped} more characters cut to fit the tool output budget]")
+    format!("{cut}\n[… {dropped} more characters cut to fit the tool output limit]")
 }

@@ -176,7 +176,7 @@ impl RunbookIndex {
 /// `runbook_search`: the best 3 runbook sections for a query.
 pub struct RunbookSearch {
     pub index: RunbookIndex,
-    pub budget: usize,
+    pub max_chars: usize,
 }
 
 impl RunbookSearch {
@@ -204,7 +204,7 @@ impl Tool for RunbookSearch {
         if hits.is_empty() {
             return Ok(format!("no runbook section matches {query:?}"));
         }
-        let per = self.budget / hits.len();
+        let per = self.max_chars / hits.len();
         let parts: Vec<String> = hits
             .iter()
             .map(|(_, s)| {
@@ -213,7 +213,7 @@ impl Tool for RunbookSearch {
                 head + &truncate(&s.text, room)
             })
             .collect();
-        Ok(truncate(&parts.join("\n\n"), self.budget))
+        Ok(truncate(&parts.join("\n\n"), self.max_chars))
     }
 }
 

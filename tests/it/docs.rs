@@ -45,7 +45,7 @@ fn readme_lists_every_tool_the_catalog_registers() {
 
 /// Every family `src/telemetry/metrics.rs` defines (each through `opts("name", …)` or
 /// `hopts("name", …)`), whether or not it has a series yet.
-fn defined_families() -> Vec<String> {
+pub fn defined_families() -> Vec<String> {
     let source = read("src/telemetry/metrics.rs");
     source
         .split("opts(")

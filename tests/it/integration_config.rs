@@ -1,12 +1,13 @@
 //! The integrations' configuration: nothing registered when unconfigured, each section
-//! validated naming the key, a bad kubeconfig, and the commented examples in config.toml.
+//! validated naming the key, a bad kubeconfig, the commented examples in config.toml, and
+//! one client per integration built in one place.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use sre_agent::config::Config;
+use sre_agent::integrations::Upstreams;
 use sre_agent::telemetry::Metrics;
-use sre_agent::tools::ToolRegistry;
-use sre_agent::tools::catalog::register_integrations;
 
 use crate::support::test_config;
 use crate::support::tool_registry::{load_err, registry};
@@ -61,7 +62,7 @@ fn integration_sections_are_validated_naming_the_key() {
 }
 
 #[test]
-fn a_bad_kubeconfig_fails_at_registration_naming_the_file() {
+fn a_bad_kubeconfig_fails_when_the_clients_are_built_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let kc = dir.path().join("kubeconfig");
     std::fs::write(&kc, "not: [valid").unwrap();
@@ -70,8 +71,10 @@ fn a_bad_kubeconfig_fails_at_registration_naming_the_file() {
         kc.display().to_string()
     );
     let config = test_config(dir.path(), &toml);
-    let mut r = ToolRegistry::new(Arc::new(Metrics::new("m")), 4000);
-    let err = format!("{:#}", register_integrations(&mut r, &config).unwrap_err());
+    let err = match Upstreams::from_config(&config) {
+        Ok(_) => panic!("a bad kubeconfig must be refused"),
+        Err(e) => e.to_string(),
+    };
     assert!(err.contains("kubernetes.kubeconfig"), "{err}");
 }
 
@@ -81,7 +84,12 @@ fn build_registry_adds_the_configured_integration_tools_next_to_the_core_ones() 
     let dir = tempfile::tempdir().unwrap();
     let toml = "[truenas]\nurl = \"https://nas.lan\"\napi_key = \"k\"\n";
     let config = test_config(dir.path(), toml);
-    let r = sre_agent::tools::build_registry(&config, Arc::new(Metrics::new("m"))).unwrap();
+    let r = sre_agent::tools::build_registry(
+        &config,
+        &Upstreams::from_config(&config).unwrap(),
+        Arc::new(Metrics::new("m")),
+    )
+    .unwrap();
     let names = r.names();
     assert!(names.contains(&"current_time"), "{names:?}");
     assert!(names.contains(&"truenas_pools"), "{names:?}");
@@ -134,4 +142,54 @@ fn the_commented_integration_examples_in_config_toml_are_valid_when_uncommented(
         ["proxmox", "pbs", "truenas"],
         "kubernetes stays off in the example"
     );
+}
+
+/// The `.rs` files under `dir`, recursively.
+fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(rust_files(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The tools, the evidence, the health sweep, the report, the health checker and the
+/// annotations read through the clients `Upstreams::from_config` builds: a part that built
+/// its own would hold a second connection pool (or Kubernetes connection) to the same
+/// upstream.
+#[test]
+fn each_integration_client_is_built_once_in_upstreams_and_nowhere_else() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let clients = [
+        "PrometheusClient",
+        "LokiClient",
+        "GrafanaClient",
+        "AlertmanagerClient",
+        "KubeClient",
+        "ProxmoxClient",
+        "PbsClient",
+        "TruenasClient",
+    ];
+    let mut built = Vec::new();
+    for file in rust_files(&src) {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let name = file.strip_prefix(&src).unwrap().display().to_string();
+        for client in clients {
+            for _ in text.matches(&format!("{client}::new(")) {
+                built.push(format!("{name}: {client}"));
+            }
+        }
+    }
+    built.sort();
+    let mut expected: Vec<String> = clients
+        .iter()
+        .map(|c| format!("integrations/upstreams.rs: {c}"))
+        .collect();
+    expected.sort();
+    assert_eq!(built, expected);
 }

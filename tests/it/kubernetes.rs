@@ -197,7 +197,7 @@ async fn a_kubernetes_403_names_the_missing_verb_resource_and_namespace() {
 }
 
 #[tokio::test]
-async fn pod_logs_are_capped_by_the_tool_output_budget_keeping_the_newest_lines() {
+async fn pod_logs_are_capped_by_the_tool_output_limit_keeping_the_newest_lines() {
     let (_fake, r, _dir) = kube_registry("[llm]\nmax_tool_output_chars = 200\n").await;
     let logs = call(
         &r,

@@ -1,6 +1,6 @@
 //! The label registries are derived: every route of the router, every report collector and
 //! every delivery channel has its series in `/metrics` before any traffic, and every API
-//! route is in the OpenAPI document.
+//! route is in the OpenAPI document. Every metric family is on `/metrics` from the start.
 
 use std::collections::BTreeSet;
 
@@ -85,5 +85,31 @@ async fn every_report_collector_and_delivery_channel_has_series_before_traffic()
     let channels = label_values(&text, "sre_agent_notifications_total", "channel");
     let expected: BTreeSet<String> = Channel::ALL.iter().map(|c| c.label().to_string()).collect();
     assert_eq!(channels, expected);
+    app.stop().await;
+}
+
+/// With one MCP server configured: the restarts of the MCP client are counted per
+/// server, so without one that family has no series to show.
+#[tokio::test]
+async fn every_metric_family_is_exported_before_any_traffic() {
+    let app = spawn_app(
+        "[[mcp.servers]]\nname = \"down\"\nurl = \"http://127.0.0.1:9/mcp\"\ntools = [\"t\"]\n",
+    )
+    .await;
+    let text = app.metrics().await;
+    let missing: Vec<String> = crate::docs::defined_families()
+        .into_iter()
+        .filter(|f| !text.contains(&format!("# TYPE {f} ")))
+        .collect();
+    assert!(missing.is_empty(), "not on /metrics at start: {missing:?}");
+    for series in [
+        "sre_agent_mcp_server_calls_total{status=\"ok\",tool=\"ask\",via=\"http\"} 0",
+        "sre_agent_mcp_server_calls_total{status=\"error\",tool=\"resources/read\",via=\"http\"} 0",
+        "sre_agent_mcp_server_calls_total{status=\"ok\",tool=\"current_time\",via=\"http\"} 0",
+        "sre_agent_mcp_server_call_duration_seconds_count{via=\"http\"} 0",
+        "sre_agent_mcp_client_restarts_total{server=\"down\"} 0",
+    ] {
+        assert!(text.contains(series), "{series} missing");
+    }
     app.stop().await;
 }

@@ -25,7 +25,13 @@ fn reporter(dir: &std::path::Path, toml: &str) -> (Reporter, Arc<Metrics>, Store
     let config = test_config(dir, toml);
     let store = Store::open(&config.server.data_dir).unwrap();
     let metrics = Arc::new(Metrics::new(&config.llm.model));
-    let r = Reporter::new(Arc::new(config), &store, metrics.clone()).unwrap();
+    let r = Reporter::new(
+        Arc::new(config.clone()),
+        sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        &store,
+        metrics.clone(),
+    )
+    .unwrap();
     (r, metrics, store)
 }
 

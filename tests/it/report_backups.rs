@@ -31,7 +31,13 @@ async fn the_weekly_report_lists_overdue_backups_failed_tasks_and_guests_down() 
     let config = test_config(dir.path(), &toml);
     let store = Store::open(&config.server.data_dir).unwrap();
     let metrics = Arc::new(Metrics::new(&config.llm.model));
-    let reporter = Reporter::new(Arc::new(config), &store, metrics).unwrap();
+    let reporter = Reporter::new(
+        Arc::new(config.clone()),
+        sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        &store,
+        metrics,
+    )
+    .unwrap();
     let report = reporter
         .run(ReportRequest {
             trigger: ReportTrigger::Cli,
@@ -105,7 +111,16 @@ async fn without_pbs_or_proxmox_the_report_has_no_backup_section() {
     let dir = tempfile::tempdir().unwrap();
     let config = test_config(dir.path(), "");
     let store = Store::open(&config.server.data_dir).unwrap();
-    let reporter = Reporter::new(Arc::new(config), &store, Arc::new(Metrics::new("m"))).unwrap();
+    let reporter = {
+        let upstreams = sre_agent::integrations::Upstreams::from_config(&config).unwrap();
+        Reporter::new(
+            Arc::new(config),
+            upstreams,
+            &store,
+            Arc::new(Metrics::new("m")),
+        )
+        .unwrap()
+    };
     let report = reporter
         .run(ReportRequest {
             trigger: ReportTrigger::Cli,
@@ -134,7 +149,16 @@ async fn an_unreachable_pbs_becomes_a_note_naming_the_service() {
     );
     let config = test_config(dir.path(), &toml);
     let store = Store::open(&config.server.data_dir).unwrap();
-    let reporter = Reporter::new(Arc::new(config), &store, Arc::new(Metrics::new("m"))).unwrap();
+    let reporter = {
+        let upstreams = sre_agent::integrations::Upstreams::from_config(&config).unwrap();
+        Reporter::new(
+            Arc::new(config),
+            upstreams,
+            &store,
+            Arc::new(Metrics::new("m")),
+        )
+        .unwrap()
+    };
     let report = reporter
         .run(ReportRequest {
             trigger: ReportTrigger::Cli,

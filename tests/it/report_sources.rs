@@ -22,7 +22,13 @@ async fn report(toml: &str) -> Report {
     let config = test_config(dir.path(), toml);
     let store = Store::open(&config.server.data_dir).unwrap();
     let metrics = Arc::new(Metrics::new(&config.llm.model));
-    let reporter = Reporter::new(Arc::new(config), &store, metrics).unwrap();
+    let reporter = Reporter::new(
+        Arc::new(config.clone()),
+        sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        &store,
+        metrics,
+    )
+    .unwrap();
     reporter
         .run(ReportRequest {
             trigger: ReportTrigger::Cli,

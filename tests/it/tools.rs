@@ -26,7 +26,12 @@ fn registry(toml: &str) -> (ToolRegistry, Arc<Metrics>, Config, tempfile::TempDi
     let dir = tempfile::tempdir().unwrap();
     let config = crate::support::test_config(dir.path(), toml);
     let metrics = Arc::new(Metrics::new("test-model"));
-    let reg = build_registry(&config, metrics.clone()).expect("registry builds");
+    let reg = build_registry(
+        &config,
+        &sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        metrics.clone(),
+    )
+    .expect("registry builds");
     (reg, metrics, config, dir)
 }
 

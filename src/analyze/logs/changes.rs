@@ -64,7 +64,7 @@ const MAX_NEW_PER_SERVICE: usize = 2;
 const MAX_CHANGE_FACTS: usize = 9;
 const MAX_CONTEXT: usize = 3;
 /// Time for all the reads: under the sweep's budget for one analyzer
-/// ([`crate::analyze::ANALYZER_BUDGET`]), so what was read is reported rather than the
+/// ([`crate::analyze::ANALYZER_TIME_LIMIT`]), so what was read is reported rather than the
 /// whole analyzer skipped.
 const BUDGET: Duration = Duration::from_millis(3500);
 /// Services read at once (each reads its slices at once).

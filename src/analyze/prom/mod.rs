@@ -161,7 +161,9 @@ pub fn pick<'a>(labels: &'a Labels, keys: &[&'a str]) -> Vec<(&'a str, &'a str)>
         .collect()
 }
 
-/// Escapes `v` for a double-quoted PromQL string.
+/// A label value as the body of a PromQL double-quoted string literal (a raw line break
+/// would end the literal for Prometheus); the one escape of the analyzers, the evidence
+/// and the eval world.
 pub fn escape(v: &str) -> String {
     let mut out = String::with_capacity(v.len());
     for c in v.chars() {
@@ -169,6 +171,7 @@ pub fn escape(v: &str) -> String {
             '\\' => out.push_str("\\\\"),
             '"' => out.push_str("\\\""),
             '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
             c => out.push(c),
         }
     }
@@ -253,7 +256,7 @@ pub fn run_start(values: &[(f64, f64)], bad: impl Fn(f64) -> bool) -> Option<Dat
 /// Points a `since` range query asks for over the window.
 const SINCE_POINTS: u32 = 240;
 /// How many `since` range queries one analyzer run may make, so a fleet in the same bad
-/// state (fifty hosts without NTP) stays within the time budget; the rest are reported
+/// state (fifty hosts without NTP) stays within the time limit; the rest are reported
 /// without since.
 const MAX_SINCE_LOOKUPS: usize = 12;
 

@@ -1,5 +1,5 @@
 //! `GET /alerts`: recent alert groups with their status, counts, last decision (deduped,
-//! cooldown, the storm budget…) and their current investigation.
+//! cooldown, over the daily budget, joined a storm…) and their current investigation.
 
 use axum::Extension;
 use axum::extract::State;

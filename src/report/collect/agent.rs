@@ -114,7 +114,7 @@ pub async fn collect(ctx: &CollectContext) -> Section<AgentData> {
         data.top_findings = top_findings(list, 5);
     }
     let from_store = store.as_deref().map(Counted::from_store);
-    let Some(prom) = &ctx.sources.prometheus else {
+    let Some(prom) = &ctx.upstreams.prometheus else {
         match from_store {
             Some(c) => c.apply(&mut data),
             None => notes.push(not_configured("Prometheus", "prometheus.url")),

@@ -38,7 +38,7 @@ async fn from_prometheus(
     ctx: &CollectContext,
     history: &OnceLock<(Vec<Series>, Duration)>,
 ) -> Section<AlertsData> {
-    let Some(prom) = &ctx.sources.prometheus else {
+    let Some(prom) = &ctx.upstreams.prometheus else {
         return Section::failed(not_configured("Prometheus", "prometheus.url"));
     };
     let step = step_for(ctx.window.length());
@@ -114,7 +114,7 @@ fn summarise(ctx: &CollectContext, series: &[Series], step: Duration) -> AlertsD
 }
 
 async fn from_grafana(ctx: &CollectContext) -> Result<Option<GrafanaAlerting>, String> {
-    let Some(g) = &ctx.sources.grafana else {
+    let Some(g) = &ctx.upstreams.grafana else {
         return Ok(None);
     };
     let (rules, alerts, annotations) = tokio::join!(

@@ -1,4 +1,4 @@
-//! Backup health for the weekly report: PBS backup groups whose newest snapshot is older
+//! The weekly report's backups section: PBS backup groups whose newest snapshot is older
 //! than `pbs.backup_interval`, failed PBS and Proxmox VE tasks in the period, and Proxmox
 //! VE guests that are not running (templates excluded).
 
@@ -8,7 +8,7 @@ use super::CollectContext;
 use crate::config::Config;
 use crate::integrations::pbs::PbsClient;
 use crate::integrations::proxmox::ProxmoxClient;
-use crate::report::model::{BackupHealth, FailedTask, GuestDown, OverdueBackup, Section};
+use crate::report::model::{BackupsData, FailedTask, GuestDown, OverdueBackup, Section};
 
 /// Whether this section applies.
 pub fn configured(config: &Config) -> bool {
@@ -19,17 +19,17 @@ fn at(unix: i64) -> DateTime<Utc> {
     DateTime::from_timestamp(unix, 0).unwrap_or_default()
 }
 
-pub async fn collect(ctx: &CollectContext) -> Section<BackupHealth> {
-    let mut s = Section::<BackupHealth>::default();
+pub async fn collect(ctx: &CollectContext) -> Section<BackupsData> {
+    let mut s = Section::<BackupsData>::default();
     let start = ctx.window.start.timestamp();
     let end = ctx.window.end;
-    if ctx.config.pbs.url.is_some()
-        && let Err(note) = pbs(ctx, &mut s.data, start, end).await
+    if let Some(client) = &ctx.upstreams.pbs
+        && let Err(note) = pbs(ctx, client, &mut s.data, start, end).await
     {
         s.notes.push(note);
     }
-    if ctx.config.proxmox.url.is_some()
-        && let Err(note) = proxmox(ctx, &mut s.data, start).await
+    if let Some(client) = &ctx.upstreams.proxmox
+        && let Err(note) = proxmox(client, &mut s.data, start).await
     {
         s.notes.push(note);
     }
@@ -39,11 +39,11 @@ pub async fn collect(ctx: &CollectContext) -> Section<BackupHealth> {
 
 async fn pbs(
     ctx: &CollectContext,
-    data: &mut BackupHealth,
+    client: &PbsClient,
+    data: &mut BackupsData,
     start: i64,
     end: DateTime<Utc>,
 ) -> Result<(), String> {
-    let client = PbsClient::new(&ctx.config.pbs).map_err(|e| e.to_string())?;
     let limit = chrono::Duration::from_std(ctx.config.pbs.backup_interval.get())
         .unwrap_or(chrono::Duration::hours(26));
     for store in client.datastores().await.map_err(|e| e.to_string())? {
@@ -86,8 +86,7 @@ async fn pbs(
     Ok(())
 }
 
-async fn proxmox(ctx: &CollectContext, data: &mut BackupHealth, start: i64) -> Result<(), String> {
-    let client = ProxmoxClient::new(&ctx.config.proxmox).map_err(|e| e.to_string())?;
+async fn proxmox(client: &ProxmoxClient, data: &mut BackupsData, start: i64) -> Result<(), String> {
     for node in client.nodes().await.map_err(|e| e.to_string())? {
         if node.status != "online" {
             data.guests_down.push(GuestDown {

@@ -6,7 +6,7 @@ use crate::report::model::total;
 use crate::report::model::{CostData, Section};
 
 pub async fn collect(ctx: &CollectContext) -> Section<CostData> {
-    let Some(prom) = &ctx.sources.prometheus else {
+    let Some(prom) = &ctx.upstreams.prometheus else {
         return from_store(ctx);
     };
     let r = ctx.range();

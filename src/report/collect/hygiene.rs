@@ -44,7 +44,7 @@ pub type PromHistory = (Vec<Series>, Duration);
 
 pub async fn collect(ctx: &CollectContext, prom: Option<PromHistory>) -> Section<HygieneData> {
     let mut notes = Vec::new();
-    let rules = match &ctx.sources.prometheus {
+    let rules = match &ctx.upstreams.prometheus {
         Some(p) => match p.rules().await {
             Ok(groups) => rule_infos(&groups),
             Err(e) => {

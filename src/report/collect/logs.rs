@@ -14,7 +14,7 @@ pub const SAMPLE_LIMIT: u32 = 500;
 const DAY: i64 = 86_400;
 
 pub async fn collect(ctx: &CollectContext) -> Section<LogsData> {
-    let Some(loki) = &ctx.sources.loki else {
+    let Some(loki) = &ctx.upstreams.loki else {
         return Section::failed(not_configured("Loki", "loki.url"));
     };
     let w = ctx.window;

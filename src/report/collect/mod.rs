@@ -21,8 +21,8 @@ use chrono_tz::Tz;
 
 use super::model::{Report, ReportData, Section};
 use super::period::ReportWindow;
-use super::sources::Sources;
 use crate::config::Config;
+use crate::integrations::Upstreams;
 use crate::telemetry::Metrics;
 
 pub use logs::normalise_line;
@@ -30,7 +30,8 @@ pub use logs::normalise_line;
 /// What every collector reads.
 pub struct CollectContext {
     pub config: Arc<Config>,
-    pub sources: Sources,
+    /// The shared clients of the configured upstreams.
+    pub upstreams: Upstreams,
     pub window: ReportWindow,
     pub tz: Tz,
     /// The most recent stored report of an earlier period, for "changes".

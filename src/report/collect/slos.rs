@@ -10,7 +10,7 @@ use crate::integrations::{PrometheusClient, UpstreamError};
 use crate::report::model::{Availability, Section, SloStatus, SlosData};
 
 pub async fn collect(ctx: &CollectContext) -> Section<SlosData> {
-    let Some(prom) = &ctx.sources.prometheus else {
+    let Some(prom) = &ctx.upstreams.prometheus else {
         return Section::failed(not_configured("Prometheus", "prometheus.url"));
     };
     let range = ctx.range();

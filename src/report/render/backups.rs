@@ -2,10 +2,10 @@
 //! tasks, and guests that are down.
 
 use super::block::Block;
-use crate::report::model::{BackupHealth, Section};
+use crate::report::model::{BackupsData, Section};
 
 /// Appends the section's heading, notes and tables to `b`.
-pub fn blocks(b: &mut Vec<Block>, s: &Section<BackupHealth>) {
+pub fn blocks(b: &mut Vec<Block>, s: &Section<BackupsData>) {
     b.push(Block::Heading("Backups and virtualisation".into()));
     b.extend(s.notes.iter().map(|n| Block::Note(n.clone())));
     let h = &s.data;

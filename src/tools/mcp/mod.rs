@@ -2,7 +2,7 @@
 //! server becomes `mcp_<server>_<tool>`, with the server's description fenced (it is the
 //! server's text) and its input schema. A call goes to the server over its connection
 //! (`link.rs`, kept up by a supervisor that restarts a server that died, with backoff), waits
-//! at most the server's `timeout`, and comes back as text fitted to the output budget
+//! at most the server's `timeout`, and comes back as text fitted to the output limit
 //! (`render.rs`); while the server is down its tools answer an error saying so. Tools not
 //! on the allow-list are never registered, so the model cannot name them.
 
@@ -29,7 +29,7 @@ pub struct McpTool {
     /// The tool's own name on its server.
     remote: String,
     server: Arc<McpServer>,
-    budget: usize,
+    max_chars: usize,
     /// Said until the server has listed the tool.
     placeholder: &'static str,
 }
@@ -78,10 +78,11 @@ impl Tool for McpTool {
                 "MCP server {server}: {}",
                 link::describe(&e)
             ))),
-            Ok(Ok(CallToolResponse::Complete(result))) => render::result_text(&result, self.budget)
-                .map_err(|text| {
+            Ok(Ok(CallToolResponse::Complete(result))) => {
+                render::result_text(&result, self.max_chars).map_err(|text| {
                     ToolError::Answer(format!("MCP server {server} says the call failed: {text}"))
-                }),
+                })
+            }
             Ok(Ok(_)) => Err(ToolError::Answer(format!(
                 "MCP server {server} asked for input or started a task; sre-agent supports neither"
             ))),
@@ -91,27 +92,33 @@ impl Tool for McpTool {
 
 /// The tools of `[[mcp.servers]]`, each server started (its supervisor runs from now on).
 pub fn build(config: &Config, metrics: &Arc<Metrics>) -> (Vec<Arc<McpServer>>, Vec<McpTool>) {
-    let budget = config.llm.max_tool_output_chars;
+    let max_chars = config.llm.max_tool_output_chars;
     let mut servers = Vec::new();
     let mut tools = Vec::new();
     for spec in &config.mcp.servers {
+        metrics.init_mcp_client(&spec.name);
         let server = McpServer::start(spec.clone(), metrics.clone());
         for remote in &spec.tools {
-            tools.push(tool(spec, remote, &server, budget));
+            tools.push(tool(spec, remote, &server, max_chars));
         }
         servers.push(server);
     }
     (servers, tools)
 }
 
-fn tool(spec: &McpServerConfig, remote: &str, server: &Arc<McpServer>, budget: usize) -> McpTool {
+fn tool(
+    spec: &McpServerConfig,
+    remote: &str,
+    server: &Arc<McpServer>,
+    max_chars: usize,
+) -> McpTool {
     // Names and placeholders are `&'static str` like every tool's; they come from the
     // configuration, once per process.
     McpTool {
         name: Box::leak(spec.tool_name(remote).into_boxed_str()),
         remote: remote.to_string(),
         server: server.clone(),
-        budget,
+        max_chars,
         placeholder: Box::leak(
             format!(
                 "Tool {remote:?} of the operator's MCP server {:?} (not connected yet).",

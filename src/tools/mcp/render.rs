@@ -1,6 +1,6 @@
 //! An MCP tool result as text for the model: text blocks and embedded text resources as
 //! they are (JSON re-serialized compactly), structured content when there is no text,
-//! binary blocks named but not included, the whole fitted to the tool output budget line by
+//! binary blocks named but not included, the whole fitted to the tool output limit line by
 //! line, saying what was dropped.
 
 use rmcp::model::{CallToolResult, ContentBlock, ResourceContents};
@@ -9,16 +9,16 @@ use serde_json::Value;
 use crate::text::truncate;
 use crate::tools::compact::fit_lines;
 
-/// The result's text, at most `budget` characters; `Err` when the server says it failed.
-pub fn result_text(result: &CallToolResult, budget: usize) -> Result<String, String> {
+/// The result's text, at most `max_chars` characters; `Err` when the server says it failed.
+pub fn result_text(result: &CallToolResult, max_chars: usize) -> Result<String, String> {
     let mut parts: Vec<String> = result.content.iter().map(block_text).collect();
     if parts.iter().all(|p| p.trim().is_empty())
         && let Some(structured) = &result.structured_content
     {
         parts = vec![structured.to_string()];
     }
-    // A single line longer than the budget is cut rather than dropped whole.
-    let longest = budget.saturating_sub(80).max(20);
+    // A single line longer than the limit is cut rather than dropped whole.
+    let longest = max_chars.saturating_sub(80).max(20);
     let lines: Vec<String> = parts
         .iter()
         .flat_map(|p| p.lines().map(|l| truncate(l, longest)).collect::<Vec<_>>())
@@ -26,7 +26,7 @@ pub fn result_text(result: &CallToolResult, budget: usize) -> Result<String, Str
     let text = if lines.is_empty() {
         "(the tool returned nothing)".to_string()
     } else {
-        fit_lines("", &lines, "lines", budget)
+        fit_lines("", &lines, "lines", max_chars)
             .trim_start_matches('\n')
             .to_string()
     };
@@ -57,7 +57,7 @@ fn block_text(block: &ContentBlock) -> String {
     }
 }
 
-/// JSON text without its indentation (the budget is better spent on values); other text as is.
+/// JSON text without its indentation (the characters are better spent on values); other text as is.
 fn compact_json(text: &str) -> String {
     let trimmed = text.trim_start();
     if (trimmed.starts_with('{') || trimmed.starts_with('['))
@@ -101,7 +101,7 @@ mod tests {
     }
 
     #[test]
-    fn an_error_result_is_an_error_and_an_oversized_one_fits_the_budget() {
+    fn an_error_result_is_an_error_and_an_oversized_one_fits_the_limit() {
         let r = result(vec![ContentBlock::text("unknown timezone")], true);
         assert_eq!(result_text(&r, 1000).unwrap_err(), "unknown timezone");
         let big = (0..10_000)

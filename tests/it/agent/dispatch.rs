@@ -266,7 +266,13 @@ async fn queued_investigations_can_be_cancelled_noted_counted_and_listed_by_time
     let store = Store::open(&config.server.data_dir).unwrap();
     let metrics = Arc::new(Metrics::new(&config.llm.model));
     sre_agent::install_crypto_provider();
-    let d = Dispatcher::new(&config, &store, metrics.clone()).unwrap();
+    let d = Dispatcher::new(
+        &config,
+        &sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        &store,
+        metrics.clone(),
+    )
+    .unwrap();
     let before = chrono::Utc::now();
     let a = d.submit(request("a")).await.unwrap();
     let b = d.submit(request("b")).await.unwrap();

@@ -367,10 +367,10 @@ async fn the_api_key_is_only_in_the_authorization_header_never_in_bodies_or_even
 }
 
 #[tokio::test]
-async fn the_token_budget_stops_the_loop_and_asks_for_the_finding_without_tools() {
+async fn the_token_limit_stops_the_loop_and_asks_for_the_finding_without_tools() {
     let fake = FakeLlm::start(vec![
         tool_calls(&[("call_1", "current_time", "{}")], (900, 200, 0)),
-        answer(&finding_json("over budget", "call_1"), (10, 1, 0)),
+        answer(&finding_json("over the token limit", "call_1"), (10, 1, 0)),
     ])
     .await;
     let app = spawn_app(&fake.config("max_tokens_per_investigation = 1000")).await;
@@ -437,7 +437,12 @@ fn the_first_request_with_every_tool_on_stays_under_8_kb() {
     );
     sre_agent::install_crypto_provider();
     let metrics = std::sync::Arc::new(sre_agent::telemetry::Metrics::new("m"));
-    let tools = sre_agent::agent::build_tools(&config, metrics).unwrap();
+    let tools = sre_agent::agent::build_tools(
+        &config,
+        &sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        metrics,
+    )
+    .unwrap();
     assert!(tools.names().len() >= 10, "{:?}", tools.names());
     let body = sre_agent::agent::first_request_body(
         &config.llm,

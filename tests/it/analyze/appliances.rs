@@ -1,4 +1,4 @@
-//! The Proxmox VE, PBS and TrueNAS analyzers, built by `Sweep::from_config` from a config
+//! The Proxmox VE, PBS and TrueNAS analyzers, built by `Sweep::new` from a config
 //! naming each appliance, against fakes answering the real API's JSON: a cluster of three
 //! nodes with guests stopped for different reasons (and decoys stopped for none), storage
 //! filling, failed and routine tasks; a backup server with stale groups among daily and
@@ -17,7 +17,10 @@ async fn sweep(toml: &str) -> (Vec<Fact>, Vec<String>, DateTime<Utc>) {
     sre_agent::install_crypto_provider();
     let dir = tempfile::tempdir().unwrap();
     let config = test_config(dir.path(), toml);
-    let sweep = Sweep::from_config(&config).unwrap();
+    let sweep = Sweep::new(
+        &config,
+        &sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+    );
     let now = Utc::now();
     let report = sweep
         .run(Scope::new(now, Some(now - TimeDelta::minutes(20))))

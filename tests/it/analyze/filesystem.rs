@@ -101,7 +101,7 @@ async fn the_range_tool_returns_the_fill_as_a_typed_fact_with_its_time_to_full()
     let client = world.client();
     let tool = PrometheusQueryRange {
         client: client.clone(),
-        budget: 4000,
+        max_chars: 4000,
         hints: std::sync::Arc::new(PromNoData::new(client)),
     };
     let args = serde_json::json!({

@@ -63,7 +63,11 @@ async fn a_storage_filling_fast_gets_its_rate_and_eta_and_a_steady_one_of_the_sa
         fake.url
     );
     sre_agent::install_crypto_provider();
-    let sweep = Sweep::from_config(&test_config(dir.path(), &toml)).unwrap();
+    let config = test_config(dir.path(), &toml);
+    let sweep = Sweep::new(
+        &config,
+        &sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+    );
     let now = Utc::now();
     let report = sweep
         .run(Scope::new(now, Some(now - TimeDelta::minutes(10))))

@@ -140,7 +140,12 @@ fn misbehaving(
             serde_json::to_string(tools).unwrap()
         ),
     );
-    build_registry(&config, Arc::new(Metrics::new("m"))).unwrap()
+    build_registry(
+        &config,
+        &sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        Arc::new(Metrics::new("m")),
+    )
+    .unwrap()
 }
 
 async fn up(reg: &sre_agent::tools::ToolRegistry) {
@@ -299,7 +304,12 @@ async fn an_mcp_server_over_streamable_http_is_reached_with_its_token_or_header_
              tools = [\"current_time\"]\n"
         ),
     );
-    let reg = build_registry(&config, Arc::new(Metrics::new("m"))).unwrap();
+    let reg = build_registry(
+        &config,
+        &sre_agent::integrations::Upstreams::from_config(&config).unwrap(),
+        Arc::new(Metrics::new("m")),
+    )
+    .unwrap();
     for tool in ["mcp_bytoken_current_time", "mcp_byheader_current_time"] {
         let out = eventually(Duration::from_secs(60), tool, || {
             let reg = reg.clone();

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use sre_agent::config::{Config, ConfigSource};
+use sre_agent::integrations::Upstreams;
 use sre_agent::telemetry::Metrics;
 use sre_agent::tools::ToolRegistry;
 use sre_agent::tools::catalog::{register_integrations, validate};
@@ -19,7 +20,8 @@ pub fn registry(config: &Config) -> ToolRegistry {
         Arc::new(Metrics::new("test-model")),
         config.llm.max_tool_output_chars,
     );
-    register_integrations(&mut r, config).expect("integration tools register");
+    let upstreams = Upstreams::from_config(config).expect("upstream clients build");
+    register_integrations(&mut r, config, &upstreams).expect("integration tools register");
     r
 }
 

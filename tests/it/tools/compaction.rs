@@ -1,4 +1,4 @@
-//! Compaction of range queries, vectors and log lines into the tool output budget.
+//! Compaction of range queries, vectors and log lines into the tool output limit.
 
 use sre_agent::integrations::loki::LogStream;
 use sre_agent::integrations::prometheus::{Labels, Sample, Series};
@@ -44,7 +44,7 @@ fn numbers_have_three_significant_digits_and_obvious_units() {
 }
 
 #[test]
-fn range_series_are_summarised_sorted_and_dropped_within_budget() {
+fn range_series_are_summarised_sorted_and_dropped_within_the_limit() {
     let series: Vec<Series> = (0..50)
         .map(|i| Series {
             metric: labels(&[("job", "node"), ("instance", &format!("host-{i}:9100"))]),
@@ -134,7 +134,7 @@ fn log_lines_group_by_pattern_with_counts_and_one_example() {
 }
 
 #[test]
-fn output_never_exceeds_the_budget() {
+fn output_never_exceeds_the_limit() {
     let lines: Vec<String> = (0..100)
         .map(|i| format!("line {i} {}", "x".repeat(i)))
         .collect();
@@ -145,7 +145,7 @@ fn output_never_exceeds_the_budget() {
 }
 
 #[test]
-fn computed_lines_travel_with_their_series_and_the_budget_still_holds() {
+fn computed_lines_travel_with_their_series_and_the_limit_still_holds() {
     let gib = 1024.0_f64.powi(3);
     let series: Vec<Series> = (0..20)
         .map(|i| Series {

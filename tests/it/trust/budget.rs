@@ -291,8 +291,9 @@ async fn a_report_over_the_cost_budget_is_sent_with_its_plain_summary_saying_why
     );
     let store = Store::open(&config.server.data_dir).unwrap();
     let metrics = Arc::new(Metrics::new(&config.llm.model));
-    let dispatcher = Dispatcher::new(&config, &store, metrics.clone()).unwrap();
-    let reports = Reporter::new(Arc::new(config), &store, metrics.clone())
+    let upstreams = sre_agent::integrations::Upstreams::from_config(&config).unwrap();
+    let dispatcher = Dispatcher::new(&config, &upstreams, &store, metrics.clone()).unwrap();
+    let reports = Reporter::new(Arc::new(config), upstreams, &store, metrics.clone())
         .unwrap()
         .with_dispatcher(dispatcher.clone());
     let request = |now| ReportRequest {

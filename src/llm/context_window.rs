@@ -1,4 +1,4 @@
-//! The context budget: an estimate of a request's prompt tokens (characters / 3.5, scaled
+//! The model's context window: an estimate of a request's prompt tokens (characters / 3.5, scaled
 //! by what the server counted for earlier requests), and fitting a conversation into the
 //! model's window by summarising the fenced data of older messages. Only the inside of a
 //! `<data …>` … `</data>` fence is ever shortened, by whole lines, so no fence is cut, no
@@ -76,13 +76,13 @@ pub struct Fit {
 
 /// A model's context window and how full a request would make it.
 #[derive(Clone, Debug)]
-pub struct ContextBudget {
+pub struct ContextWindow {
     context_tokens: u64,
     /// Measured prompt tokens per estimated token (from the server's usage); 1 at first.
     scale: f64,
 }
 
-impl ContextBudget {
+impl ContextWindow {
     pub fn new(context_tokens: u64) -> Self {
         Self {
             context_tokens,
@@ -286,7 +286,7 @@ mod tests {
     fn the_estimate_is_characters_over_three_and_a_half_plus_message_overhead() {
         let m = [ChatMessage::User("x".repeat(35))];
         assert_eq!(estimate_tokens(&m, &[]), 10 + MESSAGE_OVERHEAD);
-        let mut b = ContextBudget::new(8192);
+        let mut b = ContextWindow::new(8192);
         assert_eq!(b.prompt_limit(), 8192 - 1024);
         b.calibrate(100, 150);
         assert_eq!(b.estimate(&m, &[]), 21);
@@ -296,7 +296,7 @@ mod tests {
     fn a_conversation_that_fits_is_left_alone() {
         let mut m = conversation(1);
         let before = m.clone();
-        let fit = ContextBudget::new(8192).fit(&mut m, &[]);
+        let fit = ContextWindow::new(8192).fit(&mut m, &[]);
         assert!(fit.fits && fit.summarised == 0);
         assert_eq!(m, before);
     }
@@ -304,9 +304,9 @@ mod tests {
     #[test]
     fn older_tool_output_is_summarised_first_keeping_ids_fences_and_computed_figures() {
         let mut m = conversation(6);
-        let budget = ContextBudget::new(2048);
-        assert!(budget.estimate(&m, &[]) > budget.prompt_limit());
-        let fit = budget.fit(&mut m, &[]);
+        let window = ContextWindow::new(2048);
+        assert!(window.estimate(&m, &[]) > window.prompt_limit());
+        let fit = window.fit(&mut m, &[]);
         assert!(fit.fits, "{fit:?}");
         assert!(fit.summarised >= 1);
         // The oldest result was summarised, the newest kept whole.
@@ -343,7 +343,7 @@ mod tests {
     #[test]
     fn when_summaries_are_not_enough_the_data_is_left_out_but_the_fences_stay() {
         let mut m = conversation(6);
-        let fit = ContextBudget::new(1024).fit(&mut m, &[]);
+        let fit = ContextWindow::new(1024).fit(&mut m, &[]);
         for msg in &m {
             if let ChatMessage::Tool { content, .. } = msg {
                 assert!(content.starts_with("<data source=\"tool\">\n"), "{content}");
