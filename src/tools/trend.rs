@@ -56,8 +56,8 @@ impl Measure {
     pub fn unit(self) -> Option<Unit> {
         match self {
             Self::FreeBytes => Some(Unit::Bytes),
-            Self::Used { .. } | Self::Free { .. } => Some(Unit::Plain),
-            Self::Other => None,
+            // A share is shown in the unit the query states (a fraction or `%`).
+            Self::Used { .. } | Self::Free { .. } | Self::Other => None,
         }
     }
 
@@ -157,7 +157,7 @@ fn fit(values: &[(f64, f64)]) -> Option<Fit> {
 fn human(v: f64, unit: Unit) -> String {
     let s = format_number(v, unit);
     match unit {
-        Unit::Bytes => match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Unit::Bytes | Unit::BytesPerSecond => match s.find(|c: char| c.is_ascii_alphabetic()) {
             Some(i) => format!("{} {}", &s[..i], &s[i..]),
             None => s,
         },
