@@ -155,9 +155,10 @@ pub fn format_number(v: f64, unit: Unit) -> String {
         Unit::Seconds if a >= 86_400.0 => format!("{}d", sig3(v / 86_400.0)),
         Unit::Seconds if a >= 3_600.0 => format!("{}h", sig3(v / 3_600.0)),
         Unit::Seconds => format!("{}s", sig3(v)),
-        Unit::Minutes => format_number(v * 60.0, Unit::Seconds),
-        Unit::Hours => format_number(v * 3_600.0, Unit::Seconds),
-        Unit::Days => format_number(v * 86_400.0, Unit::Seconds),
+        // The number the query computed, so it reads as the query meant it.
+        Unit::Minutes => format!("{}min", sig3(v)),
+        Unit::Hours => format!("{}h", sig3(v)),
+        Unit::Days => format!("{}d", sig3(v)),
         Unit::Percent => format!("{}%", sig3(v)),
         Unit::Celsius => format!("{}°C", sig3(v)),
         Unit::BytesPerSecond => format!("{}/s", format_number(v, Unit::Bytes)),

@@ -3,13 +3,15 @@
 //! and for a gauge moving toward a limit (free bytes falling to 0, a used share rising to
 //! 100 %) the time until it gets there. [`Measure`] recognises such gauges from the query:
 //! `*_avail_bytes` / `*_free_bytes` alone, or divided by `*_size_bytes` (free share), or
-//! `1 - avail/size` (used share), in fractions or percent.
+//! `1 - avail/size` (used share), in fractions or percent; or a usage the query's units
+//! make a share ([`share_scale`]: `100 * x_used_bytes / x_capacity_bytes`, `x_usage_ratio`).
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
 use super::format::{Unit, format_number, humanize, without_strings};
+use super::units::share_scale;
 use crate::analyze::{
     Entity, Fact, FactClass, Quantity, Rate, Severity, Source, Unit as AUnit, host_of,
 };
@@ -79,7 +81,9 @@ impl Measure {
             .into_iter()
             .filter(|v| v.is_finite())
             .fold(0.0_f64, |a, v| a.max(v.abs()));
-        let scale = if q.contains("*100") || q.contains("100*") || biggest > 1.5 {
+        let share = share_scale(query);
+        let percent_text = share.is_none() && (q.contains("*100") || q.contains("100*"));
+        let scale = if share == Some(100.0) || percent_text || biggest > 1.5 {
             100.0
         } else {
             1.0
@@ -102,8 +106,7 @@ impl Measure {
         let usage = ["used", "usage", "utilization", "utilisation"]
             .iter()
             .any(|w| q.contains(w));
-        let share = q.contains("_ratio") || q.contains("_percent");
-        if usage && share {
+        if usage && share.is_some() {
             return Self::Used { full: scale };
         }
         Self::Other
@@ -284,7 +287,10 @@ pub fn used_note(value: f64, measure: Measure, size: Option<f64>) -> String {
             human(size, Unit::Bytes),
             human(value, Unit::Bytes)
         ),
-        (Measure::Used { full }, _) => format!(" (used {:.1} %)", value * 100.0 / full),
+        // A percentage used is already printed as one.
+        (Measure::Used { full }, _) if full != 100.0 => {
+            format!(" (used {:.1} %)", value * 100.0 / full)
+        }
         (Measure::Free { scale }, _) => format!(" (used {:.1} %)", 100.0 - value * 100.0 / scale),
         _ => String::new(),
     }
@@ -440,6 +446,15 @@ mod tests {
         assert_eq!(
             Measure::of("rate(node_cpu_seconds_total[5m])", []),
             Measure::Other
+        );
+        let pvc = "100 * kubelet_volume_stats_used_bytes / kubelet_volume_stats_capacity_bytes";
+        assert_eq!(Measure::of(pvc, []), Measure::Used { full: 100.0 });
+        // CPU seconds per second is a share of a core with no "full".
+        let cpu = "100 * rate(container_cpu_usage_seconds_total[5m])";
+        assert_eq!(Measure::of(cpu, [50.0]), Measure::Other);
+        assert_eq!(
+            Measure::of("node_memory_usage_ratio", []),
+            Measure::Used { full: 1.0 }
         );
         assert_eq!(
             size_metric("node_filesystem_avail_bytes").unwrap(),

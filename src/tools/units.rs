@@ -58,6 +58,32 @@ pub fn unit_of(query: &str) -> Unit {
     parse(query).map_or(Unit::Plain, |e| display(kind(&e)))
 }
 
+/// The scale of a share of a whole the query computes (1 for a ratio, 100 for a
+/// percentage): used or free bytes over a size, a `_ratio` or `_percent` gauge. Per-second
+/// shares (`rate` of CPU seconds) are none: they have no "full".
+pub fn share_scale(query: &str) -> Option<f64> {
+    let e = parse(query)?;
+    if per_second(&e) {
+        return None;
+    }
+    match kind(&e) {
+        Kind::Value(Base::Ratio) => Some(1.0),
+        Kind::Value(Base::Percent) => Some(100.0),
+        _ => None,
+    }
+}
+
+fn per_second(e: &Expr) -> bool {
+    match e {
+        Expr::Call(f, args) => {
+            matches!(f.as_str(), "rate" | "irate" | "deriv") || args.iter().any(per_second)
+        }
+        Expr::Neg(e) => per_second(e),
+        Expr::Binary { lhs, rhs, .. } => per_second(lhs) || per_second(rhs),
+        Expr::Number(_) | Expr::Str | Expr::Selector(_) => false,
+    }
+}
+
 fn display(k: Kind) -> Unit {
     match k {
         Kind::Value(b) | Kind::Counter(b) => match b {

@@ -140,6 +140,8 @@ fn seconds_divided_into_minutes_hours_and_days_say_so() {
     ]);
     assert_eq!(format_number(4.0, Unit::Hours), "4h");
     assert_eq!(format_number(2.5, Unit::Days), "2.5d");
+    assert_eq!(format_number(72.0, Unit::Hours), "72h");
+    assert_eq!(format_number(90.0, Unit::Minutes), "90min");
     assert_eq!(format_number(88.8, Unit::Percent), "88.8%");
     assert_eq!(format_number(2048.0, Unit::BytesPerSecond), "2KiB/s");
     assert_eq!(format_number(41.5, Unit::Celsius), "41.5°C");
