@@ -238,8 +238,10 @@ const AGGREGATIONS: [&str; 14] = [
     "limit_ratio",
 ];
 
-/// Deep enough for any real query; bounds the recursion on hostile input.
-const MAX_DEPTH: usize = 64;
+/// Nested `expr` calls allowed: each parenthesis or call goes through every level of
+/// [`LEVELS`], so this is 32 nestings, deeper than any real query, and bounds the
+/// recursion on hostile input.
+const MAX_DEPTH: usize = 32 * (LEVELS.len() + 1);
 
 struct Parser {
     toks: Vec<Tok>,

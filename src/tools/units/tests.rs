@@ -271,6 +271,12 @@ fn the_parser_reads_promql_syntax_around_the_unit() {
     ] {
         assert_eq!(unit_of(bad), Unit::Plain, "{bad:?}");
     }
+    let nested = format!(
+        "{}node_memory_MemFree_bytes{}",
+        "sum(".repeat(20),
+        ")".repeat(20)
+    );
+    assert_eq!(unit_of(&nested), Unit::Bytes);
     let deep = format!("{}x_bytes{}", "(".repeat(10_000), ")".repeat(10_000));
     assert_eq!(unit_of(&deep), Unit::Plain);
     assert_eq!(
