@@ -215,3 +215,18 @@ fn published_alert_expressions_get_the_unit_their_metrics_and_operators_give() {
         }
     }
 }
+
+#[test]
+fn every_cut_of_a_published_expression_is_read_without_panicking() {
+    for (q, _) in NODE_MIXIN
+        .iter()
+        .chain(KUBERNETES_MIXIN)
+        .chain(AWESOME_PROMETHEUS_ALERTS)
+    {
+        for (i, _) in q.char_indices() {
+            // A query cut short (or its tail) is no PromQL or another one: any unit, no panic.
+            let _ = unit_of(&q[..i]);
+            let _ = unit_of(&q[i..]);
+        }
+    }
+}
