@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use sre_agent::integrations::loki::LogStream;
 use sre_agent::integrations::prometheus::{Labels, Series};
 use sre_agent::tools::compact::{Unit, compact_logs, compact_matrix};
+use sre_agent::tools::units::unit_of;
 
 const BUDGET: usize = 4_000;
 
@@ -69,11 +70,7 @@ fn median(runs: usize, mut f: impl FnMut()) -> Duration {
 
 fn main() {
     let matrix = series(1_000, 250);
-    let out = compact_matrix(
-        &matrix,
-        Unit::guess("rate(node_cpu_seconds_total[5m])"),
-        BUDGET,
-    );
+    let out = compact_matrix(&matrix, unit_of("rate(node_cpu_seconds_total[5m])"), BUDGET);
     let t = median(50, || {
         black_box(compact_matrix(black_box(&matrix), Unit::Plain, BUDGET));
     });

@@ -68,7 +68,7 @@ pub fn summary(annotations: &Labels) -> String {
     truncate(text, 160)
 }
 
-/// How values of a query are best shown.
+/// How values of a query are best shown (inferred by [`super::units::unit_of`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unit {
     Plain,
@@ -80,40 +80,15 @@ pub enum Unit {
     /// Seconds computed against `time()` (`x - time()`, `time() - x`): the raw value with
     /// the duration in words (see [`value_note`]).
     Duration,
-}
-
-/// Words in a query that name a Unix timestamp.
-const TIMESTAMP_WORDS: [&str; 6] = [
-    "timestamp",
-    "_time_seconds",
-    "expiry",
-    "expire",
-    "last_success",
-    "boot_time",
-];
-
-impl Unit {
-    /// Guesses the unit from metric names in a query (`_seconds`, `_bytes`); counters
-    /// (`_total`, `_count`) and rates of them stay plain.
-    pub fn guess(query: &str) -> Self {
-        let q = without_strings(&query.to_ascii_lowercase());
-        let q: String = q.chars().filter(|c| !c.is_whitespace()).collect();
-        let q = left_of_comparison(&q);
-        let computed = q.contains('/') || q.contains('*') || q.contains("rate(");
-        if q.contains("_total") || q.contains("_count") || q.contains("count(") {
-            Self::Plain
-        } else if q.contains("time()") && q.contains('-') && !computed {
-            Self::Duration
-        } else if TIMESTAMP_WORDS.iter().any(|w| q.contains(w)) && !computed {
-            Self::Timestamp
-        } else if q.contains("_bytes") {
-            Self::Bytes
-        } else if q.contains("_seconds") && !q.contains("_timestamp_seconds") {
-            Self::Seconds
-        } else {
-            Self::Plain
-        }
-    }
+    /// Percent (`100 * used / size`).
+    Percent,
+    Celsius,
+    /// Seconds divided by 60, 3600 or 86400 (`x_seconds / 3600`).
+    Minutes,
+    Hours,
+    Days,
+    /// The rate of a byte counter.
+    BytesPerSecond,
 }
 
 /// `query` with the contents of its string literals removed: a `/` in a mountpoint or a
@@ -143,22 +118,6 @@ pub fn without_strings(query: &str) -> String {
         }
     }
     out
-}
-
-/// The left side of a top-level comparison (`x - time() < 14 * 86400`, an alert rule's
-/// expression): its values are what such a query returns.
-fn left_of_comparison(q: &str) -> &str {
-    let mut depth = 0i32;
-    for (i, c) in q.char_indices() {
-        match c {
-            '(' | '{' | '[' => depth += 1,
-            ')' | '}' | ']' => depth -= 1,
-            '<' | '>' if depth == 0 => return &q[..i],
-            '=' | '!' if depth == 0 && q[i + 1..].starts_with('=') => return &q[..i],
-            _ => {}
-        }
-    }
-    q
 }
 
 /// `v` with 3 significant digits, trailing zeros removed.
@@ -196,6 +155,13 @@ pub fn format_number(v: f64, unit: Unit) -> String {
         Unit::Seconds if a >= 86_400.0 => format!("{}d", sig3(v / 86_400.0)),
         Unit::Seconds if a >= 3_600.0 => format!("{}h", sig3(v / 3_600.0)),
         Unit::Seconds => format!("{}s", sig3(v)),
+        // The number the query computed, so it reads as the query meant it.
+        Unit::Minutes => format!("{}min", sig3(v)),
+        Unit::Hours => format!("{}h", sig3(v)),
+        Unit::Days => format!("{}d", sig3(v)),
+        Unit::Percent => format!("{}%", sig3(v)),
+        Unit::Celsius => format!("{}°C", sig3(v)),
+        Unit::BytesPerSecond => format!("{}/s", format_number(v, Unit::Bytes)),
         Unit::Bytes => {
             let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
             let mut x = v;
@@ -261,6 +227,7 @@ pub fn value_note(v: f64, unit: Unit, at: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::units::unit_of;
 
     #[test]
     fn sizes_and_ages_read_like_a_human_wrote_them() {
@@ -282,7 +249,7 @@ mod tests {
             // A URL in a label value is neither a division nor a metric name.
             "probe_ssl_earliest_cert_expiry{instance=\"https://nas.home.lan\",job=\"x_total\"}",
         ] {
-            assert_eq!(Unit::guess(q), Unit::Timestamp, "{q}");
+            assert_eq!(unit_of(q), Unit::Timestamp, "{q}");
         }
         for q in [
             "probe_ssl_earliest_cert_expiry - time()",
@@ -291,11 +258,11 @@ mod tests {
             // An alert rule's expression: the values are its left side's.
             "probe_ssl_earliest_cert_expiry - time() < 14 * 86400",
         ] {
-            assert_eq!(Unit::guess(q), Unit::Duration, "{q}");
+            assert_eq!(unit_of(q), Unit::Duration, "{q}");
         }
-        assert_eq!(Unit::guess("(x_expiry - time()) / 86400"), Unit::Plain);
-        assert_eq!(Unit::guess("rate(node_cpu_seconds_total[5m])"), Unit::Plain);
-        assert_eq!(Unit::guess("probe_duration_seconds"), Unit::Seconds);
+        assert_eq!(unit_of("(x_expiry - time()) / 86400"), Unit::Days);
+        assert_eq!(unit_of("rate(node_cpu_seconds_total[5m])"), Unit::Plain);
+        assert_eq!(unit_of("probe_duration_seconds"), Unit::Seconds);
 
         let at = 1_795_568_000.0; // 2026-11-25 00:53 UTC
         let v = at + 5.0 * 86_400.0;

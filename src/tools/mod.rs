@@ -30,6 +30,7 @@ mod schema;
 mod steps;
 pub mod trend;
 pub mod truenas;
+pub mod units;
 
 use async_trait::async_trait;
 use serde_json::Value;

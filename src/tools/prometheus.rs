@@ -12,13 +12,13 @@ use serde_json::{Value, json};
 use super::ToolOutput;
 use super::args::{ArgError, ago, arg, parse_duration, parse_time, required};
 use super::compact::{
-    Unit, compact_matrix, compact_matrix_with, compact_vector_with, fit_lines, format_labels,
-    value_note,
+    compact_matrix, compact_matrix_with, compact_vector_with, fit_lines, format_labels, value_note,
 };
 use super::format::{age, humanize, summary};
 use super::no_data::PromNoData;
 use super::promql::selectors;
 use super::trend::{self, Measure, Sizes, join_key, size_metric};
+use super::units::unit_of;
 use crate::analyze::Source;
 
 use super::{Tool, ToolError};
@@ -138,7 +138,7 @@ impl Tool for PrometheusQuery {
         let time = arg(&args, "time")
             .map(|t| parse_time(t, Utc::now()))
             .transpose()?;
-        let unit = Unit::guess(query);
+        let unit = unit_of(query);
         let result = self.client.query(query, time).await?;
         let at = time.unwrap_or_else(Utc::now);
         Ok(match result {
@@ -281,7 +281,7 @@ impl Tool for PrometheusQueryRange {
         } else {
             Sizes::new()
         };
-        let unit = measure.unit().unwrap_or_else(|| Unit::guess(query));
+        let unit = measure.unit().unwrap_or_else(|| unit_of(query));
         let window = Some((end.timestamp() as f64, step.as_secs_f64()));
         let facts = series
             .iter()

@@ -3,13 +3,15 @@
 //! and for a gauge moving toward a limit (free bytes falling to 0, a used share rising to
 //! 100 %) the time until it gets there. [`Measure`] recognises such gauges from the query:
 //! `*_avail_bytes` / `*_free_bytes` alone, or divided by `*_size_bytes` (free share), or
-//! `1 - avail/size` (used share), in fractions or percent.
+//! `1 - avail/size` (used share), in fractions or percent; or a usage the query's units
+//! make a share ([`share_scale`]: `100 * x_used_bytes / x_capacity_bytes`, `x_usage_ratio`).
 
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
 use super::format::{Unit, format_number, humanize, without_strings};
+use super::units::share_scale;
 use crate::analyze::{
     Entity, Fact, FactClass, Quantity, Rate, Severity, Source, Unit as AUnit, host_of,
 };
@@ -56,8 +58,8 @@ impl Measure {
     pub fn unit(self) -> Option<Unit> {
         match self {
             Self::FreeBytes => Some(Unit::Bytes),
-            Self::Used { .. } | Self::Free { .. } => Some(Unit::Plain),
-            Self::Other => None,
+            // A share is shown in the unit the query states (a fraction or `%`).
+            Self::Used { .. } | Self::Free { .. } | Self::Other => None,
         }
     }
 
@@ -79,7 +81,9 @@ impl Measure {
             .into_iter()
             .filter(|v| v.is_finite())
             .fold(0.0_f64, |a, v| a.max(v.abs()));
-        let scale = if q.contains("*100") || q.contains("100*") || biggest > 1.5 {
+        let share = share_scale(query);
+        let percent_text = share.is_none() && (q.contains("*100") || q.contains("100*"));
+        let scale = if share == Some(100.0) || percent_text || biggest > 1.5 {
             100.0
         } else {
             1.0
@@ -102,8 +106,7 @@ impl Measure {
         let usage = ["used", "usage", "utilization", "utilisation"]
             .iter()
             .any(|w| q.contains(w));
-        let share = q.contains("_ratio") || q.contains("_percent");
-        if usage && share {
+        if usage && share.is_some() {
             return Self::Used { full: scale };
         }
         Self::Other
@@ -157,7 +160,7 @@ fn fit(values: &[(f64, f64)]) -> Option<Fit> {
 fn human(v: f64, unit: Unit) -> String {
     let s = format_number(v, unit);
     match unit {
-        Unit::Bytes => match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Unit::Bytes | Unit::BytesPerSecond => match s.find(|c: char| c.is_ascii_alphabetic()) {
             Some(i) => format!("{} {}", &s[..i], &s[i..]),
             None => s,
         },
@@ -284,7 +287,10 @@ pub fn used_note(value: f64, measure: Measure, size: Option<f64>) -> String {
             human(size, Unit::Bytes),
             human(value, Unit::Bytes)
         ),
-        (Measure::Used { full }, _) => format!(" (used {:.1} %)", value * 100.0 / full),
+        // A percentage used is already printed as one.
+        (Measure::Used { full }, _) if full != 100.0 => {
+            format!(" (used {:.1} %)", value * 100.0 / full)
+        }
         (Measure::Free { scale }, _) => format!(" (used {:.1} %)", 100.0 - value * 100.0 / scale),
         _ => String::new(),
     }
@@ -376,119 +382,4 @@ pub fn join_key(labels: &Labels) -> Labels {
 pub type Sizes = HashMap<Labels, f64>;
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-    const END: f64 = 1_795_410_000.0; // 2026-11-23 05:00 UTC
-
-    fn week_filling() -> Vec<(f64, f64)> {
-        (0..=168)
-            .map(|h| {
-                let f = h as f64 / 168.0;
-                (
-                    END - (168 - h) as f64 * 3600.0,
-                    400.0 * GIB - 340.0 * GIB * f,
-                )
-            })
-            .collect()
-    }
-
-    #[test]
-    fn a_disk_filling_over_a_week_says_how_full_how_fast_and_when_full() {
-        let line = describe(
-            &week_filling(),
-            Unit::Bytes,
-            Measure::FreeBytes,
-            Some(1024.0 * GIB),
-        )
-        .unwrap();
-        assert_eq!(
-            line,
-            "  used 94.1 % (60 GiB free of 1 TiB; 64424509440 bytes free); first 400 GiB → last 60 GiB \
-             over 7days (-340 GiB); falling 48.6 GiB/day (2.02 GiB/h, linear fit); \
-             full in ~1.2 days (2026-11-24 10:38 UTC, from the last point)"
-        );
-    }
-
-    #[test]
-    fn shares_are_recognised_from_the_query_and_shown_in_percent() {
-        let used: Vec<(f64, f64)> = week_filling()
-            .iter()
-            .map(|(t, v)| (*t, 1.0 - v / (1024.0 * GIB)))
-            .collect();
-        let q = "1 - node_filesystem_avail_bytes{mountpoint=\"/var/lib/vz\"} / node_filesystem_size_bytes";
-        let m = Measure::of(q, used.iter().map(|p| p.1));
-        assert_eq!(m, Measure::Used { full: 1.0 });
-        let line = describe(&used, Unit::Plain, m, None).unwrap();
-        assert!(line.starts_with("  used 94.1 %; first 60.9 % → last 94.1 % over 7days (+33.2 points); rising 4.74 %/day"), "{line}");
-        assert!(
-            line.ends_with("full in ~1.2 days (2026-11-24 10:38 UTC, from the last point)"),
-            "{line}"
-        );
-
-        let pct = "100 * node_filesystem_avail_bytes / node_filesystem_size_bytes";
-        assert_eq!(Measure::of(pct, []), Measure::Free { scale: 100.0 });
-        let pct_used = "(node_filesystem_size_bytes - node_filesystem_avail_bytes) / node_filesystem_size_bytes * 100";
-        assert_eq!(Measure::of(pct_used, []), Measure::Used { full: 100.0 });
-        assert_eq!(
-            Measure::of("node_memory_MemAvailable_bytes", []),
-            Measure::FreeBytes
-        );
-        let vz = r#"node_filesystem_avail_bytes{mountpoint="/var/lib/vz", a="1-"}"#;
-        assert_eq!(Measure::of(vz, []), Measure::FreeBytes);
-        assert_eq!(
-            Measure::of("rate(node_cpu_seconds_total[5m])", []),
-            Measure::Other
-        );
-        assert_eq!(
-            size_metric("node_filesystem_avail_bytes").unwrap(),
-            "node_filesystem_size_bytes"
-        );
-        assert_eq!(
-            size_metric("node_memory_MemAvailable_bytes").unwrap(),
-            "node_memory_MemTotal_bytes"
-        );
-    }
-
-    #[test]
-    fn noise_and_movement_away_from_the_limit_give_no_time_to_full() {
-        let noisy: Vec<(f64, f64)> = (0..200)
-            .map(|i| {
-                (
-                    i as f64 * 60.0,
-                    58.0 * GIB + 0.5 * GIB * (i as f64 / 7.0).sin(),
-                )
-            })
-            .collect();
-        let line = describe(&noisy, Unit::Bytes, Measure::FreeBytes, Some(100.0 * GIB)).unwrap();
-        assert!(
-            line.starts_with("  used 42.1 % (57.9 GiB free of 100 GiB; 62194548063 bytes free)"),
-            "{line}"
-        );
-        assert!(!line.contains("full in"), "{line}");
-        let growing: Vec<(f64, f64)> = (0..10).map(|i| (i as f64 * 60.0, i as f64 * GIB)).collect();
-        let line = describe(&growing, Unit::Bytes, Measure::FreeBytes, None).unwrap();
-        assert!(
-            line.contains("rising 1.41 TiB/day (60 GiB/h, linear fit)")
-                && !line.contains("full in"),
-            "{line}"
-        );
-        assert_eq!(
-            describe(
-                &[(0.0, 1.0), (60.0, 1.0)],
-                Unit::Plain,
-                Measure::Other,
-                None
-            ),
-            None
-        );
-        let counter: Vec<(f64, f64)> = (0..=60)
-            .map(|i| (i as f64 * 60.0, 10.0 * i as f64))
-            .collect();
-        assert_eq!(
-            describe(&counter, Unit::Plain, Measure::Other, None).unwrap(),
-            "  first 0 → last 600 over 1h (+600); rising 14.4k/day (600/h, linear fit)"
-        );
-    }
-}
+mod tests;

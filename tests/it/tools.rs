@@ -7,6 +7,7 @@ mod compaction;
 mod figures;
 mod native;
 mod teach;
+mod units;
 
 use std::sync::Arc;
 use std::time::Duration;

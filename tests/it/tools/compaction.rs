@@ -7,6 +7,7 @@ use sre_agent::tools::compact::{
     format_number, line_pattern,
 };
 use sre_agent::tools::trend::{Measure, Sizes, join_key};
+use sre_agent::tools::units::unit_of;
 
 fn labels(pairs: &[(&str, &str)]) -> Labels {
     pairs
@@ -36,11 +37,11 @@ fn numbers_have_three_significant_digits_and_obvious_units() {
         assert_eq!(format_number(v, unit), want, "{v} {unit:?}");
     }
     assert_eq!(
-        Unit::guess("histogram_quantile(0.9, rate(x_seconds_bucket[5m]))"),
+        unit_of("histogram_quantile(0.9, rate(x_seconds_bucket[5m]))"),
         Unit::Seconds
     );
-    assert_eq!(Unit::guess("rate(x_seconds_total[5m])"), Unit::Plain);
-    assert_eq!(Unit::guess("node_memory_MemAvailable_bytes"), Unit::Bytes);
+    assert_eq!(unit_of("rate(x_seconds_total[5m])"), Unit::Plain);
+    assert_eq!(unit_of("node_memory_MemAvailable_bytes"), Unit::Bytes);
 }
 
 #[test]
