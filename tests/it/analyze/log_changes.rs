@@ -35,7 +35,7 @@ async fn sweep_within(world: Vec<Stream>, scope: Scope, budget: Duration) -> Vec
     let analyzer = logs::LogChanges::new(client).with_budget(budget);
     let started = std::time::Instant::now();
     let report = Sweep::of(vec![Arc::new(analyzer)])
-        .with_budget(Duration::from_secs(150))
+        .with_time_limit(Duration::from_secs(150))
         .run(scope)
         .await;
     eprintln!("log_changes took {:?}", started.elapsed());
