@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::alerts::{Alert, AlertStatus};
 use crate::store::{Journal, Store, StoreError, Tree};
+use crate::telemetry::Metrics;
 
 mod cache;
 mod firing;
@@ -25,7 +26,7 @@ pub use group::{AlertGroup, FiringSet};
 use group::{SampleHead, SampleRank};
 pub use outcome::Outcome;
 
-use cache::{GroupCache, cached_bytes};
+use cache::GroupCache;
 use firing::FiringSets;
 use rows::{
     GroupRow, group_of, member_fingerprint, member_key, row_of, seen_group, seen_key, time_key,
@@ -33,6 +34,8 @@ use rows::{
 
 /// Most recent alerts kept per group (by fingerprint) for context and the API.
 pub const GROUP_SAMPLE: usize = 20;
+/// The decoded-group cache of a store opened without a bound (`AlertStore::open`).
+pub const DEFAULT_CACHE_BYTES: usize = 2 << 20;
 /// Groups whose firing count was checked against the firing tree this run (see
 /// `AlertStore::cached`); past this the set starts over (and counts are checked again).
 const COUNTED_CAP: usize = 10_000;
@@ -111,7 +114,36 @@ pub struct GroupPage {
 }
 
 impl AlertStore {
+    /// The alert trees of `store`, with a cache of `DEFAULT_CACHE_BYTES` whose figures are
+    /// not exported.
     pub fn open(store: &Store) -> Result<Self, StoreError> {
+        let unexported = |e: prometheus::Error| StoreError::Io(e.to_string());
+        let cache = GroupCache::new(
+            DEFAULT_CACHE_BYTES,
+            prometheus::IntCounter::new("evictions", "not exported").map_err(unexported)?,
+            prometheus::IntGauge::new("bytes", "not exported").map_err(unexported)?,
+        );
+        Self::open_with_cache(store, cache)
+    }
+
+    /// The alert trees of `store`, with decoded groups cached in at most `cache_bytes`
+    /// (evictions and bytes held in `metrics`).
+    pub fn open_bounded(
+        store: &Store,
+        cache_bytes: usize,
+        metrics: &Metrics,
+    ) -> Result<Self, StoreError> {
+        Self::open_with_cache(
+            store,
+            GroupCache::new(
+                cache_bytes,
+                metrics.alert_group_cache_evictions.clone(),
+                metrics.alert_group_cache_bytes.clone(),
+            ),
+        )
+    }
+
+    fn open_with_cache(store: &Store, cache: GroupCache) -> Result<Self, StoreError> {
         Ok(Self {
             store: store.clone(),
             groups: store.tree("alert_groups")?,
@@ -119,7 +151,7 @@ impl AlertStore {
             heads: store.tree("alert_samples")?,
             seen: store.tree("alert_groups_seen")?,
             firing: FiringSets::new(store.tree_with("alert_firing_packed")?),
-            cache: Arc::default(),
+            cache: Arc::new(Mutex::new(cache)),
             log: store.journal("alerts")?,
         })
     }
@@ -211,7 +243,6 @@ impl AlertStore {
         self.groups.insert(key, &row_of(&group))?;
         let state = GroupState::from(&group);
         group.alerts.clear();
-        cache.make_room(cached_bytes(&group));
         cache.insert(key.to_string(), group);
         Ok(Some(state))
     }
@@ -231,7 +262,7 @@ impl AlertStore {
         cache: &'c mut GroupCache,
         key: &str,
     ) -> Result<Option<&'c AlertGroup>, StoreError> {
-        if !cache.groups.contains_key(key) {
+        if !cache.contains(key) {
             let Some(mut g) = self.read_cached(key)? else {
                 return Ok(None);
             };
@@ -242,10 +273,9 @@ impl AlertStore {
                 }
                 cache.counted.insert(key.to_string());
             }
-            cache.make_room(cached_bytes(&g));
             cache.insert(key.to_string(), g);
         }
-        Ok(cache.groups.get(key))
+        Ok(cache.get(key))
     }
 
     /// The group `key` as the cache keeps it: its row, its last alert and its samples'

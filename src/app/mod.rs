@@ -63,6 +63,23 @@ impl AppError {
     }
 }
 
+/// How `store.cache_mib` is shared: a quarter for decoded alert groups (each saves a
+/// decode of JSON on every webhook of its group), the rest for sled's pages.
+struct CacheShares {
+    pages: u64,
+    groups: usize,
+}
+
+impl CacheShares {
+    fn of(bytes: u64) -> Self {
+        let groups = bytes / 4;
+        Self {
+            pages: bytes - groups,
+            groups: usize::try_from(groups).unwrap_or(usize::MAX),
+        }
+    }
+}
+
 /// Every component, built and not yet running.
 pub struct Components {
     pub state: AppState,
@@ -74,7 +91,8 @@ impl Components {
     /// Opens the store and builds every component of `config`.
     pub async fn build(config: Config) -> Result<Self, AppError> {
         let config = Arc::new(config);
-        let store = Store::open(&config.server.data_dir)?;
+        let caches = CacheShares::of(config.store.cache_bytes());
+        let store = Store::open_with_cache(&config.server.data_dir, caches.pages)?;
         let metrics = Arc::new(Metrics::new(&config.llm.model));
         for c in crate::report::collect::Collector::ALL {
             metrics.init_collector(c.label());
@@ -91,7 +109,7 @@ impl Components {
             .map_err(AppError::component("building the investigation dispatcher"))?;
         // One alert store (its write-through cache is shared): intake writes groups, the
         // notifier and the report read them.
-        let alerts = AlertStore::open(&store)?;
+        let alerts = AlertStore::open_bounded(&store, caches.groups, &metrics)?;
         let inbox = Inbox::open(store.path(), "alerts")?;
         let intake = Intake::new(
             &config.alerts,

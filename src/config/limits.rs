@@ -7,6 +7,8 @@ use super::{Config, ConfigError};
 
 /// `store.retention_days`: 100 years.
 pub const MAX_RETENTION_DAYS: u32 = 36_500;
+/// `store.cache_mib`: 64 GiB.
+pub const MAX_CACHE_MIB: u32 = 65_536;
 /// `llm.max_retries`: each retry may wait `llm.timeout`.
 pub const MAX_LLM_RETRIES: u32 = 100;
 /// `server.max_connections`: a semaphore's permits (tokio allows about 2^61).
@@ -18,12 +20,18 @@ pub const MAX_PARALLEL_TOOLS: usize = 1_000;
 
 /// The first key whose number is above its bound.
 pub(super) fn validate(c: &Config) -> Result<(), ConfigError> {
-    let checks: [(&str, u128, u128, &str); 5] = [
+    let checks: [(&str, u128, u128, &str); 6] = [
         (
             "store.retention_days",
             c.store.retention_days.into(),
             MAX_RETENTION_DAYS.into(),
             ", 100 years; 0 keeps everything",
+        ),
+        (
+            "store.cache_mib",
+            c.store.cache_mib.into(),
+            MAX_CACHE_MIB.into(),
+            "",
         ),
         (
             "llm.max_retries",

@@ -179,6 +179,9 @@ impl Config {
                 format!("invalid log level {:?}", self.log.level),
             );
         }
+        if self.store.cache_mib == 0 {
+            return bad("store.cache_mib", "must be at least 1".into());
+        }
         if self.llm.max_steps == 0 {
             return bad("llm.max_steps", "must be at least 1".into());
         }

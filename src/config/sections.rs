@@ -100,11 +100,24 @@ secret_fields!(LogConfig);
 #[serde(default, deny_unknown_fields)]
 pub struct StoreConfig {
     pub retention_days: u32,
+    /// MiB the store keeps in memory of what is on disk: sled's page cache and the decoded
+    /// alert groups. Less costs more reads (from the OS cache) per alert, never data.
+    pub cache_mib: u32,
 }
 
 impl Default for StoreConfig {
     fn default() -> Self {
-        Self { retention_days: 30 }
+        Self {
+            retention_days: 30,
+            cache_mib: 8,
+        }
+    }
+}
+
+impl StoreConfig {
+    /// `cache_mib` in bytes.
+    pub fn cache_bytes(&self) -> u64 {
+        u64::from(self.cache_mib) << 20
     }
 }
 

@@ -27,9 +27,13 @@ pub use schema::SCHEMA_VERSION;
 #[cfg(test)]
 pub(crate) use schema::write_schema;
 
-/// sled's page cache. Pages past it are read back from disk (through the OS cache); a
-/// storm's 1,000 groups fit in it.
-const SLED_CACHE_BYTES: u64 = 16 * 1024 * 1024;
+/// sled's page cache for a store opened without a bound (`Store::open`: tools and tests;
+/// the daemon's comes from `store.cache_mib`). Pages past it are read back from disk
+/// (through the OS cache).
+pub const DEFAULT_CACHE_BYTES: u64 = 8 << 20;
+/// The smallest page cache: sled splits it into 256 shards and evicts a shard's pages only
+/// while it holds more than one.
+const MIN_CACHE_BYTES: u64 = 256 << 10;
 /// Whether sled compresses what it writes: off, because sled 0.34 compresses each write
 /// with a new zstd context, which costs more CPU than the rest of the intake. What stays in
 /// sled is bounded state (groups and their samples, firing sets, investigations); the log
@@ -41,11 +45,12 @@ const SLED_COMPRESSION: bool = false;
 /// sled writes nodes past an eighth of a segment as separate blob files.
 const SEGMENT_SIZE: usize = 64 * 1024;
 
-/// The sled configuration of the database at `path`.
-fn sled_config(path: &Path) -> sled::Config {
+/// The sled configuration of the database at `path`, its page cache bounded at
+/// `cache_bytes`.
+fn sled_config(path: &Path, cache_bytes: u64) -> sled::Config {
     sled::Config::new()
         .path(path)
-        .cache_capacity(SLED_CACHE_BYTES)
+        .cache_capacity(cache_bytes.max(MIN_CACHE_BYTES))
         .segment_size(SEGMENT_SIZE)
         .use_compression(SLED_COMPRESSION)
         // Periodic flushes come from the group flusher (see flush.rs).
@@ -55,10 +60,10 @@ fn sled_config(path: &Path) -> sled::Config {
 /// Opens the sled database at `path` (in the data directory `dir`). A lock still held is
 /// waited out for up to `LOCK_WAIT`: a process stopping (a restart) lets go of it a moment
 /// later.
-fn open_sled(dir: &Path, path: &Path) -> Result<sled::Db, StoreError> {
+fn open_sled(dir: &Path, path: &Path, cache_bytes: u64) -> Result<sled::Db, StoreError> {
     let deadline = std::time::Instant::now() + LOCK_WAIT;
     loop {
-        match sled_config(path).open() {
+        match sled_config(path, cache_bytes).open() {
             Ok(db) => return Ok(db),
             Err(e) => match open_error(dir, &e) {
                 StoreError::Locked(_) if std::time::Instant::now() < deadline => {
@@ -163,8 +168,15 @@ pub struct Store {
 }
 
 impl Store {
-    /// Opens (creating if needed) the store in `dir`.
+    /// Opens (creating if needed) the store in `dir`, with sled's page cache bounded at
+    /// `DEFAULT_CACHE_BYTES`.
     pub fn open(dir: &Path) -> Result<Self, StoreError> {
+        Self::open_with_cache(dir, DEFAULT_CACHE_BYTES)
+    }
+
+    /// Opens (creating if needed) the store in `dir`, with sled's page cache bounded at
+    /// `cache_bytes` (sled's own estimate: the on-disk size of the pages it keeps).
+    pub fn open_with_cache(dir: &Path, cache_bytes: u64) -> Result<Self, StoreError> {
         let open_err = |reason: String| StoreError::Open {
             path: dir.to_path_buf(),
             reason,
@@ -174,7 +186,7 @@ impl Store {
         std::fs::write(&probe, b"ok").map_err(|e| open_err(format!("not writable: {e}")))?;
         let _ = std::fs::remove_file(&probe);
 
-        let db = open_sled(dir, &dir.join("sled"))?;
+        let db = open_sled(dir, &dir.join("sled"), cache_bytes)?;
         let journals = flush::Journals::default();
         let store = Self {
             flusher: Arc::new(GroupFlusher::start(db.clone(), journals.clone())?),
@@ -250,5 +262,12 @@ mod tests {
             .err()
             .expect("the directory is locked");
         assert!(matches!(second, StoreError::Locked(_)), "{second}");
+    }
+
+    #[test]
+    fn sleds_page_cache_is_the_bound_given_and_never_below_sleds_minimum() {
+        let path = Path::new("unused");
+        assert_eq!(sled_config(path, 3 << 20).cache_capacity, 3 << 20);
+        assert_eq!(sled_config(path, 0).cache_capacity, MIN_CACHE_BYTES);
     }
 }

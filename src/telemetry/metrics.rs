@@ -2,8 +2,8 @@
 //! are pre-initialised to zero so dashboards and alert rules see series before traffic.
 
 use prometheus::{
-    CounterVec, Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounterVec, IntGauge,
-    IntGaugeVec, Opts, Registry, TextEncoder,
+    CounterVec, Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
+    IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
 };
 
 /// The `endpoint` label of a request no route matched.
@@ -77,6 +77,8 @@ pub struct Metrics {
     pub alerts_capped: IntCounterVec,
     pub queue_depth: IntGauge,
     pub alert_backlog: IntGauge,
+    pub alert_group_cache_bytes: IntGauge,
+    pub alert_group_cache_evictions: IntCounter,
     pub budget_rejections: IntCounterVec,
     pub budget_today_dollars: Gauge,
     pub budget_today_investigations: IntGauge,
@@ -221,6 +223,14 @@ impl Metrics {
             alert_backlog: reg!(IntGauge::with_opts(opts(
                 "alert_backlog",
                 "Webhook batches stored in the alert inbox and not yet decided."
+            ))?),
+            alert_group_cache_bytes: reg!(IntGauge::with_opts(opts(
+                "alert_group_cache_bytes",
+                "Estimated bytes of decoded alert groups held in memory (bounded by store.cache_mib)."
+            ))?),
+            alert_group_cache_evictions: reg!(IntCounter::with_opts(opts(
+                "alert_group_cache_evictions_total",
+                "Alert groups evicted from the in-memory cache to make room (read back from disk when needed)."
             ))?),
             budget_rejections: reg!(IntCounterVec::new(
                 opts(

@@ -204,6 +204,14 @@ fn bad_config_values_exit_2_naming_the_key_and_value() {
             "store.retention_days: 100000000 is too large (at most 36500",
         ),
         (
+            "[store]\ncache_mib = 0\n",
+            "store.cache_mib: must be at least 1",
+        ),
+        (
+            "[store]\ncache_mib = 100000000\n",
+            "store.cache_mib: 100000000 is too large (at most 65536",
+        ),
+        (
             "[notify]\nretry_backoff = \"300000y\"\n",
             r#"notify.retry_backoff: invalid duration "300000y" (at most 100 years)"#,
         ),

@@ -203,12 +203,15 @@ fn the_group_cache_stays_within_its_byte_bound_whatever_the_alerts_hold() {
     }
     let cache = alerts.lock_cache();
     assert!(
-        cache.bytes <= 4 << 20,
+        cache.bytes() <= DEFAULT_CACHE_BYTES,
         "{} bytes in {} groups",
-        cache.bytes,
-        cache.groups.len()
+        cache.bytes(),
+        cache.len()
     );
-    let counted: usize = cache.groups.values().map(cache::cached_bytes).sum();
-    assert_eq!(cache.bytes, counted, "the running count matches the groups");
-    assert!(cache.groups.len() < 300, "groups left for the bound");
+    assert_eq!(
+        cache.bytes(),
+        cache.recount(),
+        "the running count matches the groups"
+    );
+    assert!(cache.len() < 300, "groups left for the bound");
 }
