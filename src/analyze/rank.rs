@@ -137,6 +137,14 @@ impl Focus {
         (shared, host_hit, name_hit)
     }
 
+    /// Whether a word of the trigger (four letters or more) is a word of `what`.
+    fn describes(&self, what: &str) -> bool {
+        what.split(|c: char| !c.is_alphanumeric())
+            .map(normalise)
+            .filter(|w| w.chars().count() >= 4 && w.chars().any(char::is_alphabetic))
+            .any(|w| self.names.iter().any(|n| similar(n, &w)))
+    }
+
     /// How relevant `fact` is, and whether its entity matched.
     fn score(&self, fact: &Fact) -> (i32, bool) {
         let mut score = 0;
@@ -164,6 +172,11 @@ impl Focus {
         }
         if fact.eta_seconds.is_some_and(|s| s < 86400.0) {
             score += 1;
+        }
+        // The trigger's words in what the fact measures ("which host is the busiest?" and
+        // "busiest CPU of 4 hosts"): a tie-breaker among facts no name singles out.
+        if self.describes(&fact.what) {
+            score += 2;
         }
         if fact.class == FactClass::Context {
             score -= if self.alert { 4 } else { 2 };
@@ -339,6 +352,30 @@ mod tests {
         let r = rank(vec![info, far, near], &focus);
         let order: Vec<&str> = r.iter().map(|r| r.fact.entity.name.as_str()).collect();
         assert_eq!(order, vec!["a1", "b1", "c1"]);
+    }
+
+    #[test]
+    fn among_facts_no_name_singles_out_the_one_measuring_what_the_question_asks_leads() {
+        let mut memory = fact("host", "gw7", "gw7", &[], Severity::Info);
+        memory.class = FactClass::Context;
+        memory.what = "least memory available of 4 hosts".into();
+        let mut cpu = fact("host", "enc3", "enc3", &[], Severity::Info);
+        cpu.class = FactClass::Context;
+        cpu.what = "busiest CPU of 4 hosts".into();
+        let r = rank(
+            vec![memory.clone(), cpu.clone()],
+            &Focus::question("Which machine is the busiest right now?"),
+        );
+        assert_eq!(r[0].fact.entity.name, "enc3");
+        assert!(
+            !r[0].about_trigger,
+            "a word of what is measured names no entity"
+        );
+        let r = rank(
+            vec![cpu, memory],
+            &Focus::question("Who is short of memory?"),
+        );
+        assert_eq!(r[0].fact.entity.name, "gw7");
     }
 
     #[test]
