@@ -89,16 +89,28 @@ fn model_text(f: &Finding) -> String {
 }
 
 /// What names a fact's entity, lowercased: its name (and the last part of a path-like
-/// name: `shop/api-7f9` is also `api-7f9`) and its host. Label values are not names: a
-/// `job="node"` would match any text that says "node".
+/// name: `shop/api-7f9` is also `api-7f9`), or its host when the name is too short to
+/// tell (a filesystem `/`). The host alone does not name a process, a service or a pod on
+/// it ("something on hass1 stopped"), and label values are not names (a `job="node"`
+/// would match any text that says "node").
 fn names(f: &Fact) -> Vec<String> {
     let e = &f.entity;
+    let telling =
+        |n: &&str| n.chars().count() >= MIN_NAME_CHARS && !n.chars().all(|c| c.is_ascii_digit());
     let last = e.name.rsplit('/').next().filter(|l| *l != e.name);
-    std::iter::once(e.name.as_str())
+    let own: Vec<String> = std::iter::once(e.name.as_str())
         .chain(last)
-        .chain(e.host.as_deref())
-        .filter(|n| n.chars().count() >= MIN_NAME_CHARS && !n.chars().all(|c| c.is_ascii_digit()))
+        .filter(telling)
         .map(str::to_lowercase)
+        .collect();
+    if !own.is_empty() {
+        return own;
+    }
+    e.host
+        .as_deref()
+        .filter(telling)
+        .map(str::to_lowercase)
+        .into_iter()
         .collect()
 }
 
@@ -181,13 +193,24 @@ mod tests {
             !ask.contains("call_2"),
             "context facts are not quoted: {ask}"
         );
-        // Naming the process or its host is enough; so is a figure-less answer when named.
-        for ok in ["imgworker grows 41 %", "media7's worker at 41 %"] {
-            assert_eq!(
-                request(&finding(ok, &[]), &records, &["fact_1".into()], now),
-                None
-            );
-        }
+        // Naming the process is enough; its host alone is not.
+        let ok = finding("imgworker grows 41 %", &[]);
+        assert_eq!(request(&ok, &records, &["fact_1".into()], now), None);
+        let host_only = finding("a worker on media7 at 41 %", &[]);
+        assert!(request(&host_only, &records, &["fact_1".into()], now).is_some());
+        // A name too short to tell (a filesystem `/`) is named by its host.
+        let root = vec![record(
+            "fact_1",
+            fact(
+                "filesystem",
+                "/",
+                "media7",
+                Severity::Critical,
+                FactClass::Exhaustion,
+            ),
+        )];
+        let on_host = finding("media7's root is 97 % full", &[]);
+        assert_eq!(request(&on_host, &root, &["fact_1".into()], now), None);
         let ask = request(
             &finding("imgworker leaks", &[]),
             &records,
