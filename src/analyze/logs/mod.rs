@@ -155,11 +155,10 @@ mod tests {
             crate::eval::fakes::FakeServer::start(crate::eval::fakes::loki_router(streams))
                 .await
                 .unwrap();
-        let config = crate::config::UpstreamConfig {
-            url: Some(server.url.parse().unwrap()),
-            ..Default::default()
-        };
-        let client = LokiClient::new(&config).unwrap();
+        let mut config = crate::config::Config::default();
+        config.loki.url = Some(server.url.parse().unwrap());
+        let upstreams = crate::integrations::Upstreams::from_config(&config).unwrap();
+        let client = upstreams.loki.expect("a Loki client");
         let scope = Scope::new(chrono::Utc::now(), None);
         let (label, _) = service_label(&client, &scope).await.unwrap().unwrap();
         // job: 3 values, unit 2, app 2.
