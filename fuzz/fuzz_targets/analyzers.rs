@@ -10,11 +10,7 @@ use std::sync::{Arc, OnceLock};
 use chrono::{TimeZone, Utc};
 use libfuzzer_sys::fuzz_target;
 use sre_agent::analyze::{self, Analyzer, Scope};
-use sre_agent::integrations::kubernetes::KubeClient;
-use sre_agent::integrations::pbs::PbsClient;
-use sre_agent::integrations::proxmox::ProxmoxClient;
-use sre_agent::integrations::truenas::TruenasClient;
-use sre_agent::integrations::{LokiClient, PrometheusClient};
+use sre_agent::integrations::Upstreams;
 use sre_agent_fuzz::{Answer, config, fake, header_and_body, runtime, status};
 
 fn analyzers() -> &'static [Arc<dyn Analyzer>] {
@@ -22,26 +18,27 @@ fn analyzers() -> &'static [Arc<dyn Analyzer>] {
     ALL.get_or_init(|| {
         let c = config();
         let _rt = runtime().enter();
+        let u = Upstreams::from_config(c).expect("the clients build");
         let mut all = Vec::new();
-        all.extend(analyze::prom::analyzers(Arc::new(
-            PrometheusClient::new(&c.prometheus).expect("Prometheus client"),
-        )));
-        all.extend(analyze::logs::analyzers(Arc::new(
-            LokiClient::new(&c.loki).expect("Loki client"),
-        )));
-        all.extend(analyze::kube::analyzers(Arc::new(
-            KubeClient::new(&c.kubernetes).expect("Kubernetes client"),
-        )));
-        all.extend(analyze::proxmox::analyzers(Arc::new(
-            ProxmoxClient::new(&c.proxmox).expect("Proxmox client"),
-        )));
+        all.extend(analyze::prom::analyzers(
+            u.prometheus.clone().expect("Prometheus client"),
+        ));
+        all.extend(analyze::logs::analyzers(
+            u.loki.clone().expect("Loki client"),
+        ));
+        all.extend(analyze::kube::analyzers(
+            u.kubernetes.clone().expect("Kubernetes client"),
+        ));
+        all.extend(analyze::proxmox::analyzers(
+            u.proxmox.clone().expect("Proxmox client"),
+        ));
         all.extend(analyze::pbs::analyzers(
-            Arc::new(PbsClient::new(&c.pbs).expect("PBS client")),
+            u.pbs.clone().expect("PBS client"),
             c.pbs.backup_interval.get(),
         ));
-        all.extend(analyze::truenas::analyzers(Arc::new(
-            TruenasClient::new(&c.truenas).expect("TrueNAS client"),
-        )));
+        all.extend(analyze::truenas::analyzers(
+            u.truenas.clone().expect("TrueNAS client"),
+        ));
         all
     })
 }

@@ -25,6 +25,8 @@ fuzz_target!(|data: &[u8]| {
     let _ = config.listen_addr();
     let _ = config.enabled_integrations();
     let _rt = sre_agent_fuzz::runtime().enter();
-    let _ = sre_agent::agent::build_tools(&config, sre_agent_fuzz::metrics());
-    let _ = sre_agent::analyze::Sweep::from_config(&config);
+    if let Ok(upstreams) = sre_agent::integrations::Upstreams::from_config(&config) {
+        let _ = sre_agent::agent::build_tools(&config, &upstreams, sre_agent_fuzz::metrics());
+        let _ = sre_agent::analyze::Sweep::new(&config, &upstreams);
+    }
 });

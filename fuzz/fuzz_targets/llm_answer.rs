@@ -11,7 +11,7 @@ use libfuzzer_sys::fuzz_target;
 use sre_agent::agent::Finding;
 use sre_agent::llm::{ChatMessage, LlmClient};
 use sre_agent::tools::ToolDefinition;
-use sre_agent_fuzz::{Answer, config, fake, header_and_body, metrics, runtime, status};
+use sre_agent_fuzz::{Answer, config, fake, header_and_body, metrics, runtime, status, upstreams};
 
 struct Setup {
     client: LlmClient,
@@ -23,7 +23,7 @@ fn setup() -> &'static Setup {
     SETUP.get_or_init(|| {
         let config = config();
         let _rt = runtime().enter();
-        let tools = sre_agent::agent::build_tools(config, metrics())
+        let tools = sre_agent::agent::build_tools(config, &upstreams(config), metrics())
             .expect("the tools build")
             .definitions();
         let client = LlmClient::new(&config.llm, metrics())

@@ -13,9 +13,13 @@ fn offered() -> &'static [&'static str] {
     NAMES.get_or_init(|| {
         let config = sre_agent_fuzz::config();
         let _rt = sre_agent_fuzz::runtime().enter();
-        sre_agent::agent::build_tools(config, sre_agent_fuzz::metrics())
-            .expect("the tools build")
-            .names()
+        sre_agent::agent::build_tools(
+            config,
+            &sre_agent_fuzz::upstreams(config),
+            sre_agent_fuzz::metrics(),
+        )
+        .expect("the tools build")
+        .names()
     })
 }
 

@@ -11,13 +11,14 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use serde_json::{Value, json};
 use sre_agent::tools::ToolRegistry;
-use sre_agent_fuzz::{Answer, config, fake, header_and_body, metrics, runtime, status};
+use sre_agent_fuzz::{Answer, config, fake, header_and_body, metrics, runtime, status, upstreams};
 
 fn registry() -> &'static ToolRegistry {
     static REGISTRY: OnceLock<ToolRegistry> = OnceLock::new();
     REGISTRY.get_or_init(|| {
         let _rt = runtime().enter();
-        sre_agent::agent::build_tools(config(), metrics()).expect("the tools build")
+        sre_agent::agent::build_tools(config(), &upstreams(config()), metrics())
+            .expect("the tools build")
     })
 }
 

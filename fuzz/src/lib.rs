@@ -123,6 +123,12 @@ pub fn metrics() -> Arc<Metrics> {
     M.get_or_init(|| Arc::new(Metrics::new("fuzz"))).clone()
 }
 
+/// The clients of `config`'s integrations, built as the daemon builds them (needs a
+/// runtime entered: the Kubernetes client is built on one).
+pub fn upstreams(config: &Config) -> sre_agent::integrations::Upstreams {
+    sre_agent::integrations::Upstreams::from_config(config).expect("the clients build")
+}
+
 /// A configuration with the LLM endpoint and every integration at the fake upstream
 /// (no retries, short timeouts), loaded through `Config::load` like the daemon's.
 pub fn config() -> &'static Config {
@@ -217,6 +223,11 @@ pub fn header_and_body(data: &[u8]) -> (String, Vec<u8>) {
 mod tools {
     pub mod promql {
         pub use sre_agent::tools::promql::selectors;
+    }
+}
+mod analyze {
+    pub mod prom {
+        pub use sre_agent::analyze::prom::escape;
     }
 }
 
