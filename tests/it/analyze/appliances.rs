@@ -1,9 +1,8 @@
-//! The Proxmox VE, PBS and TrueNAS analyzers, built by `Sweep::new` from a config
-//! naming each appliance, against fakes answering the real API's JSON: a cluster of three
-//! nodes with guests stopped for different reasons (and decoys stopped for none), storage
-//! filling, failed and routine tasks; a backup server with stale groups among daily and
-//! weekly ones; a NAS with a degraded pool, active and dismissed alerts, a failed SMART
-//! test and a hot disk.
+//! The Proxmox VE, PBS and TrueNAS analyzers, built by `Sweep::new` from a config naming
+//! each appliance, against fakes answering the real API's JSON: three nodes with guests
+//! stopped for different reasons (and decoys stopped for none), storage filling, failed and
+//! routine tasks; a backup server with stale groups among daily and weekly ones; a NAS with
+//! a degraded pool, active and dismissed alerts, a failed SMART test and a hot disk.
 
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Value, json};
