@@ -263,6 +263,16 @@ fn evidence<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Evidence>, D::Error> 
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_answer_cut_at_the_token_limit_keeps_what_it_said() {
+        let cut = r#"{"summary":"disk /srv on nas1 is 97 % full","probable_cause":"backups pile up","severity":"critical","evidence":[{"claim":"free 3 GiB","tool_call_ids":["fact_1"]}],"next_steps":["prune old snap"#;
+        let f = Finding::from_answer(cut).expect("a cut answer is read");
+        assert_eq!(f.summary, "disk /srv on nas1 is 97 % full");
+        assert_eq!(f.evidence.len(), 1);
+        let mid_summary = r#"{"summary":"disk /srv on nas1 is 97 % fu"#;
+        assert!(Finding::from_answer(mid_summary).is_some_and(|f| f.summary.contains("97 %")));
+    }
+
     use super::*;
 
     #[test]

@@ -148,6 +148,9 @@ pub struct LlmConfig {
     pub max_tokens_per_investigation: u64,
     pub max_cost_per_investigation_usd: f64,
     pub max_tool_output_chars: usize,
+    /// The most tokens the model may write in one answer (`max_tokens` of each request):
+    /// a small model that rambles on a CPU costs a minute per 600 tokens; 0 sends no limit.
+    pub max_answer_tokens: u32,
     pub max_parallel_tools: usize,
     /// The model's context window in tokens; requests are fitted into it, and at 8192 or
     /// less only the tools relevant to the question are offered.
@@ -168,6 +171,7 @@ impl Default for LlmConfig {
             max_tokens_per_investigation: 60_000,
             max_cost_per_investigation_usd: 0.25,
             max_tool_output_chars: 4_000,
+            max_answer_tokens: 600,
             max_parallel_tools: 4,
             context_tokens: 8192,
             pricing: BTreeMap::from([(

@@ -189,6 +189,7 @@ struct Inner {
     model: String,
     timeout: Duration,
     max_retries: u32,
+    max_answer_tokens: u32,
     pricing: Option<ModelPricing>,
     warned_unpriced: AtomicBool,
     metrics: Arc<Metrics>,
@@ -225,6 +226,7 @@ impl LlmClient {
                 model: config.model.clone(),
                 timeout,
                 max_retries: config.max_retries,
+                max_answer_tokens: config.max_answer_tokens,
                 pricing: crate::config::price_for(config, &config.model),
                 warned_unpriced: AtomicBool::new(false),
                 metrics,
@@ -248,7 +250,7 @@ impl LlmClient {
         tools: &[ToolDefinition],
     ) -> Result<ChatResponse, LlmError> {
         let inner = &self.inner;
-        let body = wire::request_body(&inner.model, messages, tools);
+        let body = wire::request_body(&inner.model, messages, tools, inner.max_answer_tokens);
         let start = Instant::now();
         let mut attempt = 0;
         let result = loop {

@@ -15,13 +15,23 @@ use crate::tools::ToolDefinition;
 /// Content, tool calls and usage of one response.
 pub(super) type Parsed = (Option<String>, Vec<ToolCall>, Usage);
 
-/// The JSON request body. `temperature` is always sent (Ollama otherwise forces 1.0).
-pub fn request_body(model: &str, messages: &[ChatMessage], tools: &[ToolDefinition]) -> Value {
+/// The JSON request body. `temperature` is always sent (Ollama otherwise forces 1.0);
+/// `max_tokens` when not 0 (every OpenAI-compatible server reads it; without it a local
+/// server's own default applies, often far more than a finding needs).
+pub fn request_body(
+    model: &str,
+    messages: &[ChatMessage],
+    tools: &[ToolDefinition],
+    max_tokens: u32,
+) -> Value {
     let mut body = json!({
         "model": model,
         "messages": messages.iter().map(message_json).collect::<Vec<_>>(),
         "temperature": 0.1,
     });
+    if max_tokens > 0 {
+        body["max_tokens"] = json!(max_tokens);
+    }
     if !tools.is_empty() {
         let tools: Vec<ChatCompletionTools> = tools
             .iter()
@@ -237,6 +247,13 @@ pub(super) fn error_message(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_answer_limit_is_sent_as_max_tokens_unless_it_is_zero() {
+        let m = [ChatMessage::User("q".into())];
+        assert_eq!(request_body("m", &m, &[], 600)["max_tokens"], 600);
+        assert!(request_body("m", &m, &[], 0).get("max_tokens").is_none());
+    }
 
     #[test]
     fn provider_quirks_are_tolerated() {
