@@ -9,6 +9,7 @@ use super::PODS as NAME;
 use super::view::{PodView, first_seen, waiting_message, waiting_reason};
 use super::{describe_source, memory_limit, pod_entity, time};
 use crate::analyze::{Fact, FactClass, Quantity, Severity};
+use crate::text::truncate;
 
 /// The termination reason of a container the kernel killed for memory.
 const OOM: &str = "OOMKilled";
@@ -87,9 +88,42 @@ pub fn fact(v: &PodView, cs: &ContainerStatus) -> Option<Fact> {
             f64::from(t.exit_code),
             crate::analyze::Unit::Plain,
         ))
-        .detail(format!("{}; {restarts}", exit_text(t, limit)))
+        .detail(
+            [exit_text(t, limit), restarts]
+                .into_iter()
+                .chain(warnings(v))
+                .collect::<Vec<_>>()
+                .join("; "),
+        )
     };
     Some(fact.since(Some(finished)))
+}
+
+/// Distinct Warning events shown with a restart: what the kubelet said about the pod is
+/// why it restarted a container that exited (a failing liveness probe, an eviction).
+const MAX_WARNINGS: usize = 2;
+
+/// The pod's newest distinct Warning events, "Reason: message (N×)", newest first.
+fn warnings(v: &PodView) -> Vec<String> {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    let mut out = Vec::new();
+    for e in v.events.iter().rev() {
+        let reason = e.reason.as_deref().unwrap_or("Warning");
+        let message = e.message.as_deref().unwrap_or_default().trim();
+        if message.is_empty() || seen.contains(&(reason, message)) {
+            continue;
+        }
+        seen.push((reason, message));
+        let times = match e.count {
+            Some(n) if n > 1 => format!(" ({n}×)"),
+            _ => String::new(),
+        };
+        out.push(format!("{reason}: {}{times}", truncate(message, 140)));
+        if out.len() == MAX_WARNINGS {
+            break;
+        }
+    }
+    out
 }
 
 /// How the previous run of the container ended (or the current one, when it has ended).
@@ -119,4 +153,54 @@ fn exit_text(t: &ContainerStateTerminated, limit: Option<f64>) -> String {
         s.push_str(&format!(": {}", m.trim()));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::{TimeDelta, Utc};
+    use k8s_openapi::api::core::v1::{Event, Pod};
+    use serde_json::json;
+
+    use crate::analyze::Scope;
+
+    #[test]
+    fn a_container_restarted_in_the_window_shows_the_warnings_the_kubelet_gave_about_its_pod() {
+        let now = Utc::now();
+        let ago = |m: i64| (now - TimeDelta::minutes(m)).to_rfc3339();
+        let pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "web-1", "namespace": "docs"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "app", "image": "x:1"}]},
+            "status": {"phase": "Running", "containerStatuses": [{
+                "name": "app", "ready": false, "restartCount": 6, "image": "x:1", "imageID": "",
+                "state": {"running": {"startedAt": ago(1)}},
+                "lastState": {"terminated": {"exitCode": 137, "reason": "Error",
+                    "startedAt": ago(9), "finishedAt": ago(2)}}}]}
+        }))
+        .unwrap();
+        let event = |reason: &str, message: &str, count: i32, at: i64| -> Event {
+            serde_json::from_value(json!({
+                "metadata": {"name": format!("web-1.{at}"), "namespace": "docs"},
+                "involvedObject": {"kind": "Pod", "name": "web-1", "namespace": "docs"},
+                "reason": reason, "message": message, "type": "Warning", "count": count,
+                "lastTimestamp": ago(at)
+            }))
+            .unwrap()
+        };
+        let events = [
+            event("Unhealthy", "Readiness probe failed: connection refused", 9, 5),
+            event("Unhealthy", "Liveness probe failed: timeout awaiting headers", 20, 3),
+            event("Unhealthy", "Liveness probe failed: timeout awaiting headers", 20, 2),
+        ];
+        let scope = Scope::new(now, Some(now - TimeDelta::minutes(10)));
+        let facts = super::super::pods::analyze(&[pod], &events, &scope);
+        assert_eq!(facts.len(), 1, "{facts:?}");
+        let detail = facts[0].detail.as_deref().unwrap();
+        assert_eq!(
+            detail,
+            "last exit Error (code 137) at ".to_string()
+                + &(now - TimeDelta::minutes(2)).format("%H:%M UTC").to_string()
+                + "; restarts 6; Unhealthy: Liveness probe failed: timeout awaiting headers (20×); \
+                   Unhealthy: Readiness probe failed: connection refused (9×)"
+        );
+    }
 }
