@@ -28,6 +28,7 @@ pub mod prom;
 pub mod proxmox;
 mod quantity;
 pub mod rank;
+mod readable;
 mod sweep;
 pub mod truenas;
 
@@ -40,6 +41,7 @@ pub use fact::{Entity, Fact, FactClass, Rate, Severity, Source, host_of};
 pub use pattern::line_pattern;
 pub use quantity::{Quantity, Unit, human_bytes, human_seconds, round_sig};
 pub use rank::{Focus, Ranked, rank};
+pub use readable::readable_line;
 pub use sweep::{ANALYZER_TIME_LIMIT, Sweep, SweepReport};
 
 use crate::integrations::UpstreamError;

@@ -10,6 +10,7 @@ pub use super::format::{Unit, format_number, value_note};
 use super::steps::{is_steps, step_line, stopped};
 use super::trend::{Measure, Sizes, describe, join_key, used_note};
 pub use crate::analyze::line_pattern;
+use crate::analyze::readable_line;
 use crate::integrations::loki::LogStream;
 use crate::integrations::prometheus::{Labels, Sample, Series};
 use crate::text::truncate;
@@ -319,7 +320,7 @@ pub fn compact_logs(streams: &[LogStream], max_chars: usize) -> String {
             format!(
                 "{}× [{who}] last {newest}: {}",
                 g.count,
-                truncate(g.example.trim(), 240)
+                truncate(&readable_line(g.example), 240)
             )
         })
         .collect();
@@ -337,4 +338,25 @@ pub fn stream_name(labels: &Labels) -> String {
         .iter()
         .find_map(|k| labels.get(*k).map(|v| format!("{k}={v}")))
         .unwrap_or_else(|| format_labels(labels, &Labels::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_log_lines_are_shown_as_their_fields_without_the_timestamp() {
+        let line = r#"{"level":"error","ts":1.7e9,"logger":"tls","msg":"could not renew","error":"timeout during connect"}"#;
+        let stream = LogStream {
+            labels: [("job".to_string(), "caddy".to_string())].into(),
+            entries: vec![(1_700_000_000_000_000_000, line.to_string())],
+        };
+        let out = compact_logs(&[stream], 2_000);
+        assert!(
+            out.contains(
+                r#": level=error logger=tls msg="could not renew" error="timeout during connect""#
+            ),
+            "{out}"
+        );
+    }
 }

@@ -187,9 +187,24 @@ mod tests {
             .unwrap()
         };
         let events = [
-            event("Unhealthy", "Readiness probe failed: connection refused", 9, 5),
-            event("Unhealthy", "Liveness probe failed: timeout awaiting headers", 20, 3),
-            event("Unhealthy", "Liveness probe failed: timeout awaiting headers", 20, 2),
+            event(
+                "Unhealthy",
+                "Readiness probe failed: connection refused",
+                9,
+                5,
+            ),
+            event(
+                "Unhealthy",
+                "Liveness probe failed: timeout awaiting headers",
+                20,
+                3,
+            ),
+            event(
+                "Unhealthy",
+                "Liveness probe failed: timeout awaiting headers",
+                20,
+                2,
+            ),
         ];
         let scope = Scope::new(now, Some(now - TimeDelta::minutes(10)));
         let facts = super::super::pods::analyze(&[pod], &events, &scope);
@@ -198,7 +213,9 @@ mod tests {
         assert_eq!(
             detail,
             "last exit Error (code 137) at ".to_string()
-                + &(now - TimeDelta::minutes(2)).format("%H:%M UTC").to_string()
+                + &(now - TimeDelta::minutes(2))
+                    .format("%H:%M UTC")
+                    .to_string()
                 + "; restarts 6; Unhealthy: Liveness probe failed: timeout awaiting headers (20×); \
                    Unhealthy: Readiness probe failed: connection refused (9×)"
         );

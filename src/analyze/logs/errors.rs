@@ -106,7 +106,10 @@ impl Analyzer for LogErrorBursts {
                 crate::analyze::round_sig(b.after_per_min),
             );
             if let Some((n, p)) = top {
-                detail.push_str(&format!("; most frequent ({n}×): {}", truncate(&p, 160)));
+                detail.push_str(&format!(
+                    "; most frequent ({n}×): {}",
+                    truncate(&crate::analyze::readable_line(&p), 160)
+                ));
             }
             let severity = match b.after_per_min >= CRIT_RATE_PER_MIN {
                 true => Severity::Critical,

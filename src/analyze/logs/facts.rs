@@ -12,7 +12,8 @@ use super::signal::{Signal, signal};
 use super::volume::VolumeChange;
 use crate::analyze::prom::escape;
 use crate::analyze::{
-    Entity, Fact, FactClass, Quantity, Severity, Source, Unit, human_seconds, round_sig,
+    Entity, Fact, FactClass, Quantity, Severity, Source, Unit, human_seconds, readable_line,
+    round_sig,
 };
 use crate::text::truncate;
 
@@ -119,7 +120,7 @@ pub(super) fn rise_fact(
         detail.push_str(&format!(
             "; most frequent since ({:.0} %): {}",
             share * 100.0,
-            truncate(&p.pattern, 150)
+            truncate(&readable_line(&p.pattern), 150)
         ));
     }
     let query = format!("sum(count_over_time({}[{}s]))", s.selector(), clock.step);
@@ -148,7 +149,10 @@ pub(super) fn silence_fact(
         round_sig(clock.per_min(before))
     );
     if let Some((_, line)) = last {
-        detail.push_str(&format!("; last line: {}", truncate(line, 160)));
+        detail.push_str(&format!(
+            "; last line: {}",
+            truncate(&readable_line(line), 160)
+        ));
     }
     let since = last.map_or(clock.at(at), |(t, _)| from_nanos(*t));
     Fact::new(
@@ -229,7 +233,7 @@ pub(super) fn pattern_fact(
     .since(Some(since))
     .detail(format!(
         "{told}, first {ago} ago, e.g.: {}",
-        ends(&p.example, 45, 120)
+        ends(&readable_line(&p.example), 45, 120)
     ))
 }
 
@@ -256,7 +260,13 @@ pub(super) fn context_fact(s: &Service, clock: Clock, c: &Census) -> Option<Fact
     let per_step = tail.iter().sum::<f64>() / tail.len().max(1) as f64;
     let patterns: Vec<String> = top
         .iter()
-        .map(|(p, share)| format!("({:.0} %) {}", share * 100.0, truncate(&p.pattern, 100)))
+        .map(|(p, share)| {
+            format!(
+                "({:.0} %) {}",
+                share * 100.0,
+                truncate(&readable_line(&p.pattern), 120)
+            )
+        })
         .collect();
     let detail = format!(
         "{} lines per minute lately, as before; most frequent: {}",
