@@ -150,11 +150,7 @@ fn skip_nested(it: &mut Chars) {
                     return;
                 }
             }
-            '"' => {
-                if !string(it).1 {
-                    return;
-                }
-            }
+            '"' if !string(it).1 => return,
             _ => {}
         }
     }
