@@ -151,12 +151,15 @@ impl AlertSample {
             "starts_at": self.starts_at,
         });
         let obj = v.as_object_mut().expect("object");
-        for (k, val) in [
-            ("value", &self.value),
-            ("generator_url", &self.generator_url),
-            ("dashboard_url", &self.dashboard_url),
-            ("panel_url", &self.panel_url),
-        ] {
+        // The rule's expression, decoded, instead of the URL that carries it: the model
+        // reads PromQL, and a published rule's URL-encoded expression costs three times
+        // the tokens. Dashboard and panel links are for people (the console shows them).
+        let expr = self.rule_expr();
+        if let Some(e) = &expr {
+            obj.insert("rule_expr".into(), e.clone().into());
+        }
+        let url = self.generator_url.as_ref().filter(|_| expr.is_none());
+        for (k, val) in [("value", self.value.as_ref()), ("generator_url", url)] {
             if let Some(val) = val {
                 obj.insert(k.into(), val.clone().into());
             }
@@ -292,6 +295,22 @@ mod tests {
             "{a}"
         );
         assert_eq!(ctx.first().unwrap().rule_expr().as_deref(), Some("up == 0"));
+        assert_eq!(a["rule_expr"], "up == 0", "the expression, decoded");
+        assert!(a.get("generator_url").is_none(), "{a}");
+        let grafana = AlertSample {
+            generator_url: Some("http://grafana/alerting/grafana/abc/view".into()),
+            dashboard_url: Some("http://grafana/d/x".into()),
+            ..sample()
+        };
+        let g = grafana.render();
+        assert_eq!(
+            g["generator_url"],
+            "http://grafana/alerting/grafana/abc/view"
+        );
+        assert!(
+            g.get("rule_expr").is_none() && g.get("dashboard_url").is_none(),
+            "{g}"
+        );
         // What the sender wrote stays inside the one fence.
         let m = user_message("Investigate.", Some(&Context::Alert(ctx).render()));
         assert_eq!(m.matches("</data>").count(), 1, "{m}");
