@@ -199,12 +199,30 @@ impl EvidencePlanner {
             let host = instance
                 .rsplit_once(':')
                 .map_or(instance.as_str(), |(h, _)| h);
-            calls.push(PlannedCall {
-                name: OVERVIEW,
-                arguments: json!({ "instance": host }),
-            });
+            if self.is_measured_host(host).await {
+                calls.push(PlannedCall {
+                    name: OVERVIEW,
+                    arguments: json!({ "instance": host }),
+                });
+            }
         }
         calls
+    }
+
+    /// Whether a node exporter reports on `host` (an application's exporter may run
+    /// elsewhere, e.g. kube-state-metrics: an overview of it would be lines of "no data"
+    /// that cost the model time and say nothing). Without an answer, yes.
+    async fn is_measured_host(&self, host: &str) -> bool {
+        let Some(prom) = &self.prometheus else {
+            return true;
+        };
+        let shown = r#"{__name__=~"node_cpu_seconds_total|node_memory_MemAvailable_bytes|node_filesystem_avail_bytes"}"#;
+        match prom.label_values("instance", &[shown]).await {
+            Ok(nodes) => nodes
+                .iter()
+                .any(|i| i.rsplit_once(':').map_or(i.as_str(), |(h, _)| h) == host),
+            Err(_) => true,
+        }
     }
 
     /// A storm: the rule across every instance, not one of them.

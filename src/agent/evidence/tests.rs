@@ -113,6 +113,34 @@ async fn an_application_alert_gets_the_overview_of_its_host() {
 }
 
 #[tokio::test]
+async fn an_application_alert_from_an_exporter_on_no_measured_host_gets_no_overview() {
+    crate::install_crypto_provider();
+    // Prometheus knows host metrics of app1 only (its node exporter on :9100).
+    let router = axum::Router::new().route(
+        "/api/v1/label/instance/values",
+        axum::routing::get(|| async {
+            axum::Json(serde_json::json!({"status": "success", "data": ["app1:9100"]}))
+        }),
+    );
+    let server = crate::eval::fakes::FakeServer::start(router).await.unwrap();
+    let mut config = crate::config::Config::default();
+    config.prometheus.url = Some(server.url.parse().unwrap());
+    let planner = EvidencePlanner::new(&Upstreams::from_config(&config).unwrap());
+    let alert = |instance: &str| {
+        let context = group(
+            &[("alertname", "QueueBacklog"), ("instance", instance)],
+            "http://prom:9090/graph?g0.expr=queue_depth+%3E+100&g0.tab=1",
+        );
+        alert_facts(&context).unwrap()
+    };
+    let has_overview = |calls: &[PlannedCall]| calls.iter().any(|c| c.name == OVERVIEW);
+    let on_app1 = planner.for_alert(&alert("app1:8080"), true).await;
+    assert!(has_overview(&on_app1), "{:?}", names(&on_app1));
+    let on_ksm = planner.for_alert(&alert("ksm:8080"), true).await;
+    assert!(!has_overview(&on_ksm), "{:?}", names(&on_ksm));
+}
+
+#[tokio::test]
 async fn a_probe_alert_gets_its_probe_now_and_its_status_over_the_lookback() {
     let facts = AlertFacts {
         labels: [
