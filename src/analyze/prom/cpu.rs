@@ -2,13 +2,14 @@
 //! idle over 5 minutes, and the share waiting on I/O), with what keeps them busy: the top
 //! process group on that host (process-exporter `namedprocess_namegroup_cpu_seconds_total`,
 //! every mode summed) and the top container (cAdvisor `container_cpu_usage_seconds_total`),
-//! each its own fact with its share of the host so a finding can name it.
+//! each its own fact with its share of the host so a finding can name it. CPUs waiting on
+//! I/O name the process groups doing the most I/O there.
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
 
-use super::{Prom, by_identity, host, identity, labels_map, pick, selector};
+use super::{Prom, by_identity, host, identity, io_consumers, labels_map, pick, selector};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, round_sig,
 };
@@ -63,6 +64,7 @@ impl Analyzer for CpuSaturation {
         let cpus = by_identity(self.0.vector(CPUS).await?);
         let mut facts = Vec::new();
         let mut consumers: Option<HashMap<String, Vec<Consumer>>> = None;
+        let mut io = None;
         for s in busy {
             let key = identity(&s.metric);
             let Some(&total) = all.get(&key).filter(|t| **t > 0.0) else {
@@ -82,20 +84,25 @@ impl Analyzer for CpuSaturation {
                     .0
                     .since(&left, &query, scope, |v| v >= IOWAIT_PERCENT)
                     .await;
-                facts.push(
-                    Fact::new(
-                        FactClass::Saturation,
-                        self.name(),
-                        Entity::new("host", host_name.clone())
-                            .on_host(Some(host_name.clone()))
-                            .with_labels(labels_map(&s.metric)),
-                        "CPU time waiting on I/O",
-                        Severity::Warning,
-                        Source::promql(&query),
-                    )
-                    .value(Quantity::percent(wait))
-                    .since(since),
-                );
+                if io.is_none() {
+                    io = Some(io_consumers::by_host(&self.0).await?);
+                }
+                let mut fact = Fact::new(
+                    FactClass::Saturation,
+                    self.name(),
+                    Entity::new("host", host_name.clone())
+                        .on_host(Some(host_name.clone()))
+                        .with_labels(labels_map(&s.metric)),
+                    "CPU time waiting on I/O",
+                    Severity::Warning,
+                    Source::promql(&query),
+                )
+                .value(Quantity::percent(wait))
+                .since(since);
+                if let Some(c) = io.as_ref().and_then(|io| io.get(&host_name)) {
+                    fact = fact.detail(io_consumers::named(c));
+                }
+                facts.push(fact);
             }
             let severity = match share {
                 v if v >= CRIT_PERCENT => Severity::Critical,

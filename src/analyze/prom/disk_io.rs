@@ -1,10 +1,12 @@
 //! Disks busy all the time (node_exporter `node_disk_io_time_seconds_total`: the share of
 //! the last 5 minutes a device had I/O in flight), per device, with the average queue
-//! (`node_disk_io_time_weighted_seconds_total`) that says how far past busy it is.
+//! (`node_disk_io_time_weighted_seconds_total`) that says how far past busy it is, and the
+//! process groups doing the most I/O on its host (the top one its own fact when it does
+//! most of it).
 
 use async_trait::async_trait;
 
-use super::{Prom, by_identity, host, identity, label, labels_map, pick, selector};
+use super::{Prom, by_identity, host, identity, io_consumers, label, labels_map, pick, selector};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, round_sig,
 };
@@ -32,6 +34,8 @@ impl Analyzer for DiskIo {
             return Ok(Vec::new());
         }
         let queue = by_identity(self.0.vector(QUEUE).await?);
+        let io = io_consumers::by_host(&self.0).await?;
+        let mut named_hosts = Vec::new();
         let mut facts = Vec::new();
         for s in busy {
             let share = s.value.min(100.0);
@@ -58,10 +62,26 @@ impl Analyzer for DiskIo {
             )
             .value(Quantity::percent(share))
             .since(since);
+            let mut detail = Vec::new();
             if let Some(q) = queue.get(&identity(&s.metric)) {
-                fact = fact.detail(format!("{} requests in flight on average", round_sig(*q)));
+                detail.push(format!("{} requests in flight on average", round_sig(*q)));
+            }
+            let host_name = host(&s.metric);
+            let consumers = host_name.as_ref().and_then(|h| io.get(h));
+            if let Some(c) = consumers {
+                detail.push(io_consumers::named(c));
+            }
+            if !detail.is_empty() {
+                fact = fact.detail(detail.join("; "));
             }
             facts.push(fact);
+            // The process doing most of the host's I/O, once per host.
+            if let (Some(h), Some(c)) = (host_name, consumers)
+                && !named_hosts.contains(&h)
+            {
+                facts.extend(io_consumers::top_fact(self.name(), c, &h, severity, since));
+                named_hosts.push(h);
+            }
         }
         Ok(facts)
     }

@@ -13,6 +13,7 @@ mod disk_io;
 mod filesystem;
 mod history;
 mod inventory;
+mod io_consumers;
 mod kube_state;
 mod kube_state_workloads;
 mod limit_names;

@@ -1,6 +1,6 @@
 //! Saturation among calm hosts made of captured node_exporter and process-exporter output:
 //! a host's CPUs busy (with the process that keeps them busy named as its own fact), a
-//! host waiting on a busy disk, an interface losing packets; decoys below the thresholds.
+//! host waiting on a busy disk (with the process doing its I/O), an interface losing packets; decoys below the thresholds.
 
 use sre_agent::analyze::Severity;
 
@@ -90,6 +90,20 @@ async fn a_busy_host_names_its_top_process_and_a_disk_and_an_interface_in_troubl
         &[("instance", "ash-1:9100"), ("device", "vda")],
         move |_, ago| Some(c(ago)),
     );
+    // ... `rustc` writes 40 MiB/s and reads 10 MiB/s there; bash does 2 kB/s.
+    for (group, metric, rate) in [
+        ("rustc", "namedprocess_namegroup_write_bytes_total", 40.0),
+        ("rustc", "namedprocess_namegroup_read_bytes_total", 10.0),
+        ("bash", "namedprocess_namegroup_write_bytes_total", 0.002),
+    ] {
+        let c = counter(1000.0, rate * 1024.0 * 1024.0, 1200);
+        set(
+            &mut defs,
+            metric,
+            &[("instance", "ash-1:9256"), ("groupname", group)],
+            move |_, ago| Some(c(ago)),
+        );
+    }
     // ash-3: eth0 receives 1000 packets a second and 50 errors; ash-1's eth0 drops 5 a
     // second of 100,000 (noise); ash-2's ifb0 drops one every two seconds.
     let net = |defs: &mut Vec<_>, h: &str, dev: &str, m: &str, rate: f64| {
@@ -160,10 +174,27 @@ async fn a_busy_host_names_its_top_process_and_a_disk_and_an_interface_in_troubl
     assert!((85.0..95.0).contains(&share), "{all}");
     let wait = cpu.iter().find(|f| f.what.contains("I/O")).expect(&all);
     assert_eq!(wait.entity.name, "ash-1", "{all}");
+    let top_io = "top I/O: process rustc 50.0 MiB/s";
+    assert!(wait.detail.as_deref().unwrap().starts_with(top_io), "{all}");
     let disk: Vec<_> = facts.iter().filter(|f| f.analyzer == "disk_io").collect();
-    assert_eq!(disk.len(), 1, "{all}");
+    assert_eq!(
+        disk.len(),
+        2,
+        "the disk and the process doing its I/O: {all}"
+    );
     assert_eq!(disk[0].entity.name, "vda");
     assert_eq!(disk[0].entity.host.as_deref(), Some("ash-1"));
+    assert!(disk[0].detail.as_deref().unwrap().contains(top_io), "{all}");
+    assert!(
+        !disk[0].detail.as_deref().unwrap().contains("bash"),
+        "{all}"
+    );
+    assert_eq!(
+        (disk[1].entity.kind.as_str(), disk[1].entity.name.as_str()),
+        ("process", "rustc")
+    );
+    assert_eq!(disk[1].entity.host.as_deref(), Some("ash-1"));
+    assert_eq!(disk[1].what, "I/O read and written, the most on its host");
     let net: Vec<_> = facts
         .iter()
         .filter(|f| f.analyzer == "network_errors")
