@@ -58,6 +58,8 @@ pub struct Runner {
     tools: ToolRegistry,
     store: InvestigationStore,
     max_steps: u32,
+    /// No tool step starts after this long (`None`: no limit).
+    answer_after: Option<std::time::Duration>,
     max_tokens: u64,
     max_cost: f64,
     max_parallel: usize,
@@ -79,6 +81,7 @@ impl Runner {
             tools,
             store,
             max_steps: config.max_steps.max(1),
+            answer_after: Some(config.answer_after.get()).filter(|d| !d.is_zero()),
             max_tokens: config.max_tokens_per_investigation,
             max_cost: config.max_cost_per_investigation_usd,
             max_parallel: config.max_parallel_tools.max(1),
@@ -207,10 +210,23 @@ impl Runner {
         done
     }
 
-    /// Which limit stops the loop before step `step + 1`, if any.
-    fn limit_hit(&self, inv: &Investigation, step: u32) -> Option<String> {
+    /// Which limit stops the loop before step `step + 1`, `elapsed` into the
+    /// investigation, if any.
+    fn limit_hit(
+        &self,
+        inv: &Investigation,
+        step: u32,
+        elapsed: std::time::Duration,
+    ) -> Option<String> {
         if step >= self.max_steps {
             return Some(format!("step limit reached ({} steps)", self.max_steps));
+        }
+        if let Some(after) = self.answer_after.filter(|a| step > 0 && elapsed >= *a) {
+            return Some(format!(
+                "time limit reached ({} s; llm.answer_after = {} s)",
+                elapsed.as_secs(),
+                after.as_secs()
+            ));
         }
         if self.max_tokens > 0 && inv.tokens.total() >= self.max_tokens {
             return Some(format!(
@@ -287,6 +303,7 @@ struct Session<'a> {
     trouble: Trouble,
     /// Health-sweep facts about the trigger: key figures whatever the finding cites.
     pinned: Vec<String>,
+    started: tokio::time::Instant,
 }
 
 impl<'a> Session<'a> {
@@ -305,6 +322,7 @@ impl<'a> Session<'a> {
             inv,
             seq,
             step: 0,
+            started: tokio::time::Instant::now(),
             messages,
             tools: Arc::new(tools),
             log,
@@ -334,7 +352,8 @@ impl<'a> Session<'a> {
 
     async fn investigate(mut self) -> Investigation {
         loop {
-            if let Some(why) = self.runner.limit_hit(&self.inv, self.step) {
+            let elapsed = self.started.elapsed();
+            if let Some(why) = self.runner.limit_hit(&self.inv, self.step, elapsed) {
                 return self.at_limit(why).await;
             }
             let fit = self.fit(true);

@@ -151,6 +151,9 @@ pub struct LlmConfig {
     /// The most tokens the model may write in one answer (`max_tokens` of each request):
     /// a small model that rambles on a CPU costs a minute per 600 tokens; 0 sends no limit.
     pub max_answer_tokens: u32,
+    /// After this long an investigation starts no more tool calls: the model answers from
+    /// what it gathered (a small model on a CPU takes 15-40 s a step); 0s: no limit.
+    pub answer_after: HumanDuration,
     pub max_parallel_tools: usize,
     /// The model's context window in tokens; requests are fitted into it, and at 8192 or
     /// less only the tools relevant to the question are offered.
@@ -172,6 +175,7 @@ impl Default for LlmConfig {
             max_cost_per_investigation_usd: 0.25,
             max_tool_output_chars: 4_000,
             max_answer_tokens: 600,
+            answer_after: secs(90),
             max_parallel_tools: 4,
             context_tokens: 8192,
             pricing: BTreeMap::from([(

@@ -252,6 +252,31 @@ async fn a_model_that_never_stops_is_stopped_at_max_steps_with_one_final_call_wi
 }
 
 #[tokio::test]
+async fn a_slow_model_answers_from_what_it_gathered_once_answer_after_has_passed() {
+    // Each answer takes 1.1 s; after 2 s no more tool calls start.
+    let script = (0..6)
+        .map(|i| tool_calls(&[(&format!("call_{i}"), "current_time", "{}")], (10, 1, 0)))
+        .collect();
+    let fake = FakeLlm::start_slow(script, std::time::Duration::from_millis(1100)).await;
+    fake.answer_without_tools(answer(&finding_json("in time", "call_0"), (10, 1, 0)));
+    let app = spawn_app(&fake.config("answer_after = \"2s\"")).await;
+    let id = ask(&app, "what time is it, many times").await;
+    let inv = wait_final(&app, &id).await;
+    assert_eq!(inv["status"], "limit_reached", "{inv:#}");
+    let reqs = fake.requests();
+    let (last, before) = reqs.split_last().unwrap();
+    assert!(!last.has_tools(), "the final call offers no tools");
+    assert!(
+        !before.is_empty() && before.len() < 6 && before.iter().all(|r| r.has_tools()),
+        "{} calls with tools",
+        before.len()
+    );
+    let notes = inv["notes"].to_string();
+    assert!(notes.contains("time limit reached"), "{notes}");
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn a_repeated_call_is_not_run_again_and_the_model_is_told() {
     let fake = FakeLlm::start(vec![
         tool_calls(&[("call_1", "current_time", "{}")], (10, 1, 0)),

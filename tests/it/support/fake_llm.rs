@@ -66,6 +66,8 @@ struct Shared {
     /// Pick the reply by the request's turn (its assistant messages so far) instead of by
     /// arrival: a run retried after a crash starts the script again.
     by_turn: bool,
+    /// The reply to a request that offers no tools (the final call at a limit), when set.
+    without_tools: Option<Reply>,
 }
 
 /// The running fake; stops when dropped.
@@ -115,6 +117,11 @@ impl FakeLlm {
             shared,
             handle,
         }
+    }
+
+    /// Answers every request that offers no tools with `reply`, whatever the script says.
+    pub fn answer_without_tools(&self, reply: Reply) {
+        self.shared.lock().unwrap().without_tools = Some(reply);
     }
 
     pub fn requests(&self) -> Vec<Recorded> {
@@ -171,6 +178,11 @@ fn next_reply(shared: &Mutex<Shared>, headers: &HeaderMap, body: &Bytes) -> Opti
         body: serde_json::from_str(&raw).unwrap_or(Value::Null),
         raw,
     });
+    if let Some(r) = s.without_tools.clone()
+        && !s.requests.last().is_some_and(Recorded::has_tools)
+    {
+        return Some(r);
+    }
     let turn = if s.by_turn {
         s.requests.last().map_or(0, |r| {
             r.body["messages"]
