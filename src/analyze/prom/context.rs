@@ -1,7 +1,8 @@
 //! Not a problem but what a comparison needs ("which host has the least free memory?"):
 //! the comparison itself, computed — which host has the least memory available, the
 //! busiest CPU and the fullest filesystem, with the runners-up — then one fact per host
-//! with its memory available, CPU busy share and fullest filesystem (node_exporter), all
+//! with its memory available, CPU busy share and filesystems (the largest and the fullest,
+//! each with its free space: "which has more room for 2 TB?") from node_exporter, all
 //! at severity info so they rank below every problem.
 
 use std::collections::BTreeMap;
@@ -37,23 +38,11 @@ impl Analyzer for HostContext {
                 busy.entry(h).or_insert(s.value);
             }
         }
-        let used = self
-            .0
-            .vector(&format!(
-                "100 * (1 - node_filesystem_avail_bytes{{{PSEUDO}}} / node_filesystem_size_bytes{{{PSEUDO}}})"
-            ))
-            .await?;
+        let filesystems = self.filesystems().await?;
         let mut fullest: BTreeMap<String, (String, f64)> = BTreeMap::new();
-        for s in used {
-            let (Some(h), Some(m)) = (host(&s.metric), s.metric.get("mountpoint")) else {
-                continue;
-            };
-            if !s.value.is_finite() {
-                continue;
-            }
-            let e = fullest.entry(h).or_insert((m.clone(), s.value));
-            if s.value > e.1 {
-                *e = (m.clone(), s.value);
+        for (h, list) in &filesystems {
+            if let Some(f) = list.iter().max_by(|a, b| a.used().total_cmp(&b.used())) {
+                fullest.insert(h.clone(), (f.mount.clone(), f.used()));
             }
         }
         let mut facts = Vec::new();
@@ -74,11 +63,8 @@ impl Analyzer for HostContext {
             if let Some(b) = busy.get(&h) {
                 parts.push(format!("CPU busy {}", Quantity::percent(*b)));
             }
-            if let Some((m, u)) = fullest.get(&h) {
-                parts.push(format!(
-                    "fullest filesystem {m} {} used",
-                    Quantity::percent(*u)
-                ));
+            if let Some(list) = filesystems.get(&h) {
+                parts.push(format!("filesystems: {}", shown_filesystems(list)));
             }
             let sel = selector(pick(&s.metric, &["instance", "job"]));
             let mut fact = Fact::new(
@@ -113,8 +99,82 @@ impl Analyzer for HostContext {
 
 /// Runners-up named in a comparison's detail.
 const RUNNERS_UP: usize = 3;
+/// Filesystems named in a host's fact: the largest, and the fullest whatever its size.
+const SHOWN_FILESYSTEMS: usize = 3;
+
+/// A host's filesystem now.
+struct Filesystem {
+    mount: String,
+    avail: f64,
+    size: f64,
+}
+
+impl Filesystem {
+    fn used(&self) -> f64 {
+        100.0 * (1.0 - self.avail / self.size)
+    }
+}
+
+/// "/ 96 % used, 1.2 GiB free of 29.8 GiB; /data …": the largest filesystems and the fullest.
+fn shown_filesystems(list: &[Filesystem]) -> String {
+    let mut by_size: Vec<&Filesystem> = list.iter().collect();
+    by_size.sort_by(|a, b| b.size.total_cmp(&a.size));
+    let fullest = list.iter().max_by(|a, b| a.used().total_cmp(&b.used()));
+    let mut shown: Vec<&Filesystem> = by_size.iter().take(SHOWN_FILESYSTEMS).copied().collect();
+    if let Some(f) = fullest.filter(|f| !shown.iter().any(|s| s.mount == f.mount)) {
+        shown.pop();
+        shown.push(f);
+    }
+    shown
+        .iter()
+        .map(|f| {
+            format!(
+                "{} {} used, {} free of {}",
+                f.mount,
+                Quantity::percent(f.used()),
+                Quantity::bytes(f.avail),
+                Quantity::bytes(f.size)
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
 
 impl HostContext {
+    /// Each host's real filesystems (one per mount point), by host.
+    async fn filesystems(&self) -> Result<BTreeMap<String, Vec<Filesystem>>, AnalyzeError> {
+        let key = |m: &BTreeMap<String, String>| Some((host(m)?, m.get("mountpoint")?.clone()));
+        let size: BTreeMap<(String, String), f64> = self
+            .0
+            .vector(&format!("node_filesystem_size_bytes{{{PSEUDO}}} > 0"))
+            .await?
+            .into_iter()
+            .filter_map(|s| Some((key(&s.metric)?, s.value)))
+            .collect();
+        let mut by: BTreeMap<String, Vec<Filesystem>> = BTreeMap::new();
+        for s in self
+            .0
+            .vector(&format!("node_filesystem_avail_bytes{{{PSEUDO}}}"))
+            .await?
+        {
+            let Some((h, mount)) = key(&s.metric) else {
+                continue;
+            };
+            let Some(&total) = size.get(&(h.clone(), mount.clone())) else {
+                continue;
+            };
+            let list = by.entry(h).or_default();
+            if s.value.is_finite() && !list.iter().any(|f| f.mount == mount) {
+                list.push(Filesystem {
+                    mount,
+                    avail: s.value,
+                    size: total,
+                });
+            }
+        }
+        Ok(by)
+    }
+
     /// The extremes across hosts (none with fewer than two hosts): least memory
     /// available (in bytes), busiest CPU, fullest filesystem.
     fn comparisons(

@@ -4,7 +4,7 @@
 
 use sre_agent::analyze::FactClass;
 
-use super::world::{World, calm, lines, node_host, set};
+use super::world::{World, calm, lines, node_host, series, set};
 
 #[tokio::test]
 async fn the_captured_build_machine_reports_its_busy_cpus_naming_rustc_and_its_unsynced_clock() {
@@ -64,6 +64,21 @@ async fn calm_hosts_report_only_their_context_the_one_shortest_of_memory_first()
         &[("instance", "yew-2:9100")],
         |_, _| Some(6.0 * 1024.0 * 1024.0 * 1024.0),
     );
+    // ... and a data volume of 8 TiB with 4.4 TiB free, larger than its root filesystem.
+    let tib = 1024.0_f64.powi(4);
+    for (name, v) in [
+        ("node_filesystem_size_bytes", 8.0 * tib),
+        ("node_filesystem_avail_bytes", 4.4 * tib),
+    ] {
+        let labels = [
+            ("instance", "yew-2:9100"),
+            ("job", "node"),
+            ("device", "/dev/sdb1"),
+            ("fstype", "xfs"),
+            ("mountpoint", "/srv/data"),
+        ];
+        defs.push(series(name, &labels, move |_| Some(v)));
+    }
     let Some(world) = World::build(&defs, 7200, 15).await else {
         return;
     };
@@ -85,5 +100,9 @@ async fn calm_hosts_report_only_their_context_the_one_shortest_of_memory_first()
     assert_eq!(facts[3].entity.name, "yew-2", "{all}");
     let detail = facts[3].detail.as_deref().unwrap_or("");
     assert!(detail.contains("CPU busy 7"), "{all}");
-    assert!(detail.contains("fullest filesystem /"), "{all}");
+    // Its filesystems, the largest first, each with its free space.
+    assert!(
+        detail.contains("filesystems: /srv/data 45 % used, 4.4 TiB free of 8.0 TiB; / "),
+        "{all}"
+    );
 }
