@@ -37,6 +37,9 @@ pub struct Ranked {
 /// How far from the trigger's start a fact's state may begin and still count as near it.
 const NEAR_START_SECS: u64 = 3600;
 
+/// Hosts shorter than this are not looked for in a fact's quoted text.
+const MIN_MENTIONED_CHARS: usize = 6;
+
 /// Names shorter than this are not matched (too many false friends: `a`, `is`, `db`).
 const MIN_NAME_CHARS: usize = 3;
 
@@ -145,6 +148,16 @@ impl Focus {
             .any(|w| self.names.iter().any(|n| similar(n, &w)))
     }
 
+    /// Whether `text` names one of the alert's hosts (six characters or more, so that
+    /// `db1` or `nas` do not match every line).
+    fn mentioned_in(&self, text: Option<&str>) -> bool {
+        let Some(text) = text else { return false };
+        let text = normalise(text);
+        self.hosts
+            .iter()
+            .any(|h| h.chars().count() >= MIN_MENTIONED_CHARS && text.contains(h.as_str()))
+    }
+
     /// How relevant `fact` is, and whether its entity matched.
     fn score(&self, fact: &Fact) -> (i32, bool) {
         let mut score = 0;
@@ -177,6 +190,12 @@ impl Focus {
         // "busiest CPU of 4 hosts"): a tie-breaker among facts no name singles out.
         if self.describes(&fact.what) {
             score += 2;
+        }
+        // What the fact quotes (a log line, an event) names the alert's host: a proxy's
+        // log about the virtual host whose certificate expires, a database's about its
+        // client. Weaker than being about it.
+        if !(host_hit || shared > 0) && self.mentioned_in(fact.detail.as_deref()) {
+            score += 3;
         }
         if fact.class == FactClass::Context {
             score -= if self.alert { 4 } else { 2 };
@@ -318,6 +337,38 @@ mod tests {
         let r = rank(vec![decoy, own], &focus);
         assert_eq!(r[0].fact.entity.name, "/srv");
         assert!(r[0].about_trigger && !r[1].about_trigger);
+    }
+
+    #[test]
+    fn a_fact_whose_quoted_text_names_the_alerts_host_ranks_above_one_that_does_not() {
+        let context = |service: &str, detail: &str| {
+            let mut f = fact("service", service, "proxy3", &[], Severity::Info);
+            f.class = FactClass::Context;
+            f.detail(detail.to_string())
+        };
+        let quiet = context("sshd.service", "most frequent: Accepted publickey for ops");
+        let proxy = context(
+            "caddy.service",
+            "most frequent: level=error msg=\"could not renew\" identifier=Cloud.Kestrel.lan",
+        );
+        let focus = Focus::alert(
+            &labels(&[
+                ("alertname", "CertExpiring"),
+                ("instance", "https://cloud.kestrel.lan"),
+            ]),
+            None,
+        );
+        let r = rank(vec![quiet.clone(), proxy.clone()], &focus);
+        assert_eq!(r[0].fact.entity.name, "caddy.service");
+        assert!(
+            !r[0].about_trigger,
+            "it mentions the host; it is not about it"
+        );
+        // A short host name is not looked for in text.
+        let short = Focus::alert(&labels(&[("instance", "db1:9100")]), None);
+        let db = context("app", "connection to db1 refused");
+        let r = rank(vec![db, quiet], &short);
+        assert_eq!(r[0].score, r[1].score);
     }
 
     #[test]
