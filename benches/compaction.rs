@@ -70,7 +70,11 @@ fn median(runs: usize, mut f: impl FnMut()) -> Duration {
 
 fn main() {
     let matrix = series(1_000, 250);
-    let out = compact_matrix(&matrix, unit_of("rate(node_cpu_seconds_total[5m])"), MAX_CHARS);
+    let out = compact_matrix(
+        &matrix,
+        unit_of("rate(node_cpu_seconds_total[5m])"),
+        MAX_CHARS,
+    );
     let t = median(50, || {
         black_box(compact_matrix(black_box(&matrix), Unit::Plain, MAX_CHARS));
     });

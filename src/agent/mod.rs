@@ -31,7 +31,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use alert_context::{
-    AlertContext, AlertSample, AlertScope, Context, GroupSummary, StormReinvestigation, StormSummary,
+    AlertContext, AlertSample, AlertScope, Context, GroupSummary, StormReinvestigation,
+    StormSummary,
 };
 pub use budget::{Budget, Limit, OverBudget, SubmitError, investigation_reserve};
 pub use call_log::{CallLog, CallRecord};

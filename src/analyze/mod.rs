@@ -58,6 +58,9 @@ pub struct Scope {
     /// context may prefer those the trigger is about; it never decides which analyzers
     /// run, and no text of it goes into a query.
     pub focus: Option<Arc<Focus>>,
+    /// Prometheus' metric names over this window, read by the first analyzer that needs
+    /// them (`prom::Prom::metric_names`): the scope's clones share one read per sweep.
+    pub metric_names: prom::MetricNames,
 }
 
 /// Shortest and longest window an analyzer looks back over.
@@ -80,6 +83,7 @@ impl Scope {
             window_start,
             started: started.max(window_start),
             focus: None,
+            metric_names: prom::MetricNames::default(),
         }
     }
 

@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use crate::agent::{
-    AlertContext, AlertSample, AlertScope, GroupKey, GroupSummary, StormReinvestigation, StormSummary,
+    AlertContext, AlertSample, AlertScope, GroupKey, GroupSummary, StormReinvestigation,
+    StormSummary,
 };
 use crate::alerts::store::AlertGroup;
 use crate::alerts::storm::{self, Member, Storm};

@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use chrono::Utc;
 
-use super::fake::{FakeInvestigator, alert, batch, config, ingest_and_run_effects, intake, intake_with};
+use super::fake::{
+    FakeInvestigator, alert, batch, config, ingest_and_run_effects, intake, intake_with,
+};
 use crate::alerts::AlertStatus;
 use crate::alerts::grouping::InvState;
 use crate::alerts::store::Outcome;

@@ -416,7 +416,8 @@ mod tests {
         assert_eq!(fake.state("inv-0").unwrap(), InvState::Cancelled);
         assert!(fake.notes.lock().unwrap()[0].1.contains("resolved"));
         // Firing again after a cancelled one starts a new episode.
-        let again = ingest_and_run_effects(&intake, vec![alert("A", "h", AlertStatus::Firing)]).await;
+        let again =
+            ingest_and_run_effects(&intake, vec![alert("A", "h", AlertStatus::Firing)]).await;
         assert_eq!(again.queued, 1);
     }
 

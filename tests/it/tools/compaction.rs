@@ -141,7 +141,11 @@ fn output_never_exceeds_the_limit() {
         .collect();
     for max_chars in [0, 10, 50, 200, 1000, 5000] {
         let out = fit_lines("header", &lines, "lines", max_chars);
-        assert!(out.chars().count() <= max_chars, "{max_chars}: {}", out.len());
+        assert!(
+            out.chars().count() <= max_chars,
+            "{max_chars}: {}",
+            out.len()
+        );
     }
 }
 
