@@ -135,6 +135,23 @@ pub struct InvestigationRequest {
     pub group_key: Option<String>,
 }
 
+/// Characters of a question kept as its investigation's title.
+const TITLE_CHARS: usize = 80;
+
+impl InvestigationRequest {
+    /// A person's question (the API, the console, the CLI, MCP): the question is the
+    /// prompt, its start the title, nothing untrusted around it.
+    pub fn ask(question: &str) -> Self {
+        Self {
+            trigger: Trigger::Ask,
+            title: question.chars().take(TITLE_CHARS).collect(),
+            prompt: question.to_string(),
+            context: None,
+            group_key: None,
+        }
+    }
+}
+
 /// One investigation, as stored and served by the API.
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct Investigation {
