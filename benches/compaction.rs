@@ -1,5 +1,5 @@
 //! Compaction of a 1,000-series range query (250 points each) and of 5,000 log lines into
-//! the default 4,000-character tool budget. Prints `figure: value (target)` lines.
+//! the default 4,000-character tool output limit (`max_chars`). Prints `figure: value (target)` lines.
 
 // A panic is how a test or a bench reports a failure.
 #![allow(clippy::unwrap_used)]
@@ -12,7 +12,7 @@ use sre_agent::integrations::prometheus::{Labels, Series};
 use sre_agent::tools::compact::{Unit, compact_logs, compact_matrix};
 use sre_agent::tools::units::unit_of;
 
-const BUDGET: usize = 4_000;
+const MAX_CHARS: usize = 4_000;
 
 fn series(n: usize, points: usize) -> Vec<Series> {
     (0..n)
@@ -70,9 +70,13 @@ fn median(runs: usize, mut f: impl FnMut()) -> Duration {
 
 fn main() {
     let matrix = series(1_000, 250);
-    let out = compact_matrix(&matrix, unit_of("rate(node_cpu_seconds_total[5m])"), BUDGET);
+    let out = compact_matrix(
+        &matrix,
+        unit_of("rate(node_cpu_seconds_total[5m])"),
+        MAX_CHARS,
+    );
     let t = median(50, || {
-        black_box(compact_matrix(black_box(&matrix), Unit::Plain, BUDGET));
+        black_box(compact_matrix(black_box(&matrix), Unit::Plain, MAX_CHARS));
     });
     println!(
         "figure: range query 1,000 series x 250 points compacted to {} characters (target < 4000)",
@@ -84,9 +88,9 @@ fn main() {
     );
 
     let streams = logs(5_000);
-    let out = compact_logs(&streams, BUDGET);
+    let out = compact_logs(&streams, MAX_CHARS);
     let t = median(20, || {
-        black_box(compact_logs(black_box(&streams), BUDGET));
+        black_box(compact_logs(black_box(&streams), MAX_CHARS));
     });
     println!(
         "figure: 5,000 log lines compacted to {} characters (target < 4000)",
@@ -98,6 +102,6 @@ fn main() {
     );
     println!(
         "--- sample output (range query) ---\n{}",
-        compact_matrix(&matrix[..5], Unit::Plain, BUDGET)
+        compact_matrix(&matrix[..5], Unit::Plain, MAX_CHARS)
     );
 }

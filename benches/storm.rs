@@ -202,7 +202,7 @@ async fn run(prefix: &str, threshold: u32, delivery: Delivery) -> anyhow::Result
     answered_decided.sort();
     deferred.sort();
 
-    // Wait for the storm's investigation (and a follow-up, if any) to finish.
+    // Wait for the storm's investigation (and a re-investigation, if any) to finish.
     let deadline = Instant::now() + Duration::from_secs(if threshold == 0 { 5 } else { 60 });
     let investigations = loop {
         let body: Value = http

@@ -222,7 +222,7 @@ pub fn header_and_body(data: &[u8]) -> (String, Vec<u8>) {
 /// source: the daemon keeps it private to the agent).
 mod tools {
     pub mod promql {
-        pub use sre_agent::tools::promql::selectors;
+        pub use sre_agent::tools::promql::{Class, classify, selectors};
     }
 }
 mod analyze {

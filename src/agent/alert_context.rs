@@ -99,14 +99,14 @@ pub struct StormSummary {
     pub affected: BTreeMap<String, String>,
     /// The own labels of the first few member groups, firing ones first.
     pub members: Vec<BTreeMap<String, String>>,
-    /// Set when this investigation follows up the storm's earlier one.
+    /// Set when this investigation re-investigates the storm after its earlier one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub follow_up: Option<StormFollowUp>,
+    pub reinvestigation: Option<StormReinvestigation>,
 }
 
-/// The storm's earlier investigation that a follow-up continues.
+/// The storm's earlier investigation that a re-investigation of the grown storm continues.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct StormFollowUp {
+pub struct StormReinvestigation {
     pub investigation: String,
     /// Member groups the earlier investigation named.
     pub named_before: u32,
@@ -193,8 +193,8 @@ impl StormSummary {
                 format!("… and {} more", self.groups - listed).into(),
             );
         }
-        if let Some(f) = &self.follow_up {
-            obj.insert("follow_up_of".into(), f.investigation.clone().into());
+        if let Some(f) = &self.reinvestigation {
+            obj.insert("reinvestigation_of".into(), f.investigation.clone().into());
             obj.insert("named_before".into(), f.named_before.into());
         }
         about
@@ -334,7 +334,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .into(),
             members: vec![BTreeMap::from([("instance".into(), "nas1".into())])],
-            follow_up: Some(StormFollowUp {
+            reinvestigation: Some(StormReinvestigation {
                 investigation: "inv-1".into(),
                 named_before: 12,
             }),
@@ -350,7 +350,7 @@ mod tests {
         assert!(ctx.group_key().is_none());
         let v: Value = serde_json::from_str(&ctx.render()).unwrap();
         assert_eq!(v["storm"]["instances_not_listed"], "… and 29 more");
-        assert_eq!(v["storm"]["follow_up_of"], "inv-1");
+        assert_eq!(v["storm"]["reinvestigation_of"], "inv-1");
         assert_eq!(v["storm"]["named_before"], 12);
         assert!(v.get("group").is_none());
     }

@@ -34,7 +34,7 @@ pub fn follow_up_request(
     let prompt = format!("{question}{INSTRUCTION}");
     InvestigationRequest {
         trigger: Trigger::Ask,
-        title: question.chars().take(80).collect(),
+        title: question.chars().take(super::TITLE_CHARS).collect(),
         prompt,
         context: Some(parent_context(parent, events).into()),
         group_key: None,

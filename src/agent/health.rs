@@ -253,7 +253,7 @@ mod tests {
                 started_at: None,
                 affected: strings(&[("instance", "3 values")]),
                 members: Vec::new(),
-                follow_up: None,
+                reinvestigation: None,
             }),
             alerts: vec![AlertSample {
                 firing: true,

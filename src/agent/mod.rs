@@ -31,7 +31,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use alert_context::{
-    AlertContext, AlertSample, AlertScope, Context, GroupSummary, StormFollowUp, StormSummary,
+    AlertContext, AlertSample, AlertScope, Context, GroupSummary, StormReinvestigation,
+    StormSummary,
 };
 pub use budget::{Budget, Limit, OverBudget, SubmitError, investigation_reserve};
 pub use call_log::{CallLog, CallRecord};
@@ -132,6 +133,23 @@ pub struct InvestigationRequest {
     pub context: Option<Context>,
     /// The alert group's (or storm's) name in the alert store, when `trigger` is `Alert`.
     pub group_key: Option<String>,
+}
+
+/// Characters of a question kept as its investigation's title.
+const TITLE_CHARS: usize = 80;
+
+impl InvestigationRequest {
+    /// A person's question (the API, the console, the CLI, MCP): the question is the
+    /// prompt, its start the title, nothing untrusted around it.
+    pub fn ask(question: &str) -> Self {
+        Self {
+            trigger: Trigger::Ask,
+            title: question.chars().take(TITLE_CHARS).collect(),
+            prompt: question.to_string(),
+            context: None,
+            group_key: None,
+        }
+    }
 }
 
 /// One investigation, as stored and served by the API.

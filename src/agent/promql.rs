@@ -1,8 +1,9 @@
 //! Just enough PromQL for alert-first evidence: the expression of a Prometheus
 //! `generatorURL`, the value side of an alerting expression (without its threshold, its
 //! extra `and`/`unless`/`or` conditions, wrapping parentheses and `# comments`), whether it
-//! fires below its threshold, the metric names it reads (via `tools::promql`'s lexer), and a
-//! selector for the alert's identifying labels. What it cannot read it leaves out; the agent
+//! fires below its threshold, the metric names it reads, and a selector for the alert's
+//! identifying labels; what is code, string or comment, and the selectors, come from
+//! `tools::promql`'s lexer. What it cannot read it leaves out; the agent
 //! then gathers less.
 //!
 //! The expressions come from outside (rule files, Grafana, a webhook's `generatorURL`), so
@@ -12,7 +13,7 @@
 use std::collections::BTreeMap;
 
 pub use crate::analyze::prom::escape;
-use crate::tools::promql::selectors;
+use crate::tools::promql::{Class, classify, selectors};
 
 /// Labels that identify what an alert is about (rule-added labels like `severity` are not
 /// on the series and would make a selector match nothing).
@@ -43,50 +44,6 @@ pub fn expr_from_generator_url(url: &str) -> Option<String> {
         .find(|(k, _)| k == "g0.expr")
         .map(|(_, v)| v.trim().to_string())
         .filter(|e| !e.is_empty())
-}
-
-/// What a character of an expression is part of.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Class {
-    Code,
-    /// A string literal, its quotes included.
-    Literal,
-    /// From `#` to the end of the line.
-    Comment,
-}
-
-/// Every character of `expr` with its byte offset and what it is part of.
-fn classify(expr: &str) -> impl Iterator<Item = (usize, char, Class)> + '_ {
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    let mut comment = false;
-    expr.char_indices().map(move |(i, c)| {
-        if comment {
-            comment = c != '\n';
-            return (i, c, if comment { Class::Comment } else { Class::Code });
-        }
-        if let Some(q) = quote {
-            if escaped {
-                escaped = false;
-            } else if c == '\\' && q != '`' {
-                escaped = true;
-            } else if c == q {
-                quote = None;
-            }
-            return (i, c, Class::Literal);
-        }
-        match c {
-            '"' | '\'' | '`' => {
-                quote = Some(c);
-                (i, c, Class::Literal)
-            }
-            '#' => {
-                comment = true;
-                (i, c, Class::Comment)
-            }
-            _ => (i, c, Class::Code),
-        }
-    })
 }
 
 /// Calls `visit(offset, char, depth)` for every character of code outside string literals

@@ -25,8 +25,9 @@ pub use store::{Member, StormStore};
 
 /// Members tracked per storm; groups past it are counted, not stored.
 pub const MEMBER_CAP: u32 = 10_000;
-/// Follow-up investigations per storm episode, when many groups joined after it started.
-pub const MAX_FOLLOW_UPS: u32 = 1;
+/// Re-investigations per storm episode: a second investigation of the storm when many
+/// groups joined after its investigation started.
+pub const MAX_REINVESTIGATIONS: u32 = 1;
 /// Investigation ids remembered per storm.
 const MAX_IDS: usize = 10;
 
@@ -67,17 +68,17 @@ pub struct Storm {
     pub untracked: u64,
     /// Alerts attached to the storm.
     pub alerts: u64,
-    /// The current episode's investigation (a follow-up replaces it).
+    /// The current episode's investigation (a re-investigation replaces it).
     pub investigation_id: Option<String>,
-    /// Set when an investigation (or a follow-up) was decided but not yet submitted.
+    /// Set when an investigation (or a re-investigation) was decided but not yet submitted.
     pub pending_since: Option<DateTime<Utc>>,
-    /// The pending investigation is a follow-up of the current one.
+    /// The pending investigation re-investigates the storm the current one investigated.
     #[serde(default)]
-    pub pending_follow_up: bool,
+    pub pending_reinvestigation: bool,
     /// Members the current investigation names.
     pub named: u32,
-    /// Follow-ups of this episode.
-    pub follow_ups: u32,
+    /// Re-investigations of this episode.
+    pub reinvestigations: u32,
     /// Storm episodes so far.
     pub episodes: u32,
     /// The latest investigations of this storm, oldest first (at most `MAX_IDS`).
@@ -112,9 +113,9 @@ impl Storm {
             alerts: 0,
             investigation_id: None,
             pending_since: None,
-            pending_follow_up: false,
+            pending_reinvestigation: false,
             named: 0,
-            follow_ups: 0,
+            reinvestigations: 0,
             episodes: 0,
             investigations: Vec::new(),
             early: Vec::new(),
@@ -151,7 +152,7 @@ impl Storm {
         self.started_at = Some(now);
         self.resolved_at = None;
         self.episodes += 1;
-        self.follow_ups = 0;
+        self.reinvestigations = 0;
         self.named = 0;
         self.early = early.clone();
         early
@@ -211,7 +212,7 @@ impl Storm {
     }
 
     /// The storm's investigation fields as a group's, for `grouping::decide_firing`
-    /// (a pending follow-up dedupes like a pending investigation).
+    /// (a pending re-investigation dedupes like a pending investigation).
     pub fn decision_state(&self) -> GroupState {
         GroupState {
             status: match self.status {
@@ -227,26 +228,26 @@ impl Storm {
         }
     }
 
-    /// A follow-up is due when at least `threshold` groups joined after the current
-    /// investigation started, at most `MAX_FOLLOW_UPS` per episode.
-    pub fn wants_follow_up(&self, inv: &InvState, threshold: u32) -> bool {
+    /// A re-investigation is due when at least `threshold` groups joined after the current
+    /// investigation started, at most `MAX_REINVESTIGATIONS` per episode.
+    pub fn wants_reinvestigation(&self, inv: &InvState, threshold: u32) -> bool {
         self.status == StormStatus::Firing
             && self.pending_since.is_none()
-            && self.follow_ups < MAX_FOLLOW_UPS
+            && self.reinvestigations < MAX_REINVESTIGATIONS
             && matches!(inv, InvState::Running | InvState::Done { .. })
             && self.members >= self.named.saturating_add(threshold.max(1))
     }
 
-    /// Records a submitted investigation; `follow_up` counts against the episode's bound.
-    pub fn submitted(&mut self, id: String, named: u32, follow_up: bool) {
+    /// Records a submitted investigation; `reinvestigation` counts against the episode's bound.
+    pub fn submitted(&mut self, id: String, named: u32, reinvestigation: bool) {
         self.investigation_id = Some(id.clone());
         self.pending_since = None;
-        self.pending_follow_up = false;
+        self.pending_reinvestigation = false;
         self.named = named;
-        if follow_up {
-            self.follow_ups += 1;
+        if reinvestigation {
+            self.reinvestigations += 1;
         } else {
-            self.follow_ups = 0;
+            self.reinvestigations = 0;
         }
         self.early.clear();
         self.investigations.push(id);
@@ -358,20 +359,20 @@ mod tests {
     }
 
     #[test]
-    fn a_follow_up_needs_growth_a_started_investigation_and_stays_bounded() {
+    fn a_reinvestigation_needs_growth_a_started_investigation_and_stays_bounded() {
         let now = Utc::now();
         let mut s = Storm::new("k".into(), "Disk".into(), now);
         s.form(now);
         s.members = 5;
         s.submitted("inv-1".into(), 5, false);
         s.members = 9;
-        assert!(!s.wants_follow_up(&InvState::Running, 5));
+        assert!(!s.wants_reinvestigation(&InvState::Running, 5));
         s.members = 10;
-        assert!(!s.wants_follow_up(&InvState::Queued, 5));
-        assert!(s.wants_follow_up(&InvState::Running, 5));
+        assert!(!s.wants_reinvestigation(&InvState::Queued, 5));
+        assert!(s.wants_reinvestigation(&InvState::Running, 5));
         s.submitted("inv-2".into(), 10, true);
         s.members = 500;
-        assert!(!s.wants_follow_up(&InvState::Running, 5));
+        assert!(!s.wants_reinvestigation(&InvState::Running, 5));
         assert_eq!(s.investigations, vec!["inv-1", "inv-2"]);
     }
 

@@ -292,6 +292,17 @@ impl Fact {
     }
 }
 
+/// Keeps the `max` most severe of `facts`: most severe first and, within a severity, the
+/// one that began latest first (an analyzer's facts as the sweep shows them).
+pub fn keep_most_severe(facts: &mut Vec<Fact>, max: usize) {
+    facts.sort_by(|a, b| {
+        b.severity
+            .cmp(&a.severity)
+            .then_with(|| b.since.cmp(&a.since))
+    });
+    facts.truncate(max);
+}
+
 /// The host part of a Prometheus `instance` (`pve1:9100` → `pve1`, `[::1]:9100` → `::1`,
 /// `https://nas.lan/health` → `nas.lan`).
 pub fn host_of(instance: &str) -> String {

@@ -37,7 +37,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 
-pub use fact::{Entity, Fact, FactClass, Rate, Severity, Source, host_of};
+pub use fact::{Entity, Fact, FactClass, Rate, Severity, Source, host_of, keep_most_severe};
 pub use pattern::line_pattern;
 pub use quantity::{Quantity, Unit, human_bytes, human_seconds, round_sig};
 pub use rank::{Focus, Ranked, rank};
@@ -60,6 +60,9 @@ pub struct Scope {
     /// context may prefer those the trigger is about; it never decides which analyzers
     /// run, and no text of it goes into a query.
     pub focus: Option<Arc<Focus>>,
+    /// Prometheus' metric names over this window, read by the first analyzer that needs
+    /// them (`prom::Prom::metric_names`): the scope's clones share one read per sweep.
+    pub metric_names: prom::MetricNames,
 }
 
 /// Shortest and longest window an analyzer looks back over.
@@ -82,6 +85,7 @@ impl Scope {
             window_start,
             started: started.max(window_start),
             focus: None,
+            metric_names: prom::MetricNames::default(),
         }
     }
 

@@ -19,6 +19,7 @@ use serde_json::json;
 use super::prom::{slope, space_severity};
 use super::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
+    keep_most_severe,
 };
 use crate::integrations::pbs::{PbsClient, PbsDatastoreUsage};
 
@@ -78,17 +79,17 @@ impl Analyzer for PbsTasks {
             if ended.is_none_or(|e| e < since) {
                 continue;
             }
-            // The worker id is `store` or `store:what` (`backup:vm/100`, `backup:v-3b7f`).
-            let id = t.worker_id.as_deref().unwrap_or_default();
+            // The task id (PBS: `worker_id`) is `store` or `store:what` (`backup:vm/100`, `backup:v-3b7f`).
+            let id = t.id.as_deref().unwrap_or_default();
             let (store, rest) = id.split_once(':').unwrap_or((id, ""));
             let entity = match rest.split_once('/') {
                 Some((kind, gid)) if !store.is_empty() => group_entity(store, kind, gid, None),
                 _ if !store.is_empty() => store_entity(store),
-                _ => Entity::new("task", t.worker_type.clone()),
+                _ => Entity::new("task", t.kind.clone()),
             };
             let (what, severity) = match status.starts_with("WARNINGS") {
-                true => (format!("{} with warnings", t.worker_type), Severity::Info),
-                false => (format!("{} failed", t.worker_type), Severity::Warning),
+                true => (format!("{} with warnings", t.kind), Severity::Info),
+                false => (format!("{} failed", t.kind), Severity::Warning),
             };
             facts.push(
                 Fact::new(
@@ -106,12 +107,7 @@ impl Analyzer for PbsTasks {
                 )),
             );
         }
-        facts.sort_by(|a, b| {
-            b.severity
-                .cmp(&a.severity)
-                .then_with(|| b.since.cmp(&a.since))
-        });
-        facts.truncate(MAX_FACTS);
+        keep_most_severe(&mut facts, MAX_FACTS);
         Ok(facts)
     }
 }

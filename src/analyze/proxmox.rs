@@ -18,8 +18,9 @@ use serde_json::{Value, json};
 use super::prom::{slope, space_severity};
 use super::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
+    keep_most_severe,
 };
-use crate::integrations::proxmox::{ProxmoxClient, PveGuest, PveTask};
+use crate::integrations::proxmox::{ProxmoxClient, ProxmoxTask, PveGuest};
 
 /// Task types that stop a guest (`qm stop|shutdown`, `pct stop|shutdown`).
 const STOPPING: [&str; 4] = ["qmstop", "qmshutdown", "vzstop", "vzshutdown"];
@@ -94,7 +95,7 @@ fn node_entity(node: &str) -> Entity {
 }
 
 /// "qmshutdown by root@pam: OK".
-fn task_text(t: &PveTask) -> String {
+fn task_text(t: &ProxmoxTask) -> String {
     format!(
         "{}{} by {}: {}",
         t.kind,
@@ -267,12 +268,7 @@ impl Analyzer for ProxmoxGuests {
                 );
             }
         }
-        facts.sort_by(|a, b| {
-            b.severity
-                .cmp(&a.severity)
-                .then_with(|| b.since.cmp(&a.since))
-        });
-        facts.truncate(MAX_FACTS);
+        keep_most_severe(&mut facts, MAX_FACTS);
         Ok(facts)
     }
 }

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use super::prom::space_severity;
 use super::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
+    keep_most_severe,
 };
 use crate::integrations::UpstreamError;
 use crate::integrations::truenas::{TruenasClient, TruenasDisk};
@@ -60,12 +61,7 @@ fn disk_entity(disk: &str, info: Option<&TruenasDisk>, pool: Option<&str>) -> En
 }
 
 fn sorted(mut facts: Vec<Fact>) -> Vec<Fact> {
-    facts.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then_with(|| b.since.cmp(&a.since))
-    });
-    facts.truncate(MAX_FACTS);
+    keep_most_severe(&mut facts, MAX_FACTS);
     facts
 }
 

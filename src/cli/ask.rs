@@ -12,8 +12,7 @@ use tokio_util::task::TaskTracker;
 use super::backend::Backend;
 use super::daemon::DaemonError;
 use crate::agent::{
-    Investigation, InvestigationRequest, InvestigationStatus, SubmitError, Trigger,
-    follow_up_request,
+    Investigation, InvestigationRequest, InvestigationStatus, SubmitError, follow_up_request,
 };
 use crate::api::{OverBudgetAnswer, Queued};
 use crate::config::Config;
@@ -32,15 +31,7 @@ pub async fn run(
     let tracker = TaskTracker::new();
     let id = match (&backend, follow_up) {
         (Backend::Local { dispatcher, .. }, None) => {
-            let submitted = dispatcher
-                .submit(InvestigationRequest {
-                    trigger: Trigger::Ask,
-                    title: question.chars().take(80).collect(),
-                    prompt: question.to_string(),
-                    context: None,
-                    group_key: None,
-                })
-                .await;
+            let submitted = dispatcher.submit(InvestigationRequest::ask(question)).await;
             let inv = match submitted {
                 Ok(inv) => inv,
                 Err(SubmitError::OverBudget(e)) => bail!("not investigated: {e}"),

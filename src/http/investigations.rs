@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 
 use super::ApiError;
-use crate::agent::{Feedback, FeedbackOutcome, InvestigationRequest, InvestigationStatus, Trigger};
+use crate::agent::{Feedback, FeedbackOutcome, InvestigationRequest, InvestigationStatus};
 use crate::api::{
     AskRequest, FeedbackRequest, FeedbackStored, InvestigationDetail, MAX_QUESTION_CHARS, Queued,
 };
@@ -56,16 +56,9 @@ pub(super) async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Re
             "\"question\" is longer than {MAX_QUESTION_CHARS} characters"
         )));
     }
-    let title: String = question.chars().take(80).collect();
     let submitted = state
         .dispatcher
-        .submit(InvestigationRequest {
-            trigger: Trigger::Ask,
-            title,
-            prompt: question.to_string(),
-            context: None,
-            group_key: None,
-        })
+        .submit(InvestigationRequest::ask(question))
         .await;
     let inv = submitted?;
     let body = Queued {

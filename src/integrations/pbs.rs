@@ -3,7 +3,7 @@
 use serde::Deserialize;
 
 use super::UpstreamError;
-use super::proxmox::ProxmoxApi;
+use super::proxmox::{ProxmoxApi, ProxmoxTask};
 use crate::config::PbsConfig;
 
 /// `GET /status/datastore-usage` item.
@@ -67,24 +67,6 @@ pub struct PbsBackupGroup {
     pub comment: Option<String>,
 }
 
-/// `GET /nodes/localhost/tasks` item.
-#[derive(Clone, Debug, Deserialize)]
-pub struct PbsTask {
-    pub upid: String,
-    #[serde(default)]
-    pub worker_type: String,
-    #[serde(default)]
-    pub worker_id: Option<String>,
-    #[serde(default)]
-    pub user: Option<String>,
-    #[serde(default)]
-    pub starttime: Option<i64>,
-    #[serde(default)]
-    pub endtime: Option<i64>,
-    #[serde(default)]
-    pub status: Option<String>,
-}
-
 /// A Proxmox Backup Server.
 #[derive(Clone, Debug)]
 pub struct PbsClient {
@@ -116,7 +98,7 @@ impl PbsClient {
         &self,
         errors_only: bool,
         since: Option<i64>,
-    ) -> Result<Vec<PbsTask>, UpstreamError> {
+    ) -> Result<Vec<ProxmoxTask>, UpstreamError> {
         let mut q = vec![("limit", "50".to_string())];
         if errors_only {
             q.push(("errors", "true".into()));

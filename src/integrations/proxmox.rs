@@ -130,15 +130,18 @@ pub struct PveStorage {
     pub shared: Option<u8>,
 }
 
-/// `GET /nodes/{node}/tasks` item (finished tasks).
+/// A task of a Proxmox VE node (`GET /nodes/{node}/tasks`) or of a Backup Server
+/// (`GET /nodes/localhost/tasks`, which names the type and id `worker_type`, `worker_id`).
 #[derive(Clone, Debug, Deserialize)]
-pub struct PveTask {
+pub struct ProxmoxTask {
     pub upid: String,
     #[serde(default)]
     pub node: String,
-    #[serde(default, rename = "type")]
+    /// What the task did (`vzdump`, `qmshutdown`, `backup`, `verificationjob`).
+    #[serde(default, rename = "type", alias = "worker_type")]
     pub kind: String,
-    #[serde(default)]
+    /// What it did it to (`100`, `backup:vm/100`).
+    #[serde(default, alias = "worker_id")]
     pub id: Option<String>,
     #[serde(default)]
     pub user: Option<String>,
@@ -192,7 +195,7 @@ impl ProxmoxClient {
         node: &str,
         errors_only: bool,
         since: Option<i64>,
-    ) -> Result<Vec<PveTask>, UpstreamError> {
+    ) -> Result<Vec<ProxmoxTask>, UpstreamError> {
         let mut q = vec![("limit", "50".to_string())];
         if errors_only {
             q.push(("errors", "1".into()));

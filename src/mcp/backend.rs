@@ -5,7 +5,7 @@
 
 use async_trait::async_trait;
 
-use crate::agent::{Dispatcher, InvestigationRequest, InvestigationStatus, SubmitError, Trigger};
+use crate::agent::{Dispatcher, InvestigationRequest, InvestigationStatus, SubmitError};
 use crate::api::{InvestigationDetail, InvestigationPage, MAX_QUESTION_CHARS, Queued};
 use crate::report::Reporter;
 
@@ -86,13 +86,7 @@ impl Investigations for Local {
         let question = check_question(question)?;
         submitted(
             self.dispatcher
-                .submit(InvestigationRequest {
-                    trigger: Trigger::Ask,
-                    title: question.chars().take(80).collect(),
-                    prompt: question.to_string(),
-                    context: None,
-                    group_key: None,
-                })
+                .submit(InvestigationRequest::ask(question))
                 .await,
         )
     }

@@ -46,7 +46,7 @@ pub const TASKS: &[&str] = &[
     "http_connection",
     "http_handler",
     "alert_intake",
-    "alert_follow_up",
+    "alert_submissions",
     "schedule",
 ];
 

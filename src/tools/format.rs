@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 
+use super::promql::{Class, classify};
 use crate::integrations::prometheus::Labels;
 use crate::text::truncate;
 
@@ -94,30 +95,10 @@ pub enum Unit {
 /// `query` with the contents of its string literals removed: a `/` in a mountpoint or a
 /// URL in `instance="https://…"` is no division, nor a metric name.
 pub fn without_strings(query: &str) -> String {
-    let mut out = String::with_capacity(query.len());
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for c in query.chars() {
-        match quote {
-            Some(q) => {
-                if escaped {
-                    escaped = false;
-                } else if c == '\\' && q != '`' {
-                    escaped = true;
-                } else if c == q {
-                    quote = None;
-                    out.push(c);
-                }
-            }
-            None => {
-                if matches!(c, '"' | '\'' | '`') {
-                    quote = Some(c);
-                }
-                out.push(c);
-            }
-        }
-    }
-    out
+    classify(query)
+        .filter(|(_, _, class)| *class != Class::Literal)
+        .map(|(_, c, _)| c)
+        .collect()
 }
 
 /// `v` with 3 significant digits, trailing zeros removed.

@@ -152,8 +152,8 @@ impl Tool for PbsTool {
                     }
                     out.push(format!(
                         "{} {} by {} started {} ago, status: {}",
-                        t.worker_type,
-                        t.worker_id.as_deref().unwrap_or(""),
+                        t.kind,
+                        t.id.as_deref().unwrap_or(""),
                         t.user.as_deref().unwrap_or("?"),
                         human_age(now - t.starttime.unwrap_or(now)),
                         status

@@ -1,9 +1,14 @@
 //! Just enough PromQL reading to explain an empty answer: the vector selectors of a query
-//! (metric name and label matchers), found by a small lexer that skips strings, ranges,
-//! numbers, function names and grouping label lists. Not a parser: a query Prometheus
+//! (metric name and label matchers), read from the tokens of the tools' one PromQL lexer
+//! ([`lex`]), skipping function names and grouping label lists. Not a parser: a query Prometheus
 //! rejects never gets here, and a selector missed only means a hint less.
 
+pub mod lex;
+
 use std::fmt;
+
+use lex::{AGGREGATIONS, Tok, lex};
+pub use lex::{Class, classify};
 
 /// How a label matcher compares.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,35 +86,10 @@ impl fmt::Display for Selector {
     }
 }
 
-/// Words that are not metric names when they stand alone (operators, and aggregations,
-/// which may be followed by `by (…)` before their parenthesis).
+/// Words that are not metric names when they stand alone (operators, and aggregations
+/// ([`AGGREGATIONS`]), which may be followed by `by (…)` before their parenthesis).
 const KEYWORDS: &[&str] = &[
-    "by",
-    "without",
-    "on",
-    "ignoring",
-    "group_left",
-    "group_right",
-    "bool",
-    "and",
-    "or",
-    "unless",
-    "offset",
-    "inf",
-    "nan",
-    "atan2",
-    "sum",
-    "avg",
-    "min",
-    "max",
-    "count",
-    "group",
-    "stddev",
-    "stdvar",
-    "topk",
-    "bottomk",
-    "quantile",
-    "count_values",
+    "bool", "and", "or", "unless", "offset", "inf", "nan", "atan2",
 ];
 
 /// Keywords followed by a parenthesised list of label names.
@@ -122,138 +102,10 @@ const LABEL_LISTS: &[&str] = &[
     "group_right",
 ];
 
-fn is_ident_start(c: u8) -> bool {
-    c.is_ascii_alphabetic() || c == b'_' || c == b':'
-}
-
-fn is_ident(c: u8) -> bool {
-    c.is_ascii_alphanumeric() || c == b'_' || c == b':'
-}
-
-struct Lexer<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl<'a> Lexer<'a> {
-    fn skip_ws(&mut self) {
-        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
-            self.i += 1;
-        }
-    }
-
-    fn peek(&self) -> Option<u8> {
-        self.s.get(self.i).copied()
-    }
-
-    /// A quoted string starting at the current quote; returns it unescaped.
-    fn string(&mut self) -> String {
-        let quote = self.s[self.i];
-        self.i += 1;
-        let mut out = Vec::new();
-        while let Some(c) = self.peek() {
-            self.i += 1;
-            if c == quote {
-                break;
-            }
-            if c == b'\\' && quote != b'`' {
-                if let Some(next) = self.peek() {
-                    self.i += 1;
-                    out.push(match next {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        other => other,
-                    });
-                }
-                continue;
-            }
-            out.push(c);
-        }
-        String::from_utf8_lossy(&out).into_owned()
-    }
-
-    fn ident(&mut self) -> &'a str {
-        let start = self.i;
-        while self.peek().is_some_and(is_ident) {
-            self.i += 1;
-        }
-        std::str::from_utf8(&self.s[start..self.i]).unwrap_or("")
-    }
-
-    /// Skips to just after the `close` matching the opener at the current position.
-    fn skip_until(&mut self, close: u8) {
-        while let Some(c) = self.peek() {
-            if c == b'"' || c == b'\'' || c == b'`' {
-                self.string();
-                continue;
-            }
-            self.i += 1;
-            if c == close {
-                return;
-            }
-        }
-    }
-
-    /// The matchers between `{` (current) and `}`.
-    fn matchers(&mut self) -> Vec<Matcher> {
-        self.i += 1;
-        let mut out = Vec::new();
-        loop {
-            self.skip_ws();
-            match self.peek() {
-                None => return out,
-                Some(b'}') => {
-                    self.i += 1;
-                    return out;
-                }
-                Some(b',') => self.i += 1,
-                Some(c) if is_ident_start(c) => {
-                    let label = self.ident().to_string();
-                    self.skip_ws();
-                    let op = match (self.peek(), self.s.get(self.i + 1).copied()) {
-                        (Some(b'='), Some(b'~')) => MatchOp::Re,
-                        (Some(b'!'), Some(b'=')) => MatchOp::Ne,
-                        (Some(b'!'), Some(b'~')) => MatchOp::NotRe,
-                        (Some(b'='), _) => MatchOp::Eq,
-                        _ => {
-                            self.skip_until(b'}');
-                            return out;
-                        }
-                    };
-                    self.i += if op == MatchOp::Eq { 1 } else { 2 };
-                    self.skip_ws();
-                    if !matches!(self.peek(), Some(b'"' | b'\'' | b'`')) {
-                        self.skip_until(b'}');
-                        return out;
-                    }
-                    let value = self.string();
-                    out.push(Matcher { label, op, value });
-                }
-                Some(b'"' | b'\'' | b'`') => {
-                    // Prometheus 3 allows a quoted metric name alone in braces.
-                    let name = self.string();
-                    out.push(Matcher {
-                        label: "__name__".into(),
-                        op: MatchOp::Eq,
-                        value: name,
-                    });
-                }
-                Some(_) => {
-                    self.skip_until(b'}');
-                    return out;
-                }
-            }
-        }
-    }
-}
-
-/// The vector selectors of `query`, in order of appearance, without duplicates.
+/// The vector selectors of `query`, in order of appearance, without duplicates (what an
+/// unfinished query has read so far).
 pub fn selectors(query: &str) -> Vec<Selector> {
-    let mut lx = Lexer {
-        s: query.as_bytes(),
-        i: 0,
-    };
+    let toks = lex(query).toks;
     let mut out: Vec<Selector> = Vec::new();
     let mut push = |mut sel: Selector| {
         if let Some(pos) = sel
@@ -268,57 +120,45 @@ pub fn selectors(query: &str) -> Vec<Selector> {
             out.push(sel);
         }
     };
-    while let Some(c) = lx.peek() {
-        match c {
-            b'"' | b'\'' | b'`' => {
-                lx.string();
-            }
-            b'#' => {
-                while lx.peek().is_some_and(|c| c != b'\n') {
-                    lx.i += 1;
-                }
-            }
-            b'[' => lx.skip_until(b']'),
-            b'{' => {
-                let matchers = lx.matchers();
-                push(Selector {
-                    name: None,
-                    matchers,
-                });
-            }
-            c if c.is_ascii_digit() || c == b'.' => {
-                while lx
-                    .peek()
-                    .is_some_and(|c| c.is_ascii_alphanumeric() || c == b'.')
-                {
-                    lx.i += 1;
-                }
-            }
-            c if is_ident_start(c) => {
-                let word = lx.ident();
-                lx.skip_ws();
+    let mut i = 0;
+    while let Some(tok) = toks.get(i) {
+        match tok {
+            Tok::Braces(matchers) => push(Selector {
+                name: None,
+                matchers: matchers.clone(),
+            }),
+            Tok::Ident(word) => {
                 let lower = word.to_ascii_lowercase();
+                let next = toks.get(i + 1);
                 if LABEL_LISTS.contains(&lower.as_str()) {
-                    if lx.peek() == Some(b'(') {
-                        lx.skip_until(b')');
+                    if next == Some(&Tok::LParen) {
+                        while toks.get(i).is_some_and(|t| *t != Tok::RParen) {
+                            i += 1;
+                        }
                     }
-                } else if lx.peek() == Some(b'(') || KEYWORDS.contains(&lower.as_str()) {
+                } else if next == Some(&Tok::LParen)
+                    || KEYWORDS.contains(&lower.as_str())
+                    || AGGREGATIONS.contains(&lower.as_str())
+                {
                     // A function or aggregation name, or an operator word (the duration
-                    // after `offset` starts with a digit and is skipped as a number).
+                    // after `offset` is a token of its own).
                 } else {
-                    let matchers = if lx.peek() == Some(b'{') {
-                        lx.matchers()
-                    } else {
-                        Vec::new()
+                    let matchers = match next {
+                        Some(Tok::Braces(m)) => {
+                            i += 1;
+                            m.clone()
+                        }
+                        _ => Vec::new(),
                     };
                     push(Selector {
-                        name: Some(word.to_string()),
+                        name: Some(word.clone()),
                         matchers,
                     });
                 }
             }
-            _ => lx.i += 1,
+            _ => {}
         }
+        i += 1;
     }
     out
 }

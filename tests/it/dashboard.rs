@@ -198,3 +198,64 @@ async fn every_dashboard_query_returns_data_from_a_real_prometheus_scraping_the_
     }
     app.stop().await;
 }
+
+const FRESH_FIXTURE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/support/fixtures/fresh_daemon.prom"
+);
+/// The fixture's opening comment, kept when the test writes it anew.
+const FRESH_HEADER: &str = "\
+# fresh_daemon.prom - what sre-agent's /metrics looks like right after start with one
+# MCP server configured (so every family has a series): every pre-initialised label set
+# at 0, no 5xx series, no report sent yet. The worst case for \"every dashboard query
+# returns data\"; served by dashboard_smoke.sh. Written from a fresh daemon by
+# tests/it/dashboard.rs (the_fresh_daemon_fixture_has_…), which fails and writes the new
+# one when a series is added or removed.
+";
+
+/// A text exposition's series (name and labels, values left out) and its family types.
+fn series_of(exposition: &str) -> BTreeSet<String> {
+    exposition
+        .lines()
+        .filter(|l| !l.is_empty() && (!l.starts_with('#') || l.starts_with("# TYPE ")))
+        .map(|l| match l.strip_prefix("# TYPE ") {
+            Some(t) => format!("# TYPE {t}"),
+            None => l
+                .rsplit_once(' ')
+                .map_or(l, |(series, _)| series)
+                .to_string(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_fresh_daemon_fixture_has_every_series_a_freshly_started_daemon_exposes() {
+    let app = spawn_app(
+        "[[mcp.servers]]\nname = \"down\"\nurl = \"http://127.0.0.1:9/mcp\"\ntools = [\"t\"]\n",
+    )
+    .await;
+    let live = app.metrics().await;
+    app.stop().await;
+    let fixture = std::fs::read_to_string(FRESH_FIXTURE).unwrap();
+    let (want, have) = (series_of(&live), series_of(&fixture));
+    if want != have {
+        let fresh = std::env::temp_dir().join("fresh_daemon.prom");
+        std::fs::write(&fresh, format!("{FRESH_HEADER}{live}")).unwrap();
+        panic!(
+            "tests/support/fixtures/fresh_daemon.prom lags the daemon: missing {:?}, extra {:?}; \
+             the fresh exposition is in {}: cp {} {FRESH_FIXTURE}",
+            want.difference(&have).collect::<Vec<_>>(),
+            have.difference(&want).collect::<Vec<_>>(),
+            fresh.display(),
+            fresh.display(),
+        );
+    }
+    let missing: Vec<String> = crate::docs::defined_families()
+        .into_iter()
+        .filter(|f| !fixture.contains(&format!("# TYPE {f} ")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "families not in the fixture: {missing:?}"
+    );
+}

@@ -1,8 +1,8 @@
 //! Alert storms through the real binary over HTTP: 200 instances of one Grafana alert
-//! become one investigation that names them all (and one bounded follow-up when more join
-//! after it started); later groups attach with outcome `storm`; the storm resolves with
-//! its groups, its cooldown holds when it fires again, and it survives a restart. Then a
-//! 10,000-alert Alertmanager storm across 1,000 instances.
+//! become one investigation that names them all (and one bounded re-investigation when
+//! more join after it started); later groups attach with outcome `storm`; the storm
+//! resolves with its groups, its cooldown holds when it fires again, and it survives a
+//! restart. Then a 10,000-alert Alertmanager storm across 1,000 instances.
 
 use std::path::{Path, PathBuf};
 
@@ -131,7 +131,7 @@ async fn a_200_instance_grafana_storm_is_one_investigation_that_names_every_inst
     assert!(fenced.contains("… and 180 more"), "{fenced}");
     assert!(fenced.contains("\"groups\":200"), "{fenced}");
 
-    // 50 more instances join after it finished: they attach, and one follow-up names all.
+    // 50 more instances join after it finished: they attach, and one re-investigation names all.
     let storm_before = storm_outcomes(&base, "grafana").await;
     let queued_before = outcomes(&base, "grafana", "queued").await;
     post(&base, "/webhook/grafana", &grafana_storm(200, 50, "firing")).await;
@@ -141,7 +141,7 @@ async fn a_200_instance_grafana_storm_is_one_investigation_that_names_every_inst
     assert_eq!(invs.len(), 2, "{invs:?}");
     assert!(
         invs.iter()
-            .any(|i| i["title"] == "DiskFillingUp on 250 instances (follow-up)")
+            .any(|i| i["title"] == "DiskFillingUp on 250 instances (re-investigation)")
     );
     first_storm_request(&llm, "host[0-249]:9100");
 
@@ -229,7 +229,7 @@ async fn a_10000_alert_storm_over_1000_instances_stays_bounded_in_investigations
     }
     all_decided(&base).await;
     let invs = all_final(&base, None, 1).await;
-    // Let a follow-up, if one was decided, be submitted and finish too.
+    // Let a re-investigation, if one was decided, be submitted and finish too.
     let invs = eventually(std::time::Duration::from_secs(30), "settled", || async {
         let now = all_final(&base, None, invs.len()).await;
         let storm = the_storm(&base).await;

@@ -7,7 +7,7 @@
 #
 #   --exposition  text exposition served as the daemon's /metrics (default:
 #                 fixtures/fresh_daemon.prom next to this script: what a freshly started
-#                 daemon exposes — pre-initialised zeros, one /metrics request, no 5xx series,
+#                 daemon exposes — pre-initialised zeros, no 5xx series,
 #                 no report sent yet; the worst case for "every panel returns data")
 #   --target      scrape a running sre-agent (e.g. 127.0.0.1:8787, /metrics without a token)
 #                 instead of serving a file; its /metrics output is the --metrics-file

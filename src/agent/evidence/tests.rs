@@ -195,7 +195,7 @@ async fn a_storm_queries_its_rule_across_every_instance() {
             strings(&[("instance", "10.0.0.1:9100")]),
             strings(&[("instance", "nas:9100")]),
         ],
-        follow_up: None,
+        reinvestigation: None,
     });
     let facts = alert_facts(&context).unwrap();
     assert!(!facts.labels.contains_key("instance"));

@@ -207,9 +207,9 @@ pub(super) fn batch(alerts: Vec<Alert>) -> WebhookBatch {
     }
 }
 
-pub(super) async fn ingest_and_follow(intake: &Intake, alerts: Vec<Alert>) -> IntakeSummary {
-    let (summary, follow) = intake.ingest(batch(alerts)).await.unwrap();
-    for f in follow {
+pub(super) async fn ingest_and_run_effects(intake: &Intake, alerts: Vec<Alert>) -> IntakeSummary {
+    let (summary, effects) = intake.ingest(batch(alerts)).await.unwrap();
+    for f in effects {
         f.run(intake).await;
     }
     summary

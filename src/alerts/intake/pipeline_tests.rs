@@ -148,12 +148,12 @@ async fn deciding_a_batch_again_after_a_crash_counts_nothing_twice_and_mends_a_l
     assert_eq!((storm.members, storm.alerts, storm.batch), (30, 26, 7));
 
     // Decided again (the crash came before the checkpoint, after every write).
-    let (again, follow, log) = intake
+    let (again, effects, log) = intake
         .decisions()
         .decide_batch(parse(), now, Some(7))
         .await
         .unwrap();
-    assert!(again.groups.is_empty() && follow.is_empty() && again.queued == 0);
+    assert!(again.groups.is_empty() && effects.is_empty() && again.queued == 0);
     assert!(
         log.iter()
             .all(|r| r.outcome == Outcome::Deduped && r.batch == Some(7))

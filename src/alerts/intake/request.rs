@@ -5,7 +5,8 @@
 use std::collections::BTreeMap;
 
 use crate::agent::{
-    AlertContext, AlertSample, AlertScope, GroupKey, GroupSummary, StormFollowUp, StormSummary,
+    AlertContext, AlertSample, AlertScope, GroupKey, GroupSummary, StormReinvestigation,
+    StormSummary,
 };
 use crate::alerts::store::AlertGroup;
 use crate::alerts::storm::{self, Member, Storm};
@@ -93,7 +94,7 @@ pub fn storm_request(
         .take(STORM_LISTED)
         .map(|m| m.labels.clone())
         .collect();
-    let follow_up = storm.pending_follow_up;
+    let reinvestigation = storm.pending_reinvestigation;
     let summary = StormSummary {
         alert: storm.title.clone(),
         groups: total,
@@ -102,8 +103,8 @@ pub fn storm_request(
         started_at: storm.started_at,
         affected,
         members: listed,
-        follow_up: match (follow_up, &storm.investigation_id) {
-            (true, Some(prev)) => Some(StormFollowUp {
+        reinvestigation: match (reinvestigation, &storm.investigation_id) {
+            (true, Some(prev)) => Some(StormReinvestigation {
                 investigation: prev.clone(),
                 named_before: storm.named,
             }),
@@ -122,8 +123,8 @@ pub fn storm_request(
         .collect();
     let title = format!("{} on {total} instances", storm.title);
     NewInvestigation {
-        title: if follow_up {
-            format!("{title} (follow-up)")
+        title: if reinvestigation {
+            format!("{title} (re-investigation)")
         } else {
             title
         },

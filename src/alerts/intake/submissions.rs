@@ -6,7 +6,7 @@
 //! firing storm is not investigated on its own. Batches answered and not yet decided are
 //! waited for (the pipeline's count of them, `pipeline.rs`) without polling. A panic
 //! while running a batch's effects is contained (counted in
-//! `sre_agent_panics_total{task="alert_follow_up"}`); pending marks make the next start
+//! `sre_agent_panics_total{task="alert_submissions"}`); pending marks make the next start
 //! submit what it left.
 
 use std::sync::Arc;
@@ -96,7 +96,7 @@ impl Submissions {
 
     /// Runs a batch's `effects` in order (on a task of their own), a panic contained.
     pub(super) async fn run_all(self: Arc<Self>, effects: Vec<Effect>) {
-        contained("alert_follow_up", &self.metrics, async {
+        contained("alert_submissions", &self.metrics, async {
             for e in effects {
                 self.run(e).await;
             }
@@ -271,7 +271,7 @@ impl Submissions {
             self.storms
                 .update(key, |s| {
                     s.pending_since = None;
-                    s.pending_follow_up = false;
+                    s.pending_reinvestigation = false;
                 })
                 .await?;
             return Ok(None);
@@ -301,8 +301,8 @@ impl Submissions {
         }
         self.storms
             .update(key, |s| {
-                let follow_up = s.pending_follow_up;
-                s.submitted(id.clone(), members.len() as u32, follow_up);
+                let reinvestigation = s.pending_reinvestigation;
+                s.submitted(id.clone(), members.len() as u32, reinvestigation);
             })
             .await?;
         self.store.flush().await?;
@@ -341,7 +341,7 @@ impl Drop for HeldPlace<'_> {
 mod tests {
     use std::sync::Arc;
 
-    use super::super::fake::{FakeInvestigator, alert, batch, ingest_and_follow, intake};
+    use super::super::fake::{FakeInvestigator, alert, batch, ingest_and_run_effects, intake};
     use crate::alerts::AlertStatus;
     use crate::alerts::grouping::InvState;
     use crate::alerts::intake::{Investigator, request_for};
@@ -407,16 +407,17 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let fake = Arc::new(FakeInvestigator::default());
         let intake = intake(&store, &fake, 50);
-        ingest_and_follow(&intake, vec![alert("A", "h", AlertStatus::Firing)]).await;
+        ingest_and_run_effects(&intake, vec![alert("A", "h", AlertStatus::Firing)]).await;
         let summary =
-            ingest_and_follow(&intake, vec![alert("A", "h", AlertStatus::Resolved)]).await;
+            ingest_and_run_effects(&intake, vec![alert("A", "h", AlertStatus::Resolved)]).await;
         let g = intake.store().group(&summary.groups[0]).unwrap().unwrap();
         assert_eq!(g.status, AlertStatus::Resolved);
         assert_eq!(g.last_outcome, Outcome::Resolved);
         assert_eq!(fake.state("inv-0").unwrap(), InvState::Cancelled);
         assert!(fake.notes.lock().unwrap()[0].1.contains("resolved"));
         // Firing again after a cancelled one starts a new episode.
-        let again = ingest_and_follow(&intake, vec![alert("A", "h", AlertStatus::Firing)]).await;
+        let again =
+            ingest_and_run_effects(&intake, vec![alert("A", "h", AlertStatus::Firing)]).await;
         assert_eq!(again.queued, 1);
     }
 
@@ -427,7 +428,7 @@ mod tests {
         {
             let store = Store::open(dir.path()).unwrap();
             let intake = intake(&store, &fake, 50);
-            let (summary, _dropped_follow_ups) = intake
+            let (summary, _effects) = intake
                 .ingest(batch(vec![alert("A", "h", AlertStatus::Firing)]))
                 .await
                 .unwrap();

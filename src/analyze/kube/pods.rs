@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 
 use super::view::PodView;
 use super::{MAX_FACTS, crash, image_pull, not_ready, scheduling, time, upstream};
-use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope};
+use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope, keep_most_severe};
 use crate::integrations::kubernetes::KubeClient;
 
 /// How long a pod may take to terminate before it counts as stuck.
@@ -63,12 +63,7 @@ pub fn analyze(pods: &[Pod], events: &[Event], scope: &Scope) -> Vec<Fact> {
         };
         facts.extend(pod_facts(&view));
     }
-    facts.sort_by(|a, b| {
-        b.severity
-            .cmp(&a.severity)
-            .then_with(|| b.since.cmp(&a.since))
-    });
-    facts.truncate(MAX_FACTS);
+    keep_most_severe(&mut facts, MAX_FACTS);
     facts
 }
 

@@ -12,7 +12,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use super::ROLLOUTS as NAME;
 use super::{MAX_FACTS, changes, key, time, upstream, workload};
-use crate::analyze::{AnalyzeError, Analyzer, Fact, FactClass, Quantity, Scope, Severity};
+use crate::analyze::{
+    AnalyzeError, Analyzer, Fact, FactClass, Quantity, Scope, Severity, keep_most_severe,
+};
 use crate::integrations::kubernetes::KubeClient;
 
 pub struct KubeRollouts(pub Arc<KubeClient>);
@@ -103,12 +105,7 @@ impl Analyzer for KubeRollouts {
                 None,
             ));
         }
-        facts.sort_by(|a, b| {
-            b.severity
-                .cmp(&a.severity)
-                .then_with(|| b.since.cmp(&a.since))
-        });
-        facts.truncate(MAX_FACTS);
+        keep_most_severe(&mut facts, MAX_FACTS);
         Ok(facts)
     }
 }

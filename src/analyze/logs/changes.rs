@@ -9,7 +9,7 @@
 //! recent rate and most frequent patterns are context a question can cite.
 //!
 //! Bounded: the lines read per slice, the services examined, the patterns read back, and
-//! a time budget under the sweep's, past which what was read is reported and the rest
+//! a time limit under the sweep's, past which what was read is reported and the rest
 //! dropped. How bad a line looks ([`signal`]) grades severity only.
 
 use std::sync::Arc;
@@ -31,20 +31,20 @@ use crate::text::truncate;
 
 pub struct LogChanges {
     client: Arc<LokiClient>,
-    budget: Duration,
+    reads_time_limit: Duration,
 }
 
 impl LogChanges {
     pub fn new(client: Arc<LokiClient>) -> Self {
         Self {
             client,
-            budget: BUDGET,
+            reads_time_limit: READS_TIME_LIMIT,
         }
     }
 
-    /// Sets the time for all the reads (default [`BUDGET`]); keep it under the sweep's.
-    pub fn with_budget(mut self, budget: Duration) -> Self {
-        self.budget = budget;
+    /// Sets the time for all the reads (default [`READS_TIME_LIMIT`]); keep it under the sweep's.
+    pub fn with_reads_time_limit(mut self, limit: Duration) -> Self {
+        self.reads_time_limit = limit;
         self
     }
 }
@@ -63,10 +63,10 @@ const MAX_NEW_PER_SERVICE: usize = 2;
 /// Most change facts, and most context facts.
 const MAX_CHANGE_FACTS: usize = 9;
 const MAX_CONTEXT: usize = 3;
-/// Time for all the reads: under the sweep's budget for one analyzer
+/// Time for all the reads: under the sweep's time limit for one analyzer
 /// ([`crate::analyze::ANALYZER_TIME_LIMIT`]), so what was read is reported rather than the
 /// whole analyzer skipped.
-const BUDGET: Duration = Duration::from_millis(3500);
+const READS_TIME_LIMIT: Duration = Duration::from_millis(3500);
 /// Services read at once (each reads its slices at once).
 const PARALLEL_SERVICES: usize = 3;
 /// The recent part begins this long before the incident, and is at least `MIN_RECENT`.
@@ -79,7 +79,7 @@ impl Analyzer for LogChanges {
     }
 
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
-        let deadline = Instant::now() + self.budget;
+        let deadline = Instant::now() + self.reads_time_limit;
         let Some((label, labels)) = service_label(&self.client, scope).await? else {
             return Ok(Vec::new());
         };
@@ -188,7 +188,7 @@ impl Analyzer for LogChanges {
             let found = match counts {
                 // No emergence: its own counts show it throughout, it is not new.
                 Some(c) if c.iter().any(|v| *v > 0.0) => emergence(c).map(Some),
-                // Not read back (budget, error, a regex that matches nothing): the samples
+                // Not read back (time limit, error, a regex that matches nothing): the samples
                 // are all there is.
                 _ => Some(None),
             };

@@ -56,12 +56,7 @@ impl Analyzer for Inventory {
         let running: usize = jobs.values().map(|j| j.up).sum();
         let mut detail = vec![describe_jobs(&jobs)];
         // The names only explain; without them the jobs still stand.
-        match self
-            .0
-            .client
-            .label_values_between("__name__", &[], scope.window_start, scope.now)
-            .await
-        {
+        match self.0.metric_names(scope).await {
             Ok(names) if !names.is_empty() => detail.push(describe_families(&names)),
             Ok(_) => {}
             Err(e) => tracing::debug!(error = %e, "metric names unavailable to inventory"),

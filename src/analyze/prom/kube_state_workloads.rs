@@ -15,6 +15,7 @@ use super::kube_state::{run_start, step_of};
 use super::{Prom, identity, pick, selector};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source,
+    keep_most_severe,
 };
 use crate::integrations::prometheus::Labels;
 
@@ -228,12 +229,7 @@ impl Analyzer for KubeStateRollouts {
                 }
             }
         }
-        facts.sort_by(|a, b| {
-            b.severity
-                .cmp(&a.severity)
-                .then_with(|| b.since.cmp(&a.since))
-        });
-        facts.truncate(MAX_FACTS);
+        keep_most_severe(&mut facts, MAX_FACTS);
         Ok(facts)
     }
 }

@@ -72,11 +72,7 @@ impl Analyzer for NearLimit {
     }
 
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
-        let names = self
-            .0
-            .client
-            .label_values_between("__name__", &[], scope.window_start, scope.now)
-            .await?;
+        let names = self.0.metric_names(scope).await?;
         let mut found = pairs(&names);
         found.truncate(MAX_PAIRS);
         let read = futures::stream::iter(found.into_iter().map(|p| async move {

@@ -1,8 +1,8 @@
 //! Analyzers over Prometheus, one file per failure class, and what they share: bounded
-//! queries, the host of a series, label selectors built from label values as data, and
-//! joins of two queries by their labels. Each analyzer reads the metric names real
-//! exporters emit (node_exporter, process-exporter, cAdvisor, kube-state-metrics,
-//! blackbox_exporter) and skips a variant it does not find.
+//! queries, the metric names read once per sweep, the host of a series, label selectors
+//! built from label values as data, and joins of two queries by their labels. Each
+//! analyzer reads the metric names real exporters emit (node_exporter, process-exporter,
+//! cAdvisor, kube-state-metrics, blackbox_exporter) and skips a variant it does not find.
 
 mod certs;
 mod clock;
@@ -34,6 +34,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use tokio::sync::OnceCell;
 
 use super::{AnalyzeError, Analyzer, Scope};
 use crate::integrations::PrometheusClient;
@@ -96,6 +97,23 @@ impl Prom {
         Ok(v)
     }
 
+    /// The metric names that had samples in the scope's window: read from Prometheus by
+    /// the sweep's first caller, shared with the others (a failed read is tried again by
+    /// the next caller).
+    pub async fn metric_names(&self, scope: &Scope) -> Result<Arc<Vec<String>>, AnalyzeError> {
+        let names = scope
+            .metric_names
+            .0
+            .get_or_try_init(|| async {
+                self.client
+                    .label_values_between("__name__", &[], scope.window_start, scope.now)
+                    .await
+                    .map(Arc::new)
+            })
+            .await?;
+        Ok(names.clone())
+    }
+
     /// `expr` over the scope's window in about `points` steps (at least 15 s apart).
     pub async fn range(
         &self,
@@ -116,6 +134,20 @@ impl Prom {
             )));
         }
         Ok(v)
+    }
+}
+
+/// Prometheus' metric names over a sweep's window, read once per sweep (a [`Scope`] and
+/// its clones share the cell; the next sweep's scope has its own).
+#[derive(Clone, Default)]
+pub struct MetricNames(Arc<OnceCell<Arc<Vec<String>>>>);
+
+impl std::fmt::Debug for MetricNames {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.get() {
+            Some(names) => write!(f, "MetricNames({} read)", names.len()),
+            None => f.write_str("MetricNames(not read)"),
+        }
     }
 }
 

@@ -63,6 +63,8 @@ impl Analyzer for StaleJobs {
         let lookback = Scope {
             window_start,
             started: scope.started.max(window_start),
+            // Another window: the sweep's metric names are not this one's.
+            metric_names: super::MetricNames::default(),
             ..scope.clone()
         };
         let expr = format!("{{__name__=~\"{LAST_RUN_METRICS}\"}}");

@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::login::csrf_refused;
 use super::page::{Chrome, Csrf, PageError, layout, respond};
-use crate::agent::{InvestigationRequest, Trigger};
+use crate::agent::InvestigationRequest;
 use crate::api::MAX_QUESTION_CHARS;
 use crate::app::AppState;
 use crate::http::follow_up::{submit, validate_question};
@@ -60,13 +60,7 @@ pub async fn ask(
     };
     let inv = state
         .dispatcher
-        .submit(InvestigationRequest {
-            trigger: Trigger::Ask,
-            title: question.chars().take(80).collect(),
-            prompt: question.to_string(),
-            context: None,
-            group_key: None,
-        })
+        .submit(InvestigationRequest::ask(question))
         .await?;
     Ok(see_other(&inv.id))
 }

@@ -77,8 +77,8 @@ async fn pbs(
         }
         data.failed_tasks.push(FailedTask {
             source: "pbs".into(),
-            kind: t.worker_type,
-            id: t.worker_id.unwrap_or_default(),
+            kind: t.kind,
+            id: t.id.unwrap_or_default(),
             status,
             started_at: at(t.starttime.unwrap_or_default()),
         });

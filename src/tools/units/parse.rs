@@ -3,7 +3,11 @@
 //! Prometheus' precedence and `bool` modifier. Label matchers (but `__name__`), ranges,
 //! subqueries, `offset`, `@`, and grouping or vector-matching label lists are read and
 //! dropped. The text comes from the model or rule files, so the parser walks characters,
-//! bounds its nesting, and answers `None` for what it cannot read.
+//! bounds its nesting, and answers `None` for what it cannot read. Its tokens come from
+//! the tools' one PromQL lexer (`promql/lex.rs`).
+
+use crate::tools::promql::lex::{AGGREGATIONS, Tok, lex};
+use crate::tools::promql::{MatchOp, Matcher};
 
 /// An expression, as far as its unit is concerned.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,8 +34,12 @@ pub enum Expr {
 
 /// Parses `query`; `None` when it is not PromQL this parser can read.
 pub fn parse(query: &str) -> Option<Expr> {
+    let lexed = lex(query);
+    if !lexed.complete {
+        return None;
+    }
     let mut p = Parser {
-        toks: lex(query)?,
+        toks: lexed.toks,
         pos: 0,
         depth: 0,
     };
@@ -39,176 +47,13 @@ pub fn parse(query: &str) -> Option<Expr> {
     (p.pos == p.toks.len()).then_some(e)
 }
 
-#[derive(Clone, Debug, PartialEq)]
-enum Tok {
-    Num(f64),
-    /// A duration or anything else that starts with a digit but is no number (`5m`).
-    Dur,
-    Ident(String),
-    Str,
-    /// A `{…}` matcher list, with its `__name__` value if it has one.
-    Braces(Option<String>),
-    /// A `[…]` range or subquery.
-    Brackets,
-    LParen,
-    RParen,
-    Comma,
-    At,
-    Op(&'static str),
-}
-
-/// The characters after a quote up to its closing one, unescaped; `None` if unclosed.
-fn string(chars: &[char], i: &mut usize) -> Option<String> {
-    let q = chars[*i];
-    *i += 1;
-    let mut out = String::new();
-    while *i < chars.len() {
-        let c = chars[*i];
-        *i += 1;
-        if c == q {
-            return Some(out);
-        }
-        if c == '\\' && q != '`' && *i < chars.len() {
-            out.push(chars[*i]);
-            *i += 1;
-        } else {
-            out.push(c);
-        }
-    }
-    None
-}
-
-fn ident_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_' || c == ':'
-}
-
-/// The `__name__` of a matcher list starting at `{`, skipping past its `}`.
-fn braces(chars: &[char], i: &mut usize) -> Option<Option<String>> {
-    *i += 1;
-    let mut name = None;
-    let mut last_ident = String::new();
-    let mut eq = false;
-    while *i < chars.len() {
-        let c = chars[*i];
-        match c {
-            '}' => {
-                *i += 1;
-                return Some(name);
-            }
-            '"' | '\'' | '`' => {
-                let s = string(chars, i)?;
-                if last_ident == "__name__" && eq {
-                    name = Some(s);
-                }
-                last_ident.clear();
-                eq = false;
-            }
-            c if ident_char(c) => {
-                last_ident.clear();
-                while *i < chars.len() && ident_char(chars[*i]) {
-                    last_ident.push(chars[*i]);
-                    *i += 1;
-                }
-                eq = false;
-            }
-            '=' => {
-                // `=` only; `=~` names no single metric.
-                eq = chars.get(*i + 1) != Some(&'~');
-                *i += 1;
-            }
-            _ => *i += 1,
-        }
-    }
-    None
-}
-
-fn lex(query: &str) -> Option<Vec<Tok>> {
-    let chars: Vec<char> = query.chars().collect();
-    let mut toks = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        match c {
-            c if c.is_whitespace() => i += 1,
-            '#' => {
-                while i < chars.len() && chars[i] != '\n' {
-                    i += 1;
-                }
-            }
-            '"' | '\'' | '`' => {
-                string(&chars, &mut i)?;
-                toks.push(Tok::Str);
-            }
-            '{' => toks.push(Tok::Braces(braces(&chars, &mut i)?)),
-            '[' => {
-                while i < chars.len() && chars[i] != ']' {
-                    i += 1;
-                }
-                if i == chars.len() {
-                    return None;
-                }
-                i += 1;
-                toks.push(Tok::Brackets);
-            }
-            '(' | ')' | ',' | '@' => {
-                toks.push(match c {
-                    '(' => Tok::LParen,
-                    ')' => Tok::RParen,
-                    ',' => Tok::Comma,
-                    _ => Tok::At,
-                });
-                i += 1;
-            }
-            c if c.is_ascii_digit() || (c == '.' && next.is_some_and(|n| n.is_ascii_digit())) => {
-                let start = i;
-                while i < chars.len() {
-                    let d = chars[i];
-                    let exp_sign = matches!(d, '+' | '-')
-                        && i > start
-                        && matches!(chars[i - 1], 'e' | 'E')
-                        && !chars[start..i].iter().any(|c| c.eq_ignore_ascii_case(&'x'));
-                    if d.is_ascii_alphanumeric() || d == '.' || d == '_' || exp_sign {
-                        i += 1;
-                    } else {
-                        break;
-                    }
-                }
-                let text: String = chars[start..i].iter().collect();
-                toks.push(number(&text).map_or(Tok::Dur, Tok::Num));
-            }
-            c if c.is_ascii_alphabetic() || c == '_' || c == ':' => {
-                let start = i;
-                while i < chars.len() && ident_char(chars[i]) {
-                    i += 1;
-                }
-                toks.push(Tok::Ident(chars[start..i].iter().collect()));
-            }
-            _ => {
-                let two: String = chars[i..chars.len().min(i + 2)].iter().collect();
-                let op = ["==", "!=", "<=", ">="]
-                    .into_iter()
-                    .find(|o| *o == two)
-                    .or_else(|| {
-                        ["+", "-", "*", "/", "%", "^", "<", ">"]
-                            .into_iter()
-                            .find(|o| o.starts_with(c))
-                    })?;
-                i += op.len();
-                toks.push(Tok::Op(op));
-            }
-        }
-    }
-    Some(toks)
-}
-
-/// A PromQL number literal: decimal, scientific or hexadecimal.
-fn number(text: &str) -> Option<f64> {
-    let t = text.to_ascii_lowercase();
-    match t.strip_prefix("0x") {
-        Some(hex) => u64::from_str_radix(hex, 16).ok().map(|v| v as f64),
-        None => t.parse().ok(),
-    }
+/// The `__name__` a matcher list selects (empty when it selects none by `=`).
+fn metric_name(matchers: &[Matcher]) -> String {
+    matchers
+        .iter()
+        .find(|m| m.label == "__name__" && m.op == MatchOp::Eq)
+        .map(|m| m.value.clone())
+        .unwrap_or_default()
 }
 
 /// Binary operators from the loosest binding to the tightest.
@@ -219,23 +64,6 @@ const LEVELS: [&[&str]; 6] = [
     &["+", "-"],
     &["*", "/", "%", "atan2"],
     &["^"],
-];
-
-const AGGREGATIONS: [&str; 14] = [
-    "sum",
-    "avg",
-    "min",
-    "max",
-    "count",
-    "group",
-    "stddev",
-    "stdvar",
-    "topk",
-    "bottomk",
-    "quantile",
-    "count_values",
-    "limitk",
-    "limit_ratio",
 ];
 
 /// Nested `expr` calls allowed: each parenthesis or call goes through every level of
@@ -404,7 +232,7 @@ impl Parser {
         match tok {
             Tok::Num(v) => Some(Expr::Number(v)),
             Tok::Str => Some(Expr::Str),
-            Tok::Braces(name) => Some(Expr::Selector(name.unwrap_or_default())),
+            Tok::Braces(matchers) => Some(Expr::Selector(metric_name(&matchers))),
             Tok::LParen => {
                 let e = self.expr(0)?;
                 self.eat(&Tok::RParen).then_some(e)

@@ -21,8 +21,8 @@ async fn sweep(world: Vec<Stream>, scope: Scope) -> Vec<Fact> {
     sweep_within(world, scope, Duration::from_secs(120)).await
 }
 
-/// The facts of `log_changes` given `budget` for its reads.
-async fn sweep_within(world: Vec<Stream>, scope: Scope, budget: Duration) -> Vec<Fact> {
+/// The facts of `log_changes` given `reads_time_limit` for its reads.
+async fn sweep_within(world: Vec<Stream>, scope: Scope, reads_time_limit: Duration) -> Vec<Fact> {
     sre_agent::install_crypto_provider();
     let server = FakeServer::start(loki_router(world)).await.unwrap();
     let config = UpstreamConfig {
@@ -31,8 +31,8 @@ async fn sweep_within(world: Vec<Stream>, scope: Scope, budget: Duration) -> Vec
     };
     let client = Arc::new(LokiClient::new(&config).unwrap());
     // The fake Loki scans every line for every query (a debug build, a busy machine): the
-    // budget is the sweep's concern, tested on its own; here every read must finish.
-    let analyzer = logs::LogChanges::new(client).with_budget(budget);
+    // time limit is the sweep's concern, tested on its own; here every read must finish.
+    let analyzer = logs::LogChanges::new(client).with_reads_time_limit(reads_time_limit);
     let started = std::time::Instant::now();
     let report = Sweep::of(vec![Arc::new(analyzer)])
         .with_time_limit(Duration::from_secs(150))

@@ -139,9 +139,13 @@ fn output_never_exceeds_the_limit() {
     let lines: Vec<String> = (0..100)
         .map(|i| format!("line {i} {}", "x".repeat(i)))
         .collect();
-    for budget in [0, 10, 50, 200, 1000, 5000] {
-        let out = fit_lines("header", &lines, "lines", budget);
-        assert!(out.chars().count() <= budget, "{budget}: {}", out.len());
+    for max_chars in [0, 10, 50, 200, 1000, 5000] {
+        let out = fit_lines("header", &lines, "lines", max_chars);
+        assert!(
+            out.chars().count() <= max_chars,
+            "{max_chars}: {}",
+            out.len()
+        );
     }
 }
 
@@ -164,25 +168,25 @@ fn computed_lines_travel_with_their_series_and_the_limit_still_holds() {
         .iter()
         .map(|s| (join_key(&s.metric), 1024.0 * gib))
         .collect();
-    for budget in [0, 50, 300, 700, 2000, 20_000] {
+    for max_chars in [0, 50, 300, 700, 2000, 20_000] {
         let out = compact_matrix_with(
             &series,
             Unit::Bytes,
-            budget,
+            max_chars,
             Measure::FreeBytes,
             &sizes,
             None,
         );
-        assert!(out.chars().count() <= budget, "{budget}: {out}");
+        assert!(out.chars().count() <= max_chars, "{max_chars}: {out}");
         let lines: Vec<&str> = out.lines().collect();
         let shown = lines.iter().filter(|l| l.starts_with("{instance=")).count();
-        assert!(budget < 20_000 || shown == 20, "{out}");
+        assert!(max_chars < 20_000 || shown == 20, "{out}");
         for (i, l) in lines.iter().enumerate().skip(1) {
             if l.starts_with("{instance=") {
                 let next = lines.get(i + 1).unwrap_or(&"");
                 assert!(
                     next.starts_with("  used 93.8 % (64 GiB free of 1 TiB;"),
-                    "{budget}: {out}"
+                    "{max_chars}: {out}"
                 );
                 assert!(
                     next.contains("falling 48 GiB/day (2 GiB/h, linear fit); full in ~1.3 days"),

@@ -262,7 +262,7 @@ impl Decisions {
     }
 
     /// Resolves a storm whose groups resolved, or decides its investigation (a new one,
-    /// or one follow-up when many groups joined after it started).
+    /// or one re-investigation when many groups joined after it started).
     fn settle_storm(
         &self,
         view: &mut StormView,
@@ -305,14 +305,14 @@ impl Decisions {
             Outcome::Budget if self.early_claims(&s.early)? => Outcome::Queued,
             d => d,
         };
-        let follow_up = decision != Outcome::Queued
-            && s.wants_follow_up(&inv, cfg.storm_threshold)
+        let reinvestigation = decision != Outcome::Queued
+            && s.wants_reinvestigation(&inv, cfg.storm_threshold)
             && budget().exceeded().is_none();
-        if decision != Outcome::Queued && !follow_up {
+        if decision != Outcome::Queued && !reinvestigation {
             return Ok(None);
         }
         s.pending_since = Some(now);
-        s.pending_follow_up = follow_up;
+        s.pending_reinvestigation = reinvestigation;
         view.dirty = true;
         self.investigator.hold();
         Ok(Some(Action::SubmitStorm(s.key.clone())))
