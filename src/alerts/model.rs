@@ -67,6 +67,17 @@ pub struct WebhookBatch {
     pub capped: usize,
 }
 
+impl WebhookBatch {
+    /// What the parsed alerts take in memory, near enough (`cap::memory_bytes`).
+    pub fn memory_bytes(&self) -> usize {
+        self.alerts
+            .iter()
+            .map(super::cap::memory_bytes)
+            .sum::<usize>()
+            + self.group_key.as_ref().map_or(0, String::len)
+    }
+}
+
 #[derive(Deserialize)]
 struct RawPayload {
     #[serde(default, deserialize_with = "lenient_string")]

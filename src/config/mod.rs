@@ -247,6 +247,9 @@ impl Config {
         if self.webhook.max_body_bytes < 1024 {
             return bad("webhook.max_body_bytes", "must be at least 1024".into());
         }
+        if self.webhook.max_inflight_bytes < 1024 {
+            return bad("webhook.max_inflight_bytes", "must be at least 1024".into());
+        }
         if self.webhook.basic_user.is_some() != self.webhook.basic_password.is_some() {
             return bad(
                 "webhook.basic_password",

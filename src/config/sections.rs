@@ -265,6 +265,10 @@ pub struct WebhookConfig {
     /// untimed signature can only be caught within one `hmac_max_skew` window).
     pub hmac_require_timestamp: bool,
     pub max_body_bytes: usize,
+    /// Bytes of webhook bodies read and parsed at once (each counted by its
+    /// `Content-Length`, or `max_body_bytes` without one; a larger one is read alone); a
+    /// webhook finding no room waits briefly, then gets 503 with `Retry-After`.
+    pub max_inflight_bytes: usize,
 }
 
 impl Default for WebhookConfig {
@@ -280,6 +284,7 @@ impl Default for WebhookConfig {
             hmac_max_skew: secs(300),
             hmac_require_timestamp: false,
             max_body_bytes: 1024 * 1024,
+            max_inflight_bytes: 4 * 1024 * 1024,
         }
     }
 }

@@ -40,6 +40,10 @@ pub enum ApiError {
     TooManyGuesses(u64),
     #[error("{0}")]
     Unavailable(String),
+    /// No room for the work now (too many webhook bodies being read): 503 with
+    /// `Retry-After` (seconds), which senders retry.
+    #[error("{message}")]
+    Busy { retry_after: u64, message: String },
     #[error("the request took longer than {0:?} (server.request_timeout)")]
     RequestTimeout(std::time::Duration),
     /// A daily budget is used up: 429 naming the budget, `Retry-After` the next UTC midnight.
@@ -63,7 +67,7 @@ impl ApiError {
             Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::MisdirectedRequest(_) => StatusCode::MISDIRECTED_REQUEST,
             Self::TooManyGuesses(_) => StatusCode::TOO_MANY_REQUESTS,
-            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Unavailable(_) | Self::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::OverBudget(_) => StatusCode::TOO_MANY_REQUESTS,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -90,7 +94,12 @@ impl IntoResponse for ApiError {
             }
         };
         let mut resp = (status, Json(serde_json::json!({ "error": message }))).into_response();
-        if let Self::TooManyGuesses(seconds) = self {
+        if let Self::TooManyGuesses(seconds)
+        | Self::Busy {
+            retry_after: seconds,
+            ..
+        } = self
+        {
             resp.headers_mut()
                 .insert(axum::http::header::RETRY_AFTER, seconds.into());
         }

@@ -7,6 +7,7 @@
 
 mod alerts_api;
 mod auth;
+mod body_budget;
 mod browser;
 mod console;
 mod error;

@@ -1,10 +1,11 @@
 //! `POST /webhook/grafana` and `POST /webhook/alertmanager`: the sender's token or basic
 //! credentials are checked by a route layer before the body is read (`auth.rs`), then that
-//! the body is declared JSON (`browser.rs`, as both senders do); here the
-//! body is bounded, its Grafana HMAC signature checked (fresh, and never accepted twice),
-//! parsed, and answered 2xx only once the alerts are on disk (the alert inbox, see
-//! `alerts::intake::pipeline`); decisions follow at once, investigations in the background.
-
+//! the body is declared JSON (`browser.rs`, as both senders do); here room is reserved for
+//! the body among those being read (`webhook.max_inflight_bytes`, `body_budget.rs`), the
+//! body is bounded (`webhook.max_body_bytes`), its Grafana HMAC signature checked (fresh,
+//! and never accepted twice), parsed, and answered 2xx only once the alerts are on disk
+//! (the alert inbox, see `alerts::intake::pipeline`); decisions follow at once,
+//! investigations in the background.
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -21,6 +22,7 @@ use sha2::Sha256;
 
 use super::ApiError;
 use super::auth;
+use super::body_budget::{BodyBudget, ROOM_WAIT};
 use crate::alerts::{Accepted, AlertSource, IntakeSummary, Settle, parse_webhook};
 use crate::app::AppState;
 use crate::config::WebhookConfig;
@@ -41,6 +43,9 @@ pub fn router(state: &AppState) -> Routes {
         .route_layer(axum::middleware::from_fn(super::browser::require_json))
         .route_layer(from_fn_with_state(state.clone(), auth::webhook_sender))
         .layer(Extension(Arc::new(SeenSignatures::default())))
+        .layer(Extension(BodyBudget::new(
+            state.config.webhook.max_inflight_bytes,
+        )))
         .layer(DefaultBodyLimit::disable())
 }
 
@@ -61,15 +66,17 @@ pub fn router(state: &AppState) -> Routes {
         (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
         (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
         (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
-        (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
+        (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody),
+        (status = 503, description = "Not stored (a disk fault, or too many bodies being read: webhook.max_inflight_bytes); retry after `Retry-After`", body = crate::api::ErrorBody)
     ))]
 pub(super) async fn grafana(
     State(state): State<AppState>,
     Extension(seen): Extension<Arc<SeenSignatures>>,
+    Extension(budget): Extension<BodyBudget>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<IntakeSummary>), ApiError> {
-    receive(state, &seen, AlertSource::Grafana, headers, body).await
+    receive(state, &seen, &budget, AlertSource::Grafana, headers, body).await
 }
 
 /// Alertmanager webhook (payload version "4"); answered once stored.
@@ -85,25 +92,45 @@ pub(super) async fn grafana(
         (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
         (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
         (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
-        (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
+        (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody),
+        (status = 503, description = "Not stored (a disk fault, or too many bodies being read: webhook.max_inflight_bytes); retry after `Retry-After`", body = crate::api::ErrorBody)
     ))]
 pub(super) async fn alertmanager(
     State(state): State<AppState>,
     Extension(seen): Extension<Arc<SeenSignatures>>,
+    Extension(budget): Extension<BodyBudget>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<IntakeSummary>), ApiError> {
-    receive(state, &seen, AlertSource::Alertmanager, headers, body).await
+    receive(
+        state,
+        &seen,
+        &budget,
+        AlertSource::Alertmanager,
+        headers,
+        body,
+    )
+    .await
 }
 
 async fn receive(
     state: AppState,
     seen: &Arc<SeenSignatures>,
+    budget: &BodyBudget,
     source: AlertSource,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<IntakeSummary>), ApiError> {
     let cfg = &state.config.webhook;
+    // Held until the answer: the body, its parse and its batch are in memory until then.
+    let _room = budget
+        .reserve(
+            declared_length(&headers).map_or(cfg.max_body_bytes, |n| {
+                usize::try_from(n).map_or(cfg.max_body_bytes, |n| n.min(cfg.max_body_bytes))
+            }),
+            ROOM_WAIT,
+        )
+        .await?;
     let body = read_limited(&headers, body, cfg.max_body_bytes)
         .await
         .inspect_err(|e| {
@@ -168,13 +195,17 @@ async fn ingest(
     )
 }
 
-/// Reads the body, failing with 413 past `max` bytes (by Content-Length or while reading).
-async fn read_limited(headers: &HeaderMap, body: Body, max: usize) -> Result<Bytes, ApiError> {
-    let declared = headers
+/// The body's `Content-Length`, when it declares one.
+fn declared_length(headers: &HeaderMap) -> Option<u64> {
+    headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > max as u64) {
+        .and_then(|v| v.parse::<u64>().ok())
+}
+
+/// Reads the body, failing with 413 past `max` bytes (by Content-Length or while reading).
+async fn read_limited(headers: &HeaderMap, body: Body, max: usize) -> Result<Bytes, ApiError> {
+    if declared_length(headers).is_some_and(|n| n > max as u64) {
         return Err(ApiError::PayloadTooLarge(max));
     }
     axum::body::to_bytes(body, max).await.map_err(|e| {

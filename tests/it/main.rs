@@ -18,6 +18,7 @@ mod docs;
 mod eval;
 mod foundation;
 mod http_tools;
+mod intake_bounds;
 mod integration_config;
 mod kubernetes;
 mod mcp;

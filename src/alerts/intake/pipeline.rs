@@ -50,10 +50,11 @@ use crate::store::inbox::{Backlog, Inbox};
 use crate::telemetry::Metrics;
 use crate::telemetry::supervise::restarting;
 
-/// Body bytes of the batches waiting for the processor at most (their parsed alerts take
-/// some 2–3 times as much memory); past it a webhook waits for room, after its batch is on
-/// disk. A body larger than this on its own waits until the queue is empty.
-const QUEUE_BYTES: usize = 8 << 20;
+/// Memory of the parsed batches waiting for the processor at most (each counted by
+/// `WebhookBatch::memory_bytes`: a small alert takes some three times its JSON); past it a
+/// webhook waits for room before its batch is written. A batch larger than this on its own
+/// waits until the queue is empty.
+pub(super) const QUEUE_BYTES: usize = 8 << 20;
 /// The largest batch answered with its decisions (when no batch is ahead of it).
 pub const DECIDED_ANSWER_MAX: usize = 20;
 /// Longest time from a decided batch to the checkpoint covering it while batches keep
@@ -165,6 +166,12 @@ pub enum Accepted {
     Deferred(IntakeSummary),
 }
 
+/// The room a batch takes in the queue: what its parsed alerts take in memory (the body
+/// itself is held by its request, bounded by `webhook.max_inflight_bytes`).
+pub(super) fn queue_room(batch: &WebhookBatch) -> u32 {
+    batch.memory_bytes().clamp(1, QUEUE_BYTES) as u32
+}
+
 fn tag(source: AlertSource) -> u8 {
     match source {
         AlertSource::Grafana => 1,
@@ -201,7 +208,7 @@ impl Pipeline {
         };
         // Room is taken before the write: a request cancelled while it waits leaves
         // nothing behind.
-        let want = body.len().clamp(1, QUEUE_BYTES) as u32;
+        let want = queue_room(&batch);
         let room = p.room.clone().acquire_many_owned(want).await.ok();
         let small = batch.alerts.len() <= DECIDED_ANSWER_MAX;
         let told = settle.clone();

@@ -188,3 +188,17 @@ async fn deciding_a_batch_again_after_a_crash_counts_nothing_twice_and_mends_a_l
     let g = intake.store().group(&first.groups[0]).unwrap().unwrap();
     assert_eq!(g.received, 2);
 }
+
+#[test]
+fn a_queued_batch_takes_room_for_its_parsed_alerts_not_its_body_bytes() {
+    let body = body(0..100);
+    let batch = parse_webhook(AlertSource::Alertmanager, &body).unwrap();
+    let room = super::pipeline::queue_room(&batch) as usize;
+    // Parsed, an alert's two maps and strings take well over its JSON.
+    assert!(
+        room > 2 * body.len(),
+        "{room} for a {}-byte body",
+        body.len()
+    );
+    assert!(room >= 100 * 1_000, "{room}");
+}

@@ -125,35 +125,23 @@ impl GroupCache {
     }
 }
 
-/// What a cached group takes in memory, near enough: its text and a fixed part per map
-/// entry and per struct (the map's key and the group's own key included).
+/// What a cached group takes in memory, near enough: its last alert as parsed
+/// (`cap::memory_bytes`), its other strings, the ranks of its samples, and its slot in the
+/// map and in the recency index (the group struct itself, with the map's spare capacity).
 pub(super) fn cached_bytes(g: &AlertGroup) -> usize {
-    const ENTRY: usize = 48;
-    let a = &g.last_alert;
-    let map = |m: &BTreeMap<String, String>| {
-        m.iter()
-            .map(|(k, v)| k.len() + v.len() + ENTRY)
-            .sum::<usize>()
-    };
-    let text = [
-        &a.generator_url,
-        &a.dashboard_url,
-        &a.panel_url,
-        &a.silence_url,
-        &a.value,
-        &g.investigation_id,
-    ]
-    .into_iter()
-    .flatten()
-    .map(String::len)
-    .sum::<usize>();
-    let ranks = g.ranks.keys().map(|k| k.len() + ENTRY).sum::<usize>();
-    512 + 2 * g.key.len()
+    /// A `String` key's entry in a B-tree of small values, with its heap copy.
+    const RANK: usize = 96;
+    let text = [&g.investigation_id]
+        .into_iter()
+        .flatten()
+        .map(|s| s.len() + 16)
+        .sum::<usize>();
+    let ranks = g.ranks.keys().map(|k| k.len() + RANK).sum::<usize>();
+    2 * std::mem::size_of::<Entry>()
+        + 2 * (g.key.len() + 16)
         + g.title.len()
-        + a.fingerprint.len()
-        + a.name.len()
-        + map(&a.labels)
-        + map(&a.annotations)
+        + 16
+        + crate::alerts::cap::memory_bytes(&g.last_alert)
         + text
         + ranks
 }

@@ -1,0 +1,104 @@
+//! The bytes of webhook bodies being read and parsed at once, bounded by
+//! `webhook.max_inflight_bytes`: a webhook reserves its declared `Content-Length` (or
+//! `webhook.max_body_bytes` when it declares none) before its body is read and holds the
+//! reservation until it is answered, so the memory many large bodies take together follows
+//! the configuration, not the senders. A webhook that finds no room waits up to
+//! `ROOM_WAIT` for it, then gets 503 with `Retry-After` (senders retry a 5xx), and its
+//! body is never read.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+use super::ApiError;
+
+/// How long a webhook waits for room before it is answered 503: long enough to ride out
+/// a burst of large bodies, far below a sender's own timeout (Alertmanager: 10 s).
+pub const ROOM_WAIT: Duration = Duration::from_secs(2);
+/// The `Retry-After` of that 503, in seconds.
+pub const RETRY_AFTER_SECS: u64 = 1;
+
+/// The shared reservation of body bytes.
+#[derive(Clone, Debug)]
+pub struct BodyBudget {
+    room: Arc<Semaphore>,
+    total: usize,
+}
+
+impl BodyBudget {
+    /// A budget of `total` bytes (at least one).
+    pub fn new(total: usize) -> Self {
+        // One reservation takes at most u32::MAX permits.
+        let total = total.clamp(1, u32::MAX as usize);
+        Self {
+            room: Arc::new(Semaphore::new(total)),
+            total,
+        }
+    }
+
+    /// Reserves `bytes` (a body larger than the whole budget reserves all of it, so it is
+    /// read alone), waiting up to `wait`; `ApiError::Busy` when no room was made by then.
+    pub async fn reserve(&self, bytes: usize, wait: Duration) -> Result<Reservation, ApiError> {
+        let n = u32::try_from(bytes.clamp(1, self.total)).unwrap_or(u32::MAX);
+        match tokio::time::timeout(wait, self.room.clone().acquire_many_owned(n)).await {
+            Ok(Ok(permit)) => Ok(Reservation(permit)),
+            // Timed out (or closed, which this budget never is).
+            _ => Err(ApiError::Busy {
+                retry_after: RETRY_AFTER_SECS,
+                message: format!(
+                    "too many webhook bodies are being read at once (webhook.max_inflight_bytes = \
+                     {} bytes); retry shortly",
+                    self.total
+                ),
+            }),
+        }
+    }
+
+    /// Bytes not reserved now.
+    #[cfg(test)]
+    pub fn available(&self) -> usize {
+        self.room.available_permits()
+    }
+}
+
+/// Room held for one body until it is dropped (the webhook answered or cancelled).
+#[derive(Debug)]
+pub struct Reservation(#[allow(dead_code)] OwnedSemaphorePermit);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_body_that_finds_no_room_is_refused_busy_and_room_comes_back_when_one_is_answered() {
+        let budget = BodyBudget::new(1000);
+        let first = budget.reserve(600, ROOM_WAIT).await.unwrap();
+        let refused = budget.reserve(600, Duration::from_millis(20)).await;
+        assert!(
+            matches!(refused, Err(ApiError::Busy { retry_after: 1, .. })),
+            "{refused:?}"
+        );
+        assert_eq!(budget.available(), 400);
+        drop(first);
+        let second = budget.reserve(600, Duration::from_millis(20)).await;
+        assert!(second.is_ok());
+    }
+
+    #[tokio::test]
+    async fn a_body_larger_than_the_budget_waits_to_be_read_alone() {
+        let budget = BodyBudget::new(1000);
+        let small = budget.reserve(10, ROOM_WAIT).await.unwrap();
+        assert!(
+            budget
+                .reserve(5_000, Duration::from_millis(20))
+                .await
+                .is_err()
+        );
+        drop(small);
+        let alone = budget.reserve(5_000, ROOM_WAIT).await.unwrap();
+        assert_eq!(budget.available(), 0);
+        drop(alone);
+        assert_eq!(budget.available(), 1000);
+    }
+}
