@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use super::facts::{Clock, Reading, Service, context_fact, pattern_fact, rise_fact, silence_fact};
 use super::novelty::{PatternCount, Sample, census, emergence, pattern_regex};
 use super::volume::{VolumeChange, change};
-use super::{HOST_LABELS, per_step, service_label};
+use super::{HOST_LABELS, over_window, per_step, service_label};
 use crate::analyze::prom::escape;
 use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope};
 use crate::integrations::LokiClient;
@@ -94,15 +94,7 @@ impl Analyzer for LogChanges {
         };
         let by = host_label.map_or(label.to_string(), |h| format!("{label}, {h}"));
         let counts = format!("sum by ({by}) (count_over_time({{{label}=~\".+\"}}[{step}s]))");
-        let series = self
-            .client
-            .query_range_matrix(
-                &counts,
-                scope.window_start,
-                scope.now,
-                Duration::from_secs(step as u64),
-            )
-            .await?;
+        let series = over_window(&self.client, &counts, scope, step).await?;
         let mut services: Vec<Service> = series
             .iter()
             .filter_map(|s| {
@@ -292,10 +284,7 @@ impl LogChanges {
             escape(&pattern_regex(&p.pattern)?),
             clock.step
         );
-        let step = Duration::from_secs(clock.step as u64);
-        let series = self
-            .client
-            .query_range_matrix(&query, scope.window_start, scope.now, step)
+        let series = over_window(&self.client, &query, scope, clock.step)
             .await
             .ok()?;
         Some(match series.first() {

@@ -10,13 +10,12 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use super::{per_step, service_label, split};
+use super::{over_window, per_step, service_label, split};
 use crate::analyze::prom::escape;
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
@@ -66,15 +65,7 @@ impl Analyzer for LogErrorBursts {
         let counts = format!(
             "sum by ({label}) (count_over_time({{{label}=~\".+\"}} |~ `{ERROR_PATTERN}` [{step}s]))"
         );
-        let series = self
-            .0
-            .query_range_matrix(
-                &counts,
-                scope.window_start,
-                scope.now,
-                Duration::from_secs(step as u64),
-            )
-            .await?;
+        let series = over_window(&self.0, &counts, scope, step).await?;
         let mut bursts: Vec<Burst> = series
             .iter()
             .filter_map(|s| burst(s, label, scope, step))

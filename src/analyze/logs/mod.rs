@@ -84,6 +84,20 @@ fn selector(pairs: &[(&str, &str)]) -> String {
     format!("{{{}}}", inner.join(", "))
 }
 
+/// The values of the metric query `query` over the scope's window, one point per `step`
+/// seconds.
+async fn over_window(
+    client: &LokiClient,
+    query: &str,
+    scope: &Scope,
+    step: i64,
+) -> Result<Vec<Series>, UpstreamError> {
+    let step = std::time::Duration::from_secs(step.max(1).unsigned_abs());
+    client
+        .query_range_matrix(query, scope.window_start, scope.now, step)
+        .await
+}
+
 /// `s`'s values as one count per `step` seconds over the scope's window (point `i` at
 /// `window_start + i·step`; missing points are zero, as Loki omits empty steps).
 fn per_step(s: &Series, scope: &Scope, step: i64) -> Vec<f64> {
