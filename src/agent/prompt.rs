@@ -36,7 +36,13 @@ pub fn first_request_body(
     context: Option<&str>,
 ) -> Value {
     let messages = initial_messages(prompt, context, None);
-    crate::llm::request_body(&config.model, &messages, tools, config.max_answer_tokens)
+    crate::llm::request_body(
+        &config.model,
+        &messages,
+        tools,
+        config.max_answer_tokens,
+        false,
+    )
 }
 
 /// The messages an investigation starts with: the system prompt and the question with its

@@ -35,7 +35,7 @@ use super::evidence::EvidencePlanner;
 use super::health;
 use super::memory::IncidentMemory;
 use super::prompt::initial_messages;
-use super::{Event, EventKind, Finding, Investigation};
+use super::{Event, EventKind, Finding, Investigation, InvestigationStatus};
 use crate::agent::store::InvestigationStore;
 use crate::analyze::Sweep;
 use crate::config::LlmConfig;
@@ -217,31 +217,55 @@ impl Runner {
         inv: &Investigation,
         step: u32,
         elapsed: std::time::Duration,
-    ) -> Option<String> {
+    ) -> Option<Limit> {
         if step >= self.max_steps {
-            return Some(format!("step limit reached ({} steps)", self.max_steps));
+            return Some(Limit::hard(format!(
+                "step limit reached ({} steps)",
+                self.max_steps
+            )));
         }
+        // The planned end of a slow model's search, not a limit breached: its finding
+        // is `finished`.
         if let Some(after) = self.answer_after.filter(|a| step > 0 && elapsed >= *a) {
-            return Some(format!(
-                "time limit reached ({} s; llm.answer_after = {} s)",
-                elapsed.as_secs(),
-                after.as_secs()
-            ));
+            return Some(Limit {
+                why: format!(
+                    "answering now, {} s in (llm.answer_after = {} s)",
+                    elapsed.as_secs(),
+                    after.as_secs()
+                ),
+                status: InvestigationStatus::Finished,
+            });
         }
         if self.max_tokens > 0 && inv.tokens.total() >= self.max_tokens {
-            return Some(format!(
+            return Some(Limit::hard(format!(
                 "token limit reached ({} of {} tokens)",
                 inv.tokens.total(),
                 self.max_tokens
-            ));
+            )));
         }
         if self.max_cost > 0.0 && inv.cost_usd >= self.max_cost {
-            return Some(format!(
+            return Some(Limit::hard(format!(
                 "cost limit reached (${:.4} of ${:.4})",
                 inv.cost_usd, self.max_cost
-            ));
+            )));
         }
         None
+    }
+}
+
+/// What stopped the tool loop, and the status of the finding asked for after it.
+pub(super) struct Limit {
+    pub why: String,
+    pub status: InvestigationStatus,
+}
+
+impl Limit {
+    /// A limit breached: the finding after it is `limit_reached`.
+    fn hard(why: String) -> Self {
+        Self {
+            why,
+            status: InvestigationStatus::LimitReached,
+        }
     }
 }
 
@@ -353,10 +377,10 @@ impl<'a> Session<'a> {
     async fn investigate(mut self) -> Investigation {
         loop {
             let elapsed = self.started.elapsed();
-            if let Some(why) = self.runner.limit_hit(&self.inv, self.step, elapsed) {
-                return self.at_limit(why).await;
+            if let Some(limit) = self.runner.limit_hit(&self.inv, self.step, elapsed) {
+                return self.at_limit(limit).await;
             }
-            let fit = self.fit(true);
+            let fit = self.fit();
             if !fit.fits {
                 let why = format!(
                     "context limit reached (~{} prompt tokens of {} after summarising older \
@@ -365,7 +389,7 @@ impl<'a> Session<'a> {
                     self.window.prompt_limit(),
                     self.runner.context_tokens
                 );
-                return self.at_limit(why).await;
+                return self.at_limit(Limit::hard(why)).await;
             }
             let resp = match self.chat(true).await {
                 Ok(r) => r,
@@ -402,10 +426,9 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Fits the conversation into the context window (with or without the tools).
-    fn fit(&mut self, with_tools: bool) -> Fit {
-        let tools = if with_tools { &self.tools[..] } else { &[] };
-        let fit = self.window.fit(&mut self.messages, tools);
+    /// Fits the conversation into the context window (with the tools: every call sends them).
+    fn fit(&mut self) -> Fit {
+        let fit = self.window.fit(&mut self.messages, &self.tools);
         if fit.summarised > 0 {
             let message = format!(
                 "summarised {} older messages to fit the context (~{} of {} prompt tokens)",
@@ -419,17 +442,19 @@ impl<'a> Session<'a> {
     }
 
     /// One LLM call (one step), counted and recorded.
+    /// The next model call: with the tools to call, or (`with_tools` false) for the
+    /// answer only, the same tools sent but not callable.
     async fn chat(&mut self, with_tools: bool) -> Result<ChatResponse, LlmError> {
         let llm = self.llm.ok_or(LlmError::NotConfigured)?;
-        let tools = if with_tools {
-            self.tools.clone()
-        } else {
-            Arc::default()
-        };
+        let tools = self.tools.clone();
         let estimated = estimate_tokens(&self.messages, &tools);
         self.step += 1;
         let start = Instant::now();
-        let resp = match llm.chat(&self.messages, &tools).await {
+        let answer = match with_tools {
+            true => llm.chat(&self.messages, &tools).await,
+            false => llm.answer_only(&self.messages, &tools).await,
+        };
+        let resp = match answer {
             Ok(r) => r,
             Err(e) => {
                 self.record(EventKind::Error {

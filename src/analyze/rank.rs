@@ -106,6 +106,14 @@ impl Focus {
         }
     }
 
+    /// Whether `host` is one the trigger names: an alert's host label, or a word of a
+    /// question, exactly (normalised).
+    pub fn names_host(&self, host: &str) -> bool {
+        let h = normalise(host);
+        h.chars().count() >= MIN_NAME_CHARS
+            && (self.hosts.contains(&h) || (!self.alert && self.names.contains(&h)))
+    }
+
     pub fn start(&self) -> Option<DateTime<Utc>> {
         self.start
     }

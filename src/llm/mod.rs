@@ -249,8 +249,36 @@ impl LlmClient {
         messages: &[ChatMessage],
         tools: &[ToolDefinition],
     ) -> Result<ChatResponse, LlmError> {
+        self.chat_with(messages, tools, false).await
+    }
+
+    /// One chat completion that may not call `tools` (they are sent, so a server's cached
+    /// prompt still matches; see [`wire::request_body`]). Tool calls the server returns
+    /// anyway are dropped.
+    pub async fn answer_only(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+    ) -> Result<ChatResponse, LlmError> {
+        let mut resp = self.chat_with(messages, tools, true).await?;
+        resp.tool_calls.clear();
+        Ok(resp)
+    }
+
+    async fn chat_with(
+        &self,
+        messages: &[ChatMessage],
+        tools: &[ToolDefinition],
+        answer_only: bool,
+    ) -> Result<ChatResponse, LlmError> {
         let inner = &self.inner;
-        let body = wire::request_body(&inner.model, messages, tools, inner.max_answer_tokens);
+        let body = wire::request_body(
+            &inner.model,
+            messages,
+            tools,
+            inner.max_answer_tokens,
+            answer_only,
+        );
         let start = Instant::now();
         let mut attempt = 0;
         let result = loop {

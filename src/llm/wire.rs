@@ -17,12 +17,16 @@ pub(super) type Parsed = (Option<String>, Vec<ToolCall>, Usage);
 
 /// The JSON request body. `temperature` is always sent (Ollama otherwise forces 1.0);
 /// `max_tokens` when not 0 (every OpenAI-compatible server reads it; without it a local
-/// server's own default applies, often far more than a finding needs).
+/// server's own default applies, often far more than a finding needs). `answer_only`
+/// keeps the tools in the request but forbids calling them (`tool_choice: "none"`): a
+/// local server keeps the prompt it has cached, whose start the tools are part of, where
+/// a request without them is read again from the beginning.
 pub fn request_body(
     model: &str,
     messages: &[ChatMessage],
     tools: &[ToolDefinition],
     max_tokens: u32,
+    answer_only: bool,
 ) -> Value {
     let mut body = json!({
         "model": model,
@@ -47,6 +51,9 @@ pub fn request_body(
             })
             .collect();
         body["tools"] = json!(tools);
+        if answer_only {
+            body["tool_choice"] = json!("none");
+        }
     }
     body
 }
@@ -251,8 +258,12 @@ mod tests {
     #[test]
     fn the_answer_limit_is_sent_as_max_tokens_unless_it_is_zero() {
         let m = [ChatMessage::User("q".into())];
-        assert_eq!(request_body("m", &m, &[], 600)["max_tokens"], 600);
-        assert!(request_body("m", &m, &[], 0).get("max_tokens").is_none());
+        assert_eq!(request_body("m", &m, &[], 600, false)["max_tokens"], 600);
+        assert!(
+            request_body("m", &m, &[], 0, false)
+                .get("max_tokens")
+                .is_none()
+        );
     }
 
     #[test]

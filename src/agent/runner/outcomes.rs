@@ -173,7 +173,7 @@ impl Session<'_> {
         self.note(format!("{why}; asked for the finding without tools"));
         self.messages
             .push(ChatMessage::User(prompt::answer_from_results()));
-        self.fit(false);
+        self.fit();
         match self.chat(false).await {
             Ok(resp) => match read_answer(resp.content.as_deref().unwrap_or("")) {
                 Some(f) => self.finish(InvestigationStatus::Finished, f),
@@ -189,14 +189,15 @@ impl Session<'_> {
     }
 
     /// A limit stopped the loop: one last call without tools asks for the finding.
-    pub(super) async fn at_limit(mut self, why: String) -> Investigation {
+    pub(super) async fn at_limit(mut self, limit: super::Limit) -> Investigation {
+        let why = limit.why;
         self.note(why.clone());
         self.messages
             .push(ChatMessage::User(prompt::final_answer_now(&why)));
-        self.fit(false);
+        self.fit();
         match self.chat(false).await {
             Ok(resp) => match read_answer(resp.content.as_deref().unwrap_or("")) {
-                Some(f) => self.finish(InvestigationStatus::LimitReached, f),
+                Some(f) => self.finish(limit.status, f),
                 None => self.inconclusive(format!(
                     "{why}, and the final answer was empty or not the JSON finding"
                 )),

@@ -26,6 +26,7 @@ mod reloads;
 mod restarts;
 mod rollouts;
 mod stale_jobs;
+mod steps;
 mod systemd;
 mod targets;
 mod versions;
@@ -70,7 +71,8 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(rollouts::Rollouts(p.clone())),
         Arc::new(kube_state::KubeStatePods(p.clone())),
         Arc::new(kube_state_workloads::KubeStateNodes(p.clone())),
-        Arc::new(kube_state_workloads::KubeStateRollouts(p)),
+        Arc::new(kube_state_workloads::KubeStateRollouts(p.clone())),
+        Arc::new(steps::Steps(p)),
     ]
 }
 

@@ -50,10 +50,13 @@ impl Recorded {
             .collect()
     }
 
+    /// Whether the request offers tools the model may call (a final call sends them with
+    /// `tool_choice: "none"`).
     pub fn has_tools(&self) -> bool {
         self.body
             .get("tools")
             .is_some_and(|t| t.as_array().is_some_and(|a| !a.is_empty()))
+            && self.body["tool_choice"] != "none"
     }
 }
 

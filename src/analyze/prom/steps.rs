@@ -1,0 +1,255 @@
+//! What changed on the trigger's host when the trouble began, whatever it is called: every
+//! series of the instances on that host, read at four times (two hours and one hour
+//! before the change window, at its start, and now), and those whose slope was steady
+//! before and is not since — a gauge that stepped (a fan at 0 rpm, a filesystem read-only,
+//! a process group gone, a latency ten times higher) or a counter that began or stopped
+//! counting (OOM kills, link flaps, errors). No metric name is known in advance: this is
+//! the sweep's net for failure classes no other analyzer covers. Only the hosts the
+//! trigger names are read; the exporters' own bookkeeping series are left out.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::{Prom, escape, host, identity, labels_map};
+use crate::analyze::{
+    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
+    round_sig,
+};
+use crate::integrations::prometheus::Labels;
+
+/// Series reported: the clearest steps only (each costs the model tokens).
+const MAX_FACTS: usize = 3;
+/// Instances read per sweep (a host runs a few exporters).
+const MAX_INSTANCES: usize = 4;
+/// How much larger the slope since must differ from the slopes before than they differ
+/// from each other.
+const SURPRISE: f64 = 8.0;
+/// Families that describe the exporter or the scrape, not the host (client_golang,
+/// client_python, promhttp, Prometheus' own scrape series), and clocks that always move.
+const BOOKKEEPING: [&str; 12] = [
+    "go_",
+    "process_",
+    "python_",
+    "promhttp_",
+    "scrape_",
+    "up",
+    "node_scrape_collector_",
+    "node_time",
+    "node_boot_time",
+    "node_textfile_mtime",
+    "namedprocess_scrape_",
+    "node_timex_",
+];
+
+pub struct Steps(pub Prom);
+
+/// A series at the four times.
+#[derive(Default)]
+struct Points {
+    labels: Labels,
+    /// Values at `times[0..4]` (`NaN` when absent).
+    v: [f64; 4],
+}
+
+#[async_trait]
+impl Analyzer for Steps {
+    fn name(&self) -> &'static str {
+        "steps"
+    }
+
+    async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let Some(focus) = &scope.focus else {
+            return Ok(Vec::new());
+        };
+        let instances: Vec<String> = self
+            .0
+            .client
+            .label_values("instance", &[])
+            .await?
+            .into_iter()
+            .filter(|i| focus.names_host(&crate::analyze::host_of(i)))
+            .take(MAX_INSTANCES)
+            .collect();
+        if instances.is_empty() {
+            return Ok(Vec::new());
+        }
+        let times = times(scope);
+        let mut series: HashMap<Labels, Points> = HashMap::new();
+        for instance in &instances {
+            let query = format!("{{instance=\"{}\"}}", escape(instance));
+            for (k, t) in times.iter().enumerate() {
+                for s in self.0.vector_at(&query, *t).await? {
+                    if bookkeeping(s.metric.get("__name__").map_or("", String::as_str)) {
+                        continue;
+                    }
+                    let p = series.entry(s.metric.clone()).or_insert_with(|| Points {
+                        labels: s.metric.clone(),
+                        v: [f64::NAN; 4],
+                    });
+                    p.v[k] = s.value;
+                }
+            }
+        }
+        let mut found: Vec<(f64, Fact)> = series
+            .values()
+            .filter_map(|p| {
+                let score = surprise(&p.v, &times)?;
+                Some((score, fact(self.name(), p, &times)))
+            })
+            .collect();
+        found.sort_by(|a, b| b.0.total_cmp(&a.0));
+        Ok(found.into_iter().take(MAX_FACTS).map(|(_, f)| f).collect())
+    }
+}
+
+/// The four times: two and one window lengths before the change window, its start, now.
+/// An alert's window starts 30 minutes before it fired (its rule's `for` and the time to
+/// notice); a question's two hours back ("for a few hours now").
+fn times(scope: &Scope) -> [DateTime<Utc>; 4] {
+    let lead = match scope.started < scope.now - TimeDelta::minutes(1) {
+        true => TimeDelta::minutes(30),
+        false => TimeDelta::hours(2),
+    };
+    let start = scope.started - lead;
+    let span = (scope.now - start).max(TimeDelta::hours(1));
+    [start - span - span, start - span, start, scope.now]
+}
+
+fn bookkeeping(name: &str) -> bool {
+    name.is_empty()
+        || name.ends_with("_created")
+        || BOOKKEEPING.iter().any(|p| {
+            if *p == "up" {
+                name == "up"
+            } else {
+                name.starts_with(p)
+            }
+        })
+}
+
+/// How surprising the series' last slope is given the two before it (`None`: steady, or
+/// too little data). Slopes per second, so unequal spans compare.
+fn surprise(v: &[f64; 4], t: &[DateTime<Utc>; 4]) -> Option<f64> {
+    if v.iter().any(|x| !x.is_finite()) {
+        return None;
+    }
+    let secs = |a: usize, b: usize| (t[b] - t[a]).num_seconds().max(1) as f64;
+    let s = [
+        (v[1] - v[0]) / secs(0, 1),
+        (v[2] - v[1]) / secs(1, 2),
+        (v[3] - v[2]) / secs(2, 3),
+    ];
+    let before = (s[1] - s[0]).abs();
+    let since = (s[2] - s[1]).abs();
+    if since == 0.0 {
+        return None;
+    }
+    // A change must also matter against the series' own size (a byte counter wobbling by
+    // a few bytes a second is not a step).
+    let scale = v.iter().map(|x| x.abs()).fold(0.0, f64::max);
+    let change = (v[3] - v[2] - s[1] * secs(2, 3)).abs();
+    if change < 1e-6 * scale.max(1.0) || since <= SURPRISE * before {
+        return None;
+    }
+    Some(match before {
+        0.0 => 1e6 + change / scale.max(1e-9),
+        b => since / b,
+    })
+}
+
+/// "changed: node_hwmon_fan_rpm{sensor=fan2} 2400 → 0" or a counter's rate before and
+/// since.
+fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -> Fact {
+    let name = p.labels.get("__name__").cloned().unwrap_or_default();
+    let counting = p.v[1] > p.v[0] && p.v[2] >= p.v[1];
+    let own: Vec<String> = identity(&p.labels)
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "instance" | "job"))
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    let what = match own.is_empty() {
+        true => format!("changed: {name}"),
+        false => format!("changed: {name}{{{}}}", own.join(",")),
+    };
+    let per = |a: usize, b: usize| (p.v[b] - p.v[a]) / (t[b] - t[a]).num_seconds().max(1) as f64;
+    let (value, detail) = match counting || name.ends_with("_total") {
+        true => (
+            Quantity::new(per(2, 3), Unit::PerSecond),
+            format!(
+                "counting {}/s before, {}/s since {}",
+                round_sig(per(1, 2)),
+                round_sig(per(2, 3)),
+                t[2].format("%H:%M UTC")
+            ),
+        ),
+        false => (
+            Quantity::new(p.v[3], Unit::Plain),
+            format!(
+                "{} until {} (steady), {} now",
+                round_sig(p.v[2]),
+                t[2].format("%H:%M UTC"),
+                round_sig(p.v[3])
+            ),
+        ),
+    };
+    let selector = super::selector(
+        identity(&p.labels)
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    Fact::new(
+        FactClass::Change,
+        analyzer,
+        Entity::new("series", name.clone())
+            .on_host(host(&p.labels))
+            .with_labels(labels_map(&p.labels)),
+        what,
+        Severity::Warning,
+        Source::promql(&format!("{name}{selector}")),
+    )
+    .value(value)
+    .detail(detail)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(mins_ago: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000, 0).unwrap() - TimeDelta::minutes(mins_ago)
+    }
+
+    #[test]
+    fn a_step_a_new_count_and_a_stopped_process_are_surprises_and_steady_series_are_not() {
+        let t = [at(210), at(150), at(90), at(0)];
+        // Stepped: a fan at 2400 rpm stops.
+        assert!(surprise(&[2400.0, 2400.0, 2400.0, 0.0], &t).is_some());
+        // A counter that never counted begins (OOM kills).
+        assert!(surprise(&[3.0, 3.0, 3.0, 4.0], &t).is_some());
+        // A counter at a steady rate (bytes at 1 kB/s) is not.
+        let steady = |m: i64| 1e9 + 1000.0 * 60.0 * (300 - m) as f64;
+        assert!(surprise(&[steady(210), steady(150), steady(90), steady(0)], &t).is_none());
+        // A noisy gauge that moved as much before is not.
+        assert!(surprise(&[50.0, 58.0, 49.0, 57.0], &t).is_none());
+        // A flat series is not; a missing point is not judged.
+        assert!(surprise(&[1.0, 1.0, 1.0, 1.0], &t).is_none());
+        assert!(surprise(&[1.0, f64::NAN, 1.0, 0.0], &t).is_none());
+    }
+
+    #[test]
+    fn the_exporters_own_series_are_bookkeeping_and_the_hosts_are_not() {
+        for b in [
+            "go_goroutines",
+            "process_cpu_seconds_total",
+            "up",
+            "node_time_seconds",
+        ] {
+            assert!(bookkeeping(b), "{b}");
+        }
+        for h in ["upsd_battery", "node_hwmon_fan_rpm", "node_vmstat_oom_kill"] {
+            assert!(!bookkeeping(h), "{h}");
+        }
+    }
+}
