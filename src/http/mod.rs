@@ -7,7 +7,7 @@
 
 mod alerts_api;
 mod auth;
-mod body_budget;
+mod inflight;
 mod browser;
 mod console;
 mod error;

@@ -1,7 +1,7 @@
 //! `POST /webhook/grafana` and `POST /webhook/alertmanager`: the sender's token or basic
 //! credentials are checked by a route layer before the body is read (`auth.rs`), then that
 //! the body is declared JSON (`browser.rs`, as both senders do); here room is reserved for
-//! the body among those being read (`webhook.max_inflight_bytes`, `body_budget.rs`), the
+//! the body among those being read (`webhook.max_inflight_bytes`, `inflight.rs`), the
 //! body is bounded (`webhook.max_body_bytes`), its Grafana HMAC signature checked (fresh,
 //! and never accepted twice), parsed, and answered 2xx only once the alerts are on disk
 //! (the alert inbox, see `alerts::intake::pipeline`); decisions follow at once,
@@ -22,7 +22,7 @@ use sha2::Sha256;
 
 use super::ApiError;
 use super::auth;
-use super::body_budget::{BodyBudget, ROOM_WAIT};
+use super::inflight::{InflightBodies, ROOM_WAIT};
 use crate::alerts::{Accepted, AlertSource, IntakeSummary, Settle, parse_webhook};
 use crate::app::AppState;
 use crate::config::WebhookConfig;
@@ -43,7 +43,7 @@ pub fn router(state: &AppState) -> Routes {
         .route_layer(axum::middleware::from_fn(super::browser::require_json))
         .route_layer(from_fn_with_state(state.clone(), auth::webhook_sender))
         .layer(Extension(Arc::new(SeenSignatures::default())))
-        .layer(Extension(BodyBudget::new(
+        .layer(Extension(InflightBodies::new(
             state.config.webhook.max_inflight_bytes,
         )))
         .layer(DefaultBodyLimit::disable())
@@ -72,11 +72,11 @@ pub fn router(state: &AppState) -> Routes {
 pub(super) async fn grafana(
     State(state): State<AppState>,
     Extension(seen): Extension<Arc<SeenSignatures>>,
-    Extension(budget): Extension<BodyBudget>,
+    Extension(inflight): Extension<InflightBodies>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<IntakeSummary>), ApiError> {
-    receive(state, &seen, &budget, AlertSource::Grafana, headers, body).await
+    receive(state, &seen, &inflight, AlertSource::Grafana, headers, body).await
 }
 
 /// Alertmanager webhook (payload version "4"); answered once stored.
@@ -98,14 +98,14 @@ pub(super) async fn grafana(
 pub(super) async fn alertmanager(
     State(state): State<AppState>,
     Extension(seen): Extension<Arc<SeenSignatures>>,
-    Extension(budget): Extension<BodyBudget>,
+    Extension(inflight): Extension<InflightBodies>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<IntakeSummary>), ApiError> {
     receive(
         state,
         &seen,
-        &budget,
+        &inflight,
         AlertSource::Alertmanager,
         headers,
         body,
@@ -116,14 +116,14 @@ pub(super) async fn alertmanager(
 async fn receive(
     state: AppState,
     seen: &Arc<SeenSignatures>,
-    budget: &BodyBudget,
+    inflight: &InflightBodies,
     source: AlertSource,
     headers: HeaderMap,
     body: Body,
 ) -> Result<(StatusCode, Json<IntakeSummary>), ApiError> {
     let cfg = &state.config.webhook;
     // Held until the answer: the body, its parse and its batch are in memory until then.
-    let _room = budget
+    let _room = inflight
         .reserve(
             declared_length(&headers).map_or(cfg.max_body_bytes, |n| {
                 usize::try_from(n).map_or(cfg.max_body_bytes, |n| n.min(cfg.max_body_bytes))

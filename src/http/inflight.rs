@@ -21,13 +21,13 @@ pub const RETRY_AFTER_SECS: u64 = 1;
 
 /// The shared reservation of body bytes.
 #[derive(Clone, Debug)]
-pub struct BodyBudget {
+pub struct InflightBodies {
     room: Arc<Semaphore>,
     total: usize,
 }
 
-impl BodyBudget {
-    /// A budget of `total` bytes (at least one).
+impl InflightBodies {
+    /// Room for `total` bytes of bodies (at least one).
     pub fn new(total: usize) -> Self {
         // One reservation takes at most u32::MAX permits.
         let total = total.clamp(1, u32::MAX as usize);
@@ -37,13 +37,13 @@ impl BodyBudget {
         }
     }
 
-    /// Reserves `bytes` (a body larger than the whole budget reserves all of it, so it is
+    /// Reserves `bytes` (a body larger than the whole room reserves all of it, so it is
     /// read alone), waiting up to `wait`; `ApiError::Busy` when no room was made by then.
     pub async fn reserve(&self, bytes: usize, wait: Duration) -> Result<Reservation, ApiError> {
         let n = u32::try_from(bytes.clamp(1, self.total)).unwrap_or(u32::MAX);
         match tokio::time::timeout(wait, self.room.clone().acquire_many_owned(n)).await {
             Ok(Ok(permit)) => Ok(Reservation(permit)),
-            // Timed out (or closed, which this budget never is).
+            // Timed out (or closed, which this room never is).
             _ => Err(ApiError::Busy {
                 retry_after: RETRY_AFTER_SECS,
                 message: format!(
@@ -72,33 +72,33 @@ mod tests {
 
     #[tokio::test]
     async fn a_body_that_finds_no_room_is_refused_busy_and_room_comes_back_when_one_is_answered() {
-        let budget = BodyBudget::new(1000);
-        let first = budget.reserve(600, ROOM_WAIT).await.unwrap();
-        let refused = budget.reserve(600, Duration::from_millis(20)).await;
+        let room = InflightBodies::new(1000);
+        let first = room.reserve(600, ROOM_WAIT).await.unwrap();
+        let refused = room.reserve(600, Duration::from_millis(20)).await;
         assert!(
             matches!(refused, Err(ApiError::Busy { retry_after: 1, .. })),
             "{refused:?}"
         );
-        assert_eq!(budget.available(), 400);
+        assert_eq!(room.available(), 400);
         drop(first);
-        let second = budget.reserve(600, Duration::from_millis(20)).await;
+        let second = room.reserve(600, Duration::from_millis(20)).await;
         assert!(second.is_ok());
     }
 
     #[tokio::test]
-    async fn a_body_larger_than_the_budget_waits_to_be_read_alone() {
-        let budget = BodyBudget::new(1000);
-        let small = budget.reserve(10, ROOM_WAIT).await.unwrap();
+    async fn a_body_larger_than_the_whole_room_waits_to_be_read_alone() {
+        let room = InflightBodies::new(1000);
+        let small = room.reserve(10, ROOM_WAIT).await.unwrap();
         assert!(
-            budget
+            room
                 .reserve(5_000, Duration::from_millis(20))
                 .await
                 .is_err()
         );
         drop(small);
-        let alone = budget.reserve(5_000, ROOM_WAIT).await.unwrap();
-        assert_eq!(budget.available(), 0);
+        let alone = room.reserve(5_000, ROOM_WAIT).await.unwrap();
+        assert_eq!(room.available(), 0);
         drop(alone);
-        assert_eq!(budget.available(), 1000);
+        assert_eq!(room.available(), 1000);
     }
 }
