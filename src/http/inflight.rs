@@ -90,8 +90,7 @@ mod tests {
         let room = InflightBodies::new(1000);
         let small = room.reserve(10, ROOM_WAIT).await.unwrap();
         assert!(
-            room
-                .reserve(5_000, Duration::from_millis(20))
+            room.reserve(5_000, Duration::from_millis(20))
                 .await
                 .is_err()
         );

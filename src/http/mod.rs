@@ -7,12 +7,12 @@
 
 mod alerts_api;
 mod auth;
-mod inflight;
 mod browser;
 mod console;
 mod error;
 mod follow_up;
 mod health;
+mod inflight;
 mod investigation_events;
 mod investigations;
 mod limits;

@@ -152,7 +152,10 @@ async fn a_model_that_loops_on_a_call_that_returned_data_is_asked_once_without_t
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 5);
     assert!(!reqs[4].has_tools(), "{}", reqs[4].body);
-    assert_eq!(reqs[4].body["tools"], reqs[3].body["tools"], "sent, not callable");
+    assert_eq!(
+        reqs[4].body["tools"], reqs[3].body["tools"],
+        "sent, not callable"
+    );
     let last = reqs[4].messages().last().cloned().unwrap();
     assert!(
         last["content"]
@@ -182,7 +185,10 @@ async fn a_model_that_repeats_the_same_call_gets_the_earlier_result_then_ends_in
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 5);
     assert!(!reqs[4].has_tools(), "{}", reqs[4].body);
-    assert_eq!(reqs[4].body["tools"], reqs[3].body["tools"], "sent, not callable");
+    assert_eq!(
+        reqs[4].body["tools"], reqs[3].body["tools"],
+        "sent, not callable"
+    );
     assert!(
         summary.contains("answer asked for without tools was empty"),
         "{summary}"
