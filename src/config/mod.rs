@@ -2,7 +2,7 @@
 //! secrets) with figment, validated at load with errors that name the key and the bad
 //! value, and displayed with every secret as `***`. Nothing else reads the environment.
 //!
-//! One module per section group: `sections` (server, LLM, alerts, report, mail…), one per
+//! One module per section group: `sections` (server, alerts, report, mail…), `llm`, one per
 //! optional integration (`kubernetes`, `proxmox`, `pbs`, `truenas`), `http_tools` for
 //! `[[tools.http]]`, `mcp` for `[mcp]`; `values` and `matcher` hold the validated value
 //! types, `limits` the upper bounds of numbers `serve` would overflow on, `secrets` the
@@ -11,6 +11,7 @@
 mod http_tools;
 mod kubernetes;
 pub mod limits;
+mod llm;
 pub(crate) mod matcher;
 mod mcp;
 mod pbs;
@@ -31,6 +32,7 @@ use serde::{Deserialize, Serialize};
 
 pub use http_tools::{HttpToolConfig, ToolsConfig, placeholders, validate_http_tools};
 pub use kubernetes::KubernetesConfig;
+pub use llm::{LlmConfig, ModelPricing};
 pub use matcher::LabelMatcher;
 pub use mcp::{McpConfig, McpServerConfig, validate_mcp};
 pub use pbs::PbsConfig;

@@ -25,6 +25,7 @@ mod reports;
 mod request_metrics;
 mod routes;
 mod session;
+mod signatures;
 #[cfg(test)]
 mod supervise_tests;
 mod webhooks;
