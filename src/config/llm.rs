@@ -7,11 +7,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::secrets::secret_fields;
+use super::sections::secs;
 use super::values::{HttpUrl, HumanDuration, Secret};
-
-fn secs(n: u64) -> HumanDuration {
-    HumanDuration::secs(n)
-}
 
 /// USD per million tokens for one model.
 #[derive(Clone, Debug, Default, Deserialize, Serialize, PartialEq)]

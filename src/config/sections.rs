@@ -10,7 +10,7 @@ use super::values::{
     CronSchedule, EmailAddress, HttpUrl, HumanDuration, Secret, SecretUrl, TimeZone,
 };
 
-fn secs(n: u64) -> HumanDuration {
+pub(super) fn secs(n: u64) -> HumanDuration {
     HumanDuration::secs(n)
 }
 
