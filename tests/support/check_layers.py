@@ -6,7 +6,8 @@
 
 A part may use parts below it and, without cycles, parts on its own level. Also checks that
 no two files of one folder import each other in a cycle. Reads `use`/paths as text
-(`crate::part::...`, `super::name`), leaving out `#[cfg(test)] mod tests` blocks.
+(`crate::part::...`, `super::name`), leaving out `#[cfg(test)] mod tests` blocks and
+the files of `#[cfg(test)] mod x;` declarations.
 Prints each violation and exits 1 when there is any.
 
 Usage: python3 tests/support/check_layers.py [SRC_DIR]
@@ -36,6 +37,23 @@ def production_text(path):
     text = open(path, encoding="utf-8").read()
     cut = re.search(r"^#\[cfg\(test\)\]\s*\nmod tests", text, re.M)
     return text[: cut.start()] if cut else text
+
+
+def test_only_files(root):
+    """Files declared `#[cfg(test)] mod x;` by their parent (their own file, test code only)."""
+    found = set()
+    for d, _, names in os.walk(root):
+        for name in names:
+            if not name.endswith(".rs"):
+                continue
+            path = os.path.join(d, name)
+            text = open(path, encoding="utf-8").read()
+            # a.rs declares a/x.rs; mod.rs and lib.rs declare x.rs beside them
+            base = d if name in ("mod.rs", "lib.rs") else os.path.join(d, name[:-3])
+            for m in re.finditer(r"^#\[cfg\(test\)\]\s*\n\s*mod (\w+);", text, re.M):
+                for candidate in (os.path.join(base, m.group(1) + ".rs"), os.path.join(base, m.group(1), "mod.rs")):
+                    found.add(os.path.normpath(candidate))
+    return found
 
 
 def module_of(root, path):
@@ -76,11 +94,14 @@ def main():
     problems = []
     parts = collections.defaultdict(set)  # part -> parts it uses
     files = collections.defaultdict(lambda: collections.defaultdict(set))  # dir -> file graph
+    tests_only = test_only_files(root)
     for d, _, names in os.walk(root):
         for name in names:
             if not name.endswith(".rs") or (d == root and name == "lib.rs"):
                 continue
             path = os.path.join(d, name)
+            if os.path.normpath(path) in tests_only:
+                continue
             part, mod = module_of(root, path)
             text = production_text(path)
             for m in re.finditer(r"\b(?:crate|sre_agent)::(\w+)", text):
