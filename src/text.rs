@@ -41,6 +41,23 @@ pub fn truncate(s: &str, max: usize) -> String {
     format!("{}…", first_chars(s, max - 1))
 }
 
+/// At most `max` characters of `s`; when cut, its start and its end with "…" between
+/// (a log line's cause is often at its end: `open /x: read-only file system`).
+pub fn truncate_middle(s: &str, max: usize) -> String {
+    let n = s.chars().count();
+    if n <= max {
+        return s.to_string();
+    }
+    if max < 3 {
+        return truncate(s, max);
+    }
+    let head = (max - 1) / 2;
+    let tail = max - 1 - head;
+    let start = first_chars(s, head);
+    let end: String = s.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
 /// Look-alikes of the agent's `<data>` markers (any case, spaces, with or without `/`).
 static DATA_MARKER: LazyLock<Regex> = LazyLock::new(|| marker_look_alikes("data"));
 
@@ -105,6 +122,15 @@ mod tests {
                 } else if max > 0 {
                     let kept = cut.strip_suffix('…').unwrap();
                     prop_assert!(s.starts_with(kept));
+                }
+                let middle = truncate_middle(&s, max);
+                prop_assert!(middle.chars().count() <= max);
+                if n <= max {
+                    prop_assert_eq!(&middle, &s);
+                } else if max >= 3 {
+                    let head: String = middle.chars().take((max - 1) / 2).collect();
+                    let tail: String = middle.chars().skip((max - 1) / 2 + 1).collect();
+                    prop_assert!(s.starts_with(&head) && s.ends_with(&tail));
                 }
                 Ok(())
             })

@@ -52,6 +52,9 @@ pub async fn gather(sweep: &Sweep, inv: &Investigation) -> Option<Gathered> {
     let report = sweep.run(scope.clone()).await;
     let total = report.facts.len();
     let ranked = rank(report.facts, &focus);
+    for r in &ranked {
+        tracing::debug!(score = r.score, fact = %r.fact.line(now), "ranked fact");
+    }
     Some(Gathered {
         shown: shown(ranked),
         total,

@@ -185,7 +185,7 @@ pub struct Fact {
 }
 
 /// Longest detail kept in a fact's line.
-const MAX_DETAIL_CHARS: usize = 240;
+const MAX_DETAIL_CHARS: usize = 360;
 
 impl Fact {
     /// A fact with the required parts; the builders below add the rest.

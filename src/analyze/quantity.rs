@@ -35,6 +35,32 @@ impl Quantity {
         Self { value, unit }
     }
 
+    /// A value of metric `name` in the unit its name states (Prometheus' naming: base
+    /// units as suffixes): `_bytes` bytes, `_seconds` seconds, `_percent` percent, else a
+    /// plain number.
+    pub fn of_metric(name: &str, value: f64) -> Self {
+        let unit = if name.ends_with("_bytes") {
+            Unit::Bytes
+        } else if name.ends_with("_seconds") {
+            Unit::Seconds
+        } else if name.ends_with("_percent") {
+            Unit::Percent
+        } else {
+            Unit::Plain
+        };
+        Self::new(value, unit)
+    }
+
+    /// The per-second rate of counter `name` in the unit its name states:
+    /// `_bytes_total` bytes a second, else events a second (`_seconds_total` is seconds a
+    /// second: a share of one, shown as a plain rate).
+    pub fn rate_of_counter(name: &str, per_second: f64) -> Self {
+        match name.ends_with("_bytes_total") {
+            true => Self::new(per_second, Unit::BytesPerSecond),
+            false => Self::new(per_second, Unit::PerSecond),
+        }
+    }
+
     pub fn bytes(value: f64) -> Self {
         Self::new(value, Unit::Bytes)
     }

@@ -114,6 +114,11 @@ impl Focus {
             && (self.hosts.contains(&h) || (!self.alert && self.names.contains(&h)))
     }
 
+    /// Whether the trigger is a question (not an alert).
+    pub fn is_question(&self) -> bool {
+        !self.alert
+    }
+
     pub fn start(&self) -> Option<DateTime<Utc>> {
         self.start
     }

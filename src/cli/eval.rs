@@ -58,6 +58,13 @@ pub async fn run(config: &Config, opts: &EvalOptions) -> anyhow::Result<bool> {
             "no LLM configured: set llm.base_url (and llm.model) in config.toml or SRE_AGENT_LLM__BASE_URL"
         );
     }
+    // The daemon's logs under the table: warnings, or what `log.level` asks for when set
+    // (`sre_agent::agent::health=debug` lists every ranked fact of the sweep).
+    let mut log = config.log.clone();
+    if log.level == crate::config::LogConfig::default().level {
+        log.level = "warn".into();
+    }
+    crate::telemetry::logging::init(&log);
     let dir = scenarios_dir(opts.scenarios.as_deref());
     let mut scenarios = Scenario::load_all(&dir)
         .with_context(|| format!("loading scenarios from {}", dir.display()))?;

@@ -10,6 +10,7 @@ mod crash;
 mod image_pull;
 mod nodes;
 mod not_ready;
+mod pod_logs;
 mod pods;
 mod rollouts;
 mod scheduling;

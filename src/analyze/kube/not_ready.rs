@@ -101,6 +101,28 @@ pub fn failed_pod(v: &PodView) -> Option<Fact> {
             describe_source(v.pod),
         )
         .since(ended)
-        .detail(status.message.clone().unwrap_or_default()),
+        .detail(failed_detail(status)),
     )
+}
+
+/// "container dump exited 1 (Error); <the pod's message>".
+fn failed_detail(status: &k8s_openapi::api::core::v1::PodStatus) -> String {
+    let mut parts: Vec<String> = status
+        .container_statuses
+        .iter()
+        .flatten()
+        .filter_map(|cs| {
+            let t = cs.state.as_ref()?.terminated.as_ref()?;
+            (t.exit_code != 0).then(|| {
+                format!(
+                    "container {} exited {} ({})",
+                    cs.name,
+                    t.exit_code,
+                    t.reason.as_deref().unwrap_or("no reason")
+                )
+            })
+        })
+        .collect();
+    parts.extend(status.message.clone().filter(|m| !m.trim().is_empty()));
+    parts.join("; ")
 }

@@ -3,7 +3,8 @@
 //! turn about each container: image pulls (`image_pull.rs`), crash loops, OOM kills and
 //! recent crashes (`crash.rs`), containers not ready for another reason (`not_ready.rs`);
 //! then the pod as a whole: unschedulable (`scheduling.rs`) or failed (`not_ready.rs`).
-//! A container gets one fact, from the first class that claims it.
+//! A container gets one fact, from the first class that claims it; a failed run's log
+//! lines are added to it (`pod_logs.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Event, Pod};
 
 use super::view::PodView;
-use super::{MAX_FACTS, crash, image_pull, not_ready, scheduling, time, upstream};
+use super::{MAX_FACTS, crash, image_pull, not_ready, pod_logs, scheduling, time, upstream};
 use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope, keep_most_severe};
 use crate::integrations::kubernetes::KubeClient;
 
@@ -29,7 +30,9 @@ impl Analyzer for KubePods {
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
         let pods = self.0.pods(None, None).await.map_err(upstream)?;
         let events = self.0.events(None, true).await.map_err(upstream)?;
-        Ok(analyze(&pods, &events, scope))
+        let mut facts = analyze(&pods, &events, scope);
+        pod_logs::attach(&self.0, &pods, &mut facts, scope).await;
+        Ok(facts)
     }
 }
 

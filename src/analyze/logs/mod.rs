@@ -13,8 +13,11 @@
 //! - `novelty.rs`: the patterns of sampled lines, which are new, and a regex per pattern;
 //! - `signal.rs`: how bad a line looks (its level field, syslog priority, HTTP status,
 //!   words), used for severity only;
-//! - `errors.rs`: bursts of lines matching a generic error pattern.
+//! - `errors.rs`: bursts of lines matching a generic error pattern;
+//! - `at_start.rs`: the lines that look bad around the trigger's start on what it is about,
+//!   new since the hours before.
 
+mod at_start;
 mod changes;
 mod errors;
 mod facts;
@@ -26,6 +29,7 @@ use std::sync::Arc;
 
 pub use changes::LogChanges;
 pub use errors::LogErrorBursts;
+pub use signal::{Signal, signal};
 
 use super::{Analyzer, Scope};
 use crate::analyze::prom::escape;
@@ -41,6 +45,7 @@ pub(crate) const HOST_LABELS: [&str; 5] = ["host", "hostname", "nodename", "node
 pub fn analyzers(client: Arc<LokiClient>) -> Vec<Arc<dyn Analyzer>> {
     vec![
         Arc::new(LogErrorBursts(client.clone())),
+        Arc::new(at_start::LogsAtStart(client.clone())),
         Arc::new(LogChanges::new(client)),
     ]
 }

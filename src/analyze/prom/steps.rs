@@ -14,8 +14,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 
 use super::{Prom, escape, host, identity, labels_map};
 use crate::analyze::{
-    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
-    round_sig,
+    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source,
 };
 use crate::integrations::prometheus::Labels;
 
@@ -26,6 +25,8 @@ const MAX_INSTANCES: usize = 4;
 /// How much larger the slope since must differ from the slopes before than they differ
 /// from each other.
 const SURPRISE: f64 = 8.0;
+/// Least change of slope, as a share of the larger slope, that counts.
+const MIN_SLOPE_CHANGE: f64 = 0.1;
 /// Families that describe the exporter or the scrape, not the host (client_golang,
 /// client_python, promhttp, Prometheus' own scrape series), and clocks that always move.
 const BOOKKEEPING: [&str; 12] = [
@@ -153,17 +154,22 @@ fn surprise(v: &[f64; 4], t: &[DateTime<Utc>; 4]) -> Option<f64> {
     if change < 1e-6 * scale.max(1.0) || since <= SURPRISE * before {
         return None;
     }
+    // And against the slope: a counter counting as before, give or take a few percent,
+    // did not change.
+    if since < MIN_SLOPE_CHANGE * s[1].abs().max(s[2].abs()) {
+        return None;
+    }
     Some(match before {
         0.0 => 1e6 + change / scale.max(1e-9),
         b => since / b,
     })
 }
 
-/// "changed: node_hwmon_fan_rpm{sensor=fan2} 2400 → 0" or a counter's rate before and
-/// since.
+/// "changed: node_hwmon_fan_rpm{sensor=fan2} 0: 2400 at 04:10, 2400 at 05:10, 2400 at
+/// 06:10 UTC, 0 now", or a counter's rate before and since; values in the unit the
+/// metric's name states.
 fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -> Fact {
     let name = p.labels.get("__name__").cloned().unwrap_or_default();
-    let counting = p.v[1] > p.v[0] && p.v[2] >= p.v[1];
     let own: Vec<String> = identity(&p.labels)
         .iter()
         .filter(|(k, _)| !matches!(k.as_str(), "instance" | "job"))
@@ -174,25 +180,43 @@ fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -> Fact {
         false => format!("changed: {name}{{{}}}", own.join(",")),
     };
     let per = |a: usize, b: usize| (p.v[b] - p.v[a]) / (t[b] - t[a]).num_seconds().max(1) as f64;
-    let (value, detail) = match counting || name.ends_with("_total") {
+    // A counter by its name's suffix, or one without it (`node_vmstat_oom_kill`) that never
+    // went down and rose before; a gauge that rose and fell is a gauge (its values say more
+    // than its slope).
+    let suffix = ["_total", "_count", "_sum"]
+        .iter()
+        .any(|x| name.ends_with(x));
+    let unit = ["_bytes", "_seconds", "_percent"]
+        .iter()
+        .any(|x| name.ends_with(x));
+    let never_down = p.v.windows(2).all(|w| w[1] >= w[0]) && p.v[1] > p.v[0];
+    let counter = suffix || (never_down && !unit);
+    let (value, detail) = match counter {
         true => (
-            Quantity::new(per(2, 3), Unit::PerSecond),
+            Quantity::rate_of_counter(&name, per(2, 3)),
             format!(
-                "counting {}/s before, {}/s since {}",
-                round_sig(per(1, 2)),
-                round_sig(per(2, 3)),
+                "counting {} before, {} since {}",
+                Quantity::rate_of_counter(&name, per(1, 2)),
+                Quantity::rate_of_counter(&name, per(2, 3)),
                 t[2].format("%H:%M UTC")
             ),
         ),
-        false => (
-            Quantity::new(p.v[3], Unit::Plain),
-            format!(
-                "{} until {} (steady), {} now",
-                round_sig(p.v[2]),
-                t[2].format("%H:%M UTC"),
-                round_sig(p.v[3])
-            ),
-        ),
+        false => {
+            let at = |i: usize| Quantity::of_metric(&name, p.v[i]);
+            (
+                at(3),
+                format!(
+                    "{} at {}, {} at {}, {} at {}, {} now",
+                    at(0),
+                    t[0].format("%H:%M"),
+                    at(1),
+                    t[1].format("%H:%M"),
+                    at(2),
+                    t[2].format("%H:%M UTC"),
+                    at(3)
+                ),
+            )
+        }
     };
     let selector = super::selector(
         identity(&p.labels)
@@ -231,6 +255,16 @@ mod tests {
         // A counter at a steady rate (bytes at 1 kB/s) is not.
         let steady = |m: i64| 1e9 + 1000.0 * 60.0 * (300 - m) as f64;
         assert!(surprise(&[steady(210), steady(150), steady(90), steady(0)], &t).is_none());
+        // Nor one whose rate wobbles a few percent (a CPU-seconds counter of an idle
+        // process), however steady it was before.
+        let cpu = |m: i64, r: f64| 12.0 + r * 60.0 * (300 - m) as f64;
+        let wobble = [
+            cpu(210, 4e-5),
+            cpu(150, 4e-5),
+            cpu(90, 4e-5),
+            cpu(90, 4e-5) + 4.1e-5 * 5400.0,
+        ];
+        assert!(surprise(&wobble, &t).is_none());
         // A noisy gauge that moved as much before is not.
         assert!(surprise(&[50.0, 58.0, 49.0, 57.0], &t).is_none());
         // A flat series is not; a missing point is not judged.

@@ -1,0 +1,214 @@
+//! What a failed container said before it ended: for the pods `kube_pods` reports whose
+//! container exited with an error (a pod in phase `Failed`, a crash loop, a restart after
+//! a failing exit), the tail of that run's log, and of it the lines that look worst
+//! ([`crate::analyze::logs::signal`]: level fields, syslog priorities, failure words), added
+//! to the pod's fact. A Job's "password authentication failed" or a crash's panic is in
+//! the log, not in the pod's status.
+//!
+//! Bounded: a few pods (those the trigger is about first, one per workload), a short
+//! tail each, read at once under a time limit; a log that cannot be read leaves its fact
+//! as it was.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
+
+use crate::analyze::logs::{Signal, signal};
+use crate::analyze::{Fact, Scope, readable_line};
+use crate::integrations::kubernetes::KubeClient;
+use crate::text::truncate;
+
+/// Most pods whose log is read per sweep.
+const MAX_READS: usize = 3;
+/// Lines read from the end of a log.
+const TAIL: i64 = 40;
+/// Lines quoted per pod, and characters per line.
+const QUOTED: usize = 2;
+const LINE_CHARS: usize = 150;
+/// Time for all the reads.
+const READS_TIME_LIMIT: Duration = Duration::from_millis(2500);
+/// Characters of the fact's own detail kept in front of the log lines.
+const DETAIL_CHARS: usize = 90;
+
+/// Which run of a container to read: the one that ended (`previous` when the container
+/// runs or waits again since).
+struct LogRead {
+    fact: usize,
+    namespace: String,
+    pod: String,
+    container: String,
+    previous: bool,
+}
+
+/// Adds to `facts` about pods in `pods` the worst lines of their failed run's log.
+pub async fn attach(client: &KubeClient, pods: &[Pod], facts: &mut [Fact], scope: &Scope) {
+    let reads = choose(pods, facts, scope);
+    let fetches = reads.iter().map(|r| {
+        client.logs(
+            &r.namespace,
+            &r.pod,
+            Some(r.container.clone()),
+            r.previous,
+            TAIL,
+        )
+    });
+    let Ok(logs) = tokio::time::timeout(READS_TIME_LIMIT, futures::future::join_all(fetches)).await
+    else {
+        return;
+    };
+    for (read, log) in reads.iter().zip(logs) {
+        let Ok(text) = log else { continue };
+        let lines = worst_lines(&text);
+        if lines.is_empty() {
+            continue;
+        }
+        let fact = &mut facts[read.fact];
+        let quoted = lines.join(" | ");
+        let detail = match fact.detail.as_deref() {
+            Some(d) => format!("{}; log: {quoted}", truncate(d, DETAIL_CHARS)),
+            None => format!("log: {quoted}"),
+        };
+        *fact = fact.clone().detail(detail);
+    }
+}
+
+/// The logs worth reading: facts about a pod with a container whose run ended in an
+/// error, those the trigger is about first, one per workload, at most [`MAX_READS`].
+fn choose(pods: &[Pod], facts: &[Fact], scope: &Scope) -> Vec<LogRead> {
+    let mut order: Vec<usize> = (0..facts.len())
+        .filter(|i| facts[*i].entity.kind == "pod")
+        .collect();
+    order.sort_by_key(|i| !scope.is_about(&facts[*i].entity));
+    let mut workloads = HashSet::new();
+    let mut reads = Vec::new();
+    for i in order {
+        let labels = &facts[i].entity.labels;
+        let (Some(ns), Some(name)) = (labels.get("namespace"), labels.get("pod")) else {
+            continue;
+        };
+        let Some(pod) = pods.iter().find(|p| {
+            p.metadata.namespace.as_deref() == Some(ns.as_str())
+                && p.metadata.name.as_deref() == Some(name.as_str())
+        }) else {
+            continue;
+        };
+        let Some((container, previous)) = failed_run(pod, labels.get("container")) else {
+            continue;
+        };
+        let workload = labels.get("workload").unwrap_or(name).clone();
+        if !workloads.insert((ns.clone(), workload)) {
+            continue;
+        }
+        reads.push(LogRead {
+            fact: i,
+            namespace: ns.clone(),
+            pod: name.clone(),
+            container,
+            previous,
+        });
+        if reads.len() == MAX_READS {
+            break;
+        }
+    }
+    reads
+}
+
+/// The container of `pod` (`named`, else the first that qualifies) whose last run ended
+/// with a non-zero exit, and whether that run is the previous one.
+fn failed_run(pod: &Pod, named: Option<&String>) -> Option<(String, bool)> {
+    let status = pod.status.as_ref()?;
+    let all = status
+        .init_container_statuses
+        .iter()
+        .flatten()
+        .chain(status.container_statuses.iter().flatten());
+    let candidates: Vec<&ContainerStatus> = all
+        .filter(|cs| named.is_none_or(|n| &cs.name == n))
+        .collect();
+    candidates.into_iter().find_map(|cs| {
+        let ended = |t: Option<&k8s_openapi::api::core::v1::ContainerStateTerminated>| {
+            t.is_some_and(|t| t.exit_code != 0)
+        };
+        let current = cs.state.as_ref().and_then(|s| s.terminated.as_ref());
+        let last = cs.last_state.as_ref().and_then(|s| s.terminated.as_ref());
+        if ended(current) {
+            Some((cs.name.clone(), false))
+        } else if ended(last) {
+            Some((cs.name.clone(), true))
+        } else {
+            None
+        }
+    })
+}
+
+/// The lines of `log` to quote: the last [`QUOTED`] distinct lines of the worst signal
+/// present (the last lines when none looks bad), oldest first, made readable and cut.
+fn worst_lines(log: &str) -> Vec<String> {
+    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
+    let worst = lines
+        .iter()
+        .map(|l| signal(l))
+        .max()
+        .unwrap_or(Signal::None);
+    let mut seen = HashSet::new();
+    let mut picked: Vec<String> = lines
+        .iter()
+        .rev()
+        .filter(|l| signal(l) == worst)
+        .map(|l| truncate(&readable_line(l), LINE_CHARS))
+        .filter(|l| seen.insert(l.clone()))
+        .take(QUOTED)
+        .collect();
+    picked.reverse();
+    picked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quoted_lines_are_the_last_of_the_worst_kind_oldest_first() {
+        let log = "starting dump\nconnecting to db:5432\n\
+                   pg_dump: error: connection failed: FATAL: password authentication failed for user \"backup\"\n\
+                   exiting\n";
+        assert_eq!(
+            worst_lines(log),
+            vec![
+                "pg_dump: error: connection failed: FATAL: password authentication failed for user \"backup\""
+            ]
+        );
+        let log = "level=error msg=\"a\"\nlevel=info msg=\"b\"\nlevel=error msg=\"c\"\nlevel=error msg=\"c\"\nlevel=error msg=\"d\"\n";
+        assert_eq!(
+            worst_lines(log),
+            vec!["level=error msg=\"c\"", "level=error msg=\"d\""]
+        );
+        // Nothing looks bad: the last lines are what the container said last.
+        assert_eq!(worst_lines("one\ntwo\nthree\n"), vec!["two", "three"]);
+        assert!(worst_lines("\n\n").is_empty());
+    }
+
+    #[test]
+    fn a_run_that_failed_is_read_now_or_as_the_previous_run() {
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "n"},
+            "status": {"containerStatuses": [
+                {"name": "ok", "image": "i", "imageID": "", "ready": true, "restartCount": 0,
+                 "state": {"running": {}}},
+                {"name": "loop", "image": "i", "imageID": "", "ready": false, "restartCount": 4,
+                 "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+                 "lastState": {"terminated": {"exitCode": 2, "reason": "Error"}}},
+                {"name": "done", "image": "i", "imageID": "", "ready": false, "restartCount": 0,
+                 "state": {"terminated": {"exitCode": 1, "reason": "Error"}}}
+            ]}
+        }))
+        .unwrap();
+        assert_eq!(failed_run(&pod, None), Some(("loop".into(), true)));
+        assert_eq!(
+            failed_run(&pod, Some(&"done".to_string())),
+            Some(("done".into(), false))
+        );
+        assert_eq!(failed_run(&pod, Some(&"ok".to_string())), None);
+    }
+}

@@ -1,0 +1,408 @@
+//! The log lines that look bad around the trigger's start, on what the trigger is about:
+//! the streams of its hosts and of the services it names (and of those services' hosts),
+//! read from half an hour before the start to a quarter of an hour after it. Lines are
+//! graded by [`signal`] (level fields, syslog priorities, failure words); those of the
+//! worst grade are grouped by pattern, patterns already seen in the hours before are left
+//! out (routine noise), and what remains is one fact per host (or service): when the first
+//! such line came, how many, and the patterns with their stream's service.
+//!
+//! This is the net for causes that are only in logs and are too few to be a burst: a
+//! disk's I/O errors before a filesystem went read-only, a RAID member kicked out, the
+//! process the OOM killer took, a link going down. A question that names nothing Loki has
+//! reads every stream. Queries are built from label values found in Loki, escaped.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, TimeDelta, Utc};
+use serde_json::json;
+
+use super::signal::{Signal, signal};
+use super::{HOST_LABELS, SERVICE_LABELS, service_label};
+use crate::analyze::prom::escape;
+use crate::analyze::{
+    AnalyzeError, Analyzer, Entity, Fact, FactClass, Scope, Severity, Source, host_of,
+    line_pattern, readable_line,
+};
+use crate::integrations::LokiClient;
+use crate::integrations::loki::LogStream;
+use crate::text::truncate_middle;
+
+pub struct LogsAtStart(pub Arc<LokiClient>);
+
+/// How long before and after the trigger's start lines are read.
+const BEFORE_START: TimeDelta = TimeDelta::minutes(30);
+const AFTER_START: TimeDelta = TimeDelta::minutes(15);
+/// How far back the lines that make a pattern routine are read.
+const ROUTINE_LOOKBACK: TimeDelta = TimeDelta::hours(3);
+/// Lines read per query.
+const LINES: u32 = 1000;
+/// Most facts (groups), and patterns quoted per fact.
+const MAX_FACTS: usize = 3;
+const MAX_PATTERNS: usize = 4;
+/// Characters per quoted line.
+const LINE_CHARS: usize = 90;
+
+/// The bad-looking lines of one host (or service).
+#[derive(Default)]
+struct Group {
+    about: bool,
+    grade: Option<Signal>,
+    patterns: HashMap<String, Seen>,
+}
+
+/// One pattern's lines.
+struct Seen {
+    grade: Signal,
+    first: DateTime<Utc>,
+    /// Order of the first line read (ties in time keep the log's order).
+    order: usize,
+    /// The stream's labels other than its host's.
+    stream: String,
+    count: usize,
+    example: String,
+}
+
+#[async_trait]
+impl Analyzer for LogsAtStart {
+    fn name(&self) -> &'static str {
+        "logs_at_start"
+    }
+
+    async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+        let Some(focus) = &scope.focus else {
+            return Ok(Vec::new());
+        };
+        let Some((label, labels)) = service_label(&self.0, scope).await? else {
+            return Ok(Vec::new());
+        };
+        let host_label = HOST_LABELS
+            .into_iter()
+            .find(|h| *h != label && labels.iter().any(|x| x == h));
+        let (start, end) = range(scope);
+        // The services the trigger names, under any label that names services.
+        let mut selectors = Vec::new();
+        for l in SERVICE_LABELS
+            .into_iter()
+            .filter(|l| labels.iter().any(|x| x == l))
+        {
+            let named: Vec<String> = self
+                .0
+                .label_values(l, start, end)
+                .await?
+                .into_iter()
+                .filter(|s| scope.is_about(&service_entity(l, s, None)))
+                .collect();
+            if !named.is_empty() {
+                selectors.push(any_of(l, &named));
+            }
+        }
+        let mut hosts: BTreeSet<String> = BTreeSet::new();
+        if let Some(h) = host_label {
+            hosts.extend(
+                self.0
+                    .label_values(h, start, end)
+                    .await?
+                    .into_iter()
+                    .filter(|v| focus.names_host(&host_of(v))),
+            );
+        }
+        let everything = hosts.is_empty() && selectors.is_empty();
+        if everything && !focus.is_question() {
+            return Ok(Vec::new());
+        }
+        // Every stream: by the host label when there is one (a stream may lack the service
+        // label chosen).
+        let all_streams = format!("{{{}=~\".+\"}}", host_label.unwrap_or(label));
+        let mut streams = Vec::new();
+        if everything {
+            streams.extend(self.read(&all_streams, start, end).await?);
+        } else {
+            for s in &selectors {
+                streams.extend(self.read(s, start, end).await?);
+            }
+            // The hosts the named services run on: their other streams (the kernel's) too.
+            if let Some(h) = host_label {
+                hosts.extend(streams.iter().filter_map(|s| s.labels.get(h).cloned()));
+                if !hosts.is_empty() {
+                    let hosts: Vec<String> = hosts.iter().cloned().collect();
+                    streams.extend(self.read(&any_of(h, &hosts), start, end).await?);
+                }
+            }
+        }
+        let routine_start = start
+            .checked_sub_signed(ROUTINE_LOOKBACK)
+            .unwrap_or(start)
+            .max(
+                scope
+                    .window_start
+                    .checked_sub_signed(ROUTINE_LOOKBACK)
+                    .unwrap_or(start),
+            );
+        // What was read, to learn what is routine and to cite.
+        let read = match (host_label, hosts.is_empty(), everything) {
+            (_, _, true) => vec![all_streams],
+            (Some(h), false, _) => vec![any_of(h, &hosts.iter().cloned().collect::<Vec<_>>())],
+            _ => selectors,
+        };
+        let mut routine: BTreeSet<String> = BTreeSet::new();
+        for s in &read {
+            let before = self.read(s, routine_start, start).await.unwrap_or_default();
+            routine.extend(
+                before
+                    .iter()
+                    .flat_map(|s| s.entries.iter().map(|(_, l)| line_pattern(l))),
+            );
+        }
+        Ok(facts(
+            &streams, &routine, label, host_label, scope, &read[0], start,
+        ))
+    }
+}
+
+impl LogsAtStart {
+    async fn read(
+        &self,
+        selector: &str,
+        start: DateTime<Utc>,
+        end: DateTime<Utc>,
+    ) -> Result<Vec<LogStream>, AnalyzeError> {
+        if start >= end {
+            return Ok(Vec::new());
+        }
+        Ok(self.0.query_logs(selector, start, end, LINES).await?)
+    }
+}
+
+/// The lines' range: around an alert's start; the whole window for a question (its start
+/// is only how far back to look).
+fn range(scope: &Scope) -> (DateTime<Utc>, DateTime<Utc>) {
+    let question = scope.focus.as_ref().is_none_or(|f| f.is_question());
+    if question || scope.started >= scope.now {
+        return (scope.window_start, scope.now);
+    }
+    let start = scope
+        .started
+        .checked_sub_signed(BEFORE_START)
+        .unwrap_or(scope.started)
+        .max(scope.window_start);
+    let end = scope
+        .started
+        .checked_add_signed(AFTER_START)
+        .unwrap_or(scope.now)
+        .min(scope.now);
+    (start, end)
+}
+
+/// `{label=~"a|b"}`, values escaped for both the string and the regex.
+fn any_of(label: &str, values: &[String]) -> String {
+    let alternatives: Vec<String> = values.iter().map(|v| regex_quote(v)).collect();
+    format!("{{{label}=~\"{}\"}}", escape(&alternatives.join("|")))
+}
+
+/// `v` with the regex metacharacters escaped.
+fn regex_quote(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for c in v.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn service_entity(label: &str, service: &str, host: Option<String>) -> Entity {
+    Entity::new("service", service)
+        .on_host(host)
+        .with_labels(BTreeMap::from([(label.to_string(), service.to_string())]))
+}
+
+/// One fact per host (or service) whose lines in range look bad in a way not seen before.
+fn facts(
+    streams: &[LogStream],
+    routine: &BTreeSet<String>,
+    label: &str,
+    host_label: Option<&str>,
+    scope: &Scope,
+    selector: &str,
+    start: DateTime<Utc>,
+) -> Vec<Fact> {
+    let since = format!("{}m", (scope.now - start).num_minutes().max(1));
+    let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
+    let mut seen_entries = BTreeSet::new();
+    for s in streams {
+        let service = s.labels.get(label).cloned().unwrap_or_default();
+        let host = host_label.and_then(|h| s.labels.get(h).cloned());
+        let key = match &host {
+            Some(h) => ("host".to_string(), h.clone()),
+            None => ("service".to_string(), service.clone()),
+        };
+        let stream = format!(
+            "{:?}",
+            s.labels
+                .iter()
+                .filter(|(k, _)| Some(k.as_str()) != host_label)
+                .collect::<Vec<_>>()
+        );
+        for (ns, line) in &s.entries {
+            // A stream read by two selectors counts once.
+            if !seen_entries.insert((s.labels.clone(), *ns, line.as_str())) {
+                continue;
+            }
+            let grade = signal(line);
+            if grade == Signal::None {
+                continue;
+            }
+            let pattern = line_pattern(line);
+            if routine.contains(&pattern) {
+                continue;
+            }
+            let at = DateTime::from_timestamp_nanos(*ns);
+            let g = groups.entry(key.clone()).or_default();
+            g.about |= scope.is_about(&service_entity(label, &service, host.clone()));
+            g.grade = g.grade.max(Some(grade));
+            let order = g.patterns.len();
+            let e = g.patterns.entry(pattern).or_insert_with(|| Seen {
+                grade,
+                first: at,
+                order,
+                stream: stream.clone(),
+                count: 0,
+                example: line.clone(),
+            });
+            e.count += 1;
+            if at < e.first {
+                e.first = at;
+                e.example = line.clone();
+            }
+        }
+    }
+    let mut ordered: Vec<((String, String), Group)> = groups.into_iter().collect();
+    ordered.sort_by(|a, b| {
+        (!a.1.about, std::cmp::Reverse(a.1.grade)).cmp(&(!b.1.about, std::cmp::Reverse(b.1.grade)))
+    });
+    ordered
+        .into_iter()
+        .take(MAX_FACTS)
+        .filter_map(|((kind, name), g)| {
+            let grade = g.grade?;
+            let patterns: Vec<Seen> = g.patterns.into_values().collect();
+            let first = patterns.iter().map(|p| p.first).min()?;
+            let total: usize = patterns.iter().map(|p| p.count).sum();
+            let count = patterns.len();
+            let quoted: Vec<String> = quoted(patterns)
+                .iter()
+                .map(|p| {
+                    format!(
+                        "{} ({}×) {}",
+                        p.first.format("%H:%M"),
+                        p.count,
+                        truncate_middle(&readable_line(&p.example), LINE_CHARS)
+                    )
+                })
+                .collect();
+            let entity = match kind.as_str() {
+                "host" => Entity::new("logs", name.clone())
+                    .on_host(Some(name.clone()))
+                    .with_labels(BTreeMap::from([(
+                        host_label.unwrap_or("host").to_string(),
+                        name.clone(),
+                    )])),
+                _ => service_entity(label, &name, None),
+            };
+            let severity = match grade {
+                Signal::Error => Severity::Warning,
+                _ => Severity::Info,
+            };
+            Some(
+                Fact::new(
+                    FactClass::Logs,
+                    "logs_at_start",
+                    entity,
+                    format!(
+                        "{total} log lines that look bad, not seen in the hours before, in {} patterns",
+                        count
+                    ),
+                    severity,
+                    Source::new(
+                        "loki_query",
+                        json!({"query": selector, "since": since}),
+                    ),
+                )
+                .since(Some(first))
+                .detail(quoted.join(" | ")),
+            )
+        })
+        .collect()
+}
+
+/// The patterns to quote, at most [`MAX_PATTERNS`]: one per family of lines first (lines
+/// of one stream that begin alike: the same device, subsystem or logger), the worst and
+/// then the earliest of each; families taken by turns across streams (each stream's first
+/// family, then each one's second), by time within a turn; then the next of each family.
+/// A burst of one driver's lines leaves room for what the other parts and services logged.
+fn quoted(mut patterns: Vec<Seen>) -> Vec<Seen> {
+    patterns.sort_by_key(|p| (std::cmp::Reverse(p.grade), p.first, p.order));
+    // ((stream, family), first line, patterns)
+    type Family = ((String, String), DateTime<Utc>, Vec<Seen>);
+    let mut families: Vec<Family> = Vec::new();
+    for p in patterns {
+        let key = (p.stream.clone(), family(&p.example));
+        match families.iter_mut().find(|f| f.0 == key) {
+            Some(f) => {
+                f.1 = f.1.min(p.first);
+                f.2.push(p);
+            }
+            None => families.push((key, p.first, vec![p])),
+        }
+    }
+    families.sort_by_key(|f| f.1);
+    // A family's turn: how many families of its stream came before it.
+    let mut seen_per_stream: HashMap<String, usize> = HashMap::new();
+    let mut turns: Vec<(usize, DateTime<Utc>, Vec<Seen>)> = families
+        .into_iter()
+        .map(|((stream, _), first, ps)| {
+            let turn = seen_per_stream.entry(stream).or_default();
+            *turn += 1;
+            (*turn, first, ps)
+        })
+        .collect();
+    turns.sort_by_key(|f| (f.0, f.1));
+    let families = turns;
+    let mut queues: Vec<std::collections::VecDeque<Seen>> =
+        families.into_iter().map(|f| f.2.into()).collect();
+    let mut out = Vec::new();
+    while out.len() < MAX_PATTERNS && queues.iter().any(|q| !q.is_empty()) {
+        for q in &mut queues {
+            if out.len() < MAX_PATTERNS
+                && let Some(p) = q.pop_front()
+            {
+                out.push(p);
+            }
+        }
+    }
+    out.sort_by_key(|p| (p.first, p.order));
+    out
+}
+
+/// The family of a line: its first word with digits left out (`ata3.00:` and `ata3.01:`
+/// alike, `md/raid:md1:`, `systemd[1]:`), or for a logfmt or JSON line its message's
+/// first word.
+fn family(line: &str) -> String {
+    let readable = readable_line(line);
+    let first = readable
+        .split_whitespace()
+        .find(|w| !w.to_ascii_lowercase().starts_with("level="))
+        .unwrap_or_default();
+    let first = first.strip_prefix("msg=").unwrap_or(first);
+    first
+        .trim_start_matches('"')
+        .chars()
+        .filter(|c| !c.is_ascii_digit())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,131 @@
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, TimeDelta, Utc};
+
+use super::*;
+use crate::analyze::Focus;
+use crate::eval::fakes::{FakeServer, loki_router};
+
+fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+fn lines(now: DateTime<Utc>, entries: &[(i64, &str)]) -> Vec<(i64, String)> {
+    entries
+        .iter()
+        .map(|(mins_ago, l)| {
+            let t = now - TimeDelta::minutes(*mins_ago);
+            (t.timestamp_nanos_opt().unwrap(), l.to_string())
+        })
+        .collect()
+}
+
+async fn facts_for(focus: Focus, started_mins_ago: i64) -> Vec<Fact> {
+    crate::install_crypto_provider();
+    let now = Utc::now();
+    let journal = |host: &str, ident: &str| {
+        labels(&[
+            ("host", host),
+            ("job", "systemd-journal"),
+            ("syslog_identifier", ident),
+        ])
+    };
+    let streams = vec![
+        (
+            journal("vault7", "kernel"),
+            lines(
+                now,
+                &[
+                    // Routine before: a warning every night, not news at the start.
+                    (300, "usb 1-1: device descriptor read/64, error -71"),
+                    (200, "usb 1-1: device descriptor read/64, error -71"),
+                    (65, "usb 1-1: device descriptor read/64, error -71"),
+                    (
+                        62,
+                        "ata5.00: exception Emask 0x0 SAct 0x0 SErr 0x0 action 0x0",
+                    ),
+                    (62, "ata5.00: failed command: WRITE FPDMA QUEUED"),
+                    (62, "ata5.00: error: { ICRC ABRT }"),
+                    (
+                        62,
+                        "blk_update_request: I/O error, dev sdd, sector 88 op 0x1:(WRITE)",
+                    ),
+                    (61, "EXT4-fs (sdd1): Remounting filesystem read-only"),
+                    (61, "systemd[1]: Started Session 4 of user root."),
+                ],
+            ),
+        ),
+        (
+            labels(&[("host", "vault7"), ("container", "syncthing")]),
+            lines(
+                now,
+                &[(
+                    58,
+                    "level=error msg=\"pull: open /data/x: read-only file system\"",
+                )],
+            ),
+        ),
+        (
+            journal("other9", "kernel"),
+            lines(
+                now,
+                &[(60, "nfs: server filer not responding, still trying")],
+            ),
+        ),
+    ];
+    let server = FakeServer::start(loki_router(streams)).await.unwrap();
+    let mut config = crate::config::Config::default();
+    config.loki.url = Some(server.url.parse().unwrap());
+    let upstreams = crate::integrations::Upstreams::from_config(&config).unwrap();
+    let started = now - TimeDelta::minutes(started_mins_ago);
+    let scope = Scope::new(now, Some(started)).with_focus(focus);
+    LogsAtStart(upstreams.loki.unwrap())
+        .run(&scope)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn an_alert_gets_its_hosts_new_bad_lines_around_its_start_one_per_family_and_stream() {
+    let start = Utc::now() - TimeDelta::minutes(55);
+    let focus = Focus::alert(&labels(&[("instance", "vault7:9100")]), Some(start));
+    let facts = facts_for(focus, 55).await;
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    let line = facts[0].line(Utc::now());
+    assert!(line.starts_with("logs vault7: "), "{line}");
+    // The disk's errors and the service's, not the routine USB warning nor another host's.
+    assert!(line.contains("I/O error, dev sdd"), "{line}");
+    assert!(line.contains("read-only file system"), "{line}");
+    assert!(line.contains("ata5.00"), "{line}");
+    assert!(!line.contains("usb 1-1"), "{line}");
+    assert!(!line.contains("filer"), "{line}");
+    assert_eq!(facts[0].severity, Severity::Warning);
+}
+
+#[tokio::test]
+async fn a_question_naming_a_service_reads_the_hosts_it_runs_on() {
+    // A question looks back six hours (agent::health).
+    let focus = Focus::question("why does syncthing fail to sync?");
+    let facts = facts_for(focus, 360).await;
+    let all: Vec<String> = facts.iter().map(|f| f.line(Utc::now())).collect();
+    assert_eq!(facts.len(), 1, "{all:?}");
+    assert!(all[0].contains("read-only file system"), "{all:?}");
+    assert!(all[0].contains("dev sdd"), "{all:?}");
+}
+
+#[tokio::test]
+async fn an_alert_about_nothing_loki_knows_reads_nothing() {
+    let focus = Focus::alert(&labels(&[("instance", "elsewhere:9100")]), None);
+    assert!(facts_for(focus, 30).await.is_empty());
+}
+
+#[test]
+fn a_family_is_the_first_word_without_digits_or_a_messages_first_word() {
+    assert_eq!(family("ata3.00: status: { DRDY ERR }"), "ata.:");
+    assert_eq!(family("ata3.01: error"), "ata.:");
+    assert_eq!(family("level=error msg=\"upload: failed\""), "upload:");
+    assert_eq!(family(""), "");
+}
