@@ -166,6 +166,14 @@ impl Gathered {
         )
     }
 
+    /// Whether a shown fact is a problem (warning or worse) with what the trigger is about:
+    /// the facts may answer it without a tool call.
+    pub fn has_lead(&self) -> bool {
+        self.shown
+            .iter()
+            .any(|r| r.about_trigger && r.fact.severity >= Severity::Warning)
+    }
+
     /// The shown facts as call-log records, citable by id.
     pub fn records(&self, now: DateTime<Utc>) -> Vec<CallRecord> {
         self.shown

@@ -60,6 +60,7 @@ pub struct Runner {
     max_steps: u32,
     /// No tool step starts after this long (`None`: no limit).
     answer_after: Option<std::time::Duration>,
+    answer_first: bool,
     max_tokens: u64,
     max_cost: f64,
     max_parallel: usize,
@@ -82,6 +83,7 @@ impl Runner {
             store,
             max_steps: config.max_steps.max(1),
             answer_after: Some(config.answer_after.get()).filter(|d| !d.is_zero()),
+            answer_first: config.answer_first,
             max_tokens: config.max_tokens_per_investigation,
             max_cost: config.max_cost_per_investigation_usd,
             max_parallel: config.max_parallel_tools.max(1),
@@ -153,6 +155,7 @@ impl Runner {
         let mut s = Session::new(self, self.llm.as_ref(), inv, seq, messages, tools, log);
         if let Some(g) = &gathered {
             s.pinned = g.pinned();
+            s.answer_first = self.answer_first && g.has_lead();
             let mut message = format!(
                 "health sweep: {} checks in {} ms, {} facts ({} shown)",
                 g.checks,
@@ -327,6 +330,8 @@ struct Session<'a> {
     trouble: Trouble,
     /// Health-sweep facts about the trigger: key figures whatever the finding cites.
     pinned: Vec<String>,
+    /// The first call asks for the answer from the sweep's facts (`llm.answer_first`).
+    answer_first: bool,
     started: tokio::time::Instant,
 }
 
@@ -353,6 +358,7 @@ impl<'a> Session<'a> {
             window: ContextWindow::new(runner.context_tokens),
             trouble: Trouble::default(),
             pinned: Vec::new(),
+            answer_first: false,
         }
     }
 
@@ -391,7 +397,16 @@ impl<'a> Session<'a> {
                 );
                 return self.at_limit(Limit::hard(why)).await;
             }
-            let resp = match self.chat(true).await {
+            // The sweep found the trigger's problem: its first call answers from the facts.
+            let with_tools = !(self.answer_first && self.step == 0);
+            if !with_tools {
+                self.note(
+                    "the health sweep found a problem with what the trigger is about; \
+                     the first call asks for the answer from its facts"
+                        .to_string(),
+                );
+            }
+            let resp = match self.chat(with_tools).await {
                 Ok(r) => r,
                 Err(e) if e.is_context_overflow() => {
                     self.trouble.context_retries += 1;

@@ -41,6 +41,11 @@ pub struct LlmConfig {
     /// After this long an investigation starts no more tool calls: the model answers from
     /// what it gathered (a small model on a CPU takes 15-40 s a step); 0s: no limit.
     pub answer_after: HumanDuration,
+    /// When the health sweep found a problem (warning or worse) with what the trigger is
+    /// about, the first call asks for the answer from those facts (tools sent, not
+    /// callable); tools follow only if that answer is not usable. A small model restates
+    /// facts well and spends a minute per tool step.
+    pub answer_first: bool,
     pub max_parallel_tools: usize,
     /// The model's context window in tokens; requests are fitted into it, and at 8192 or
     /// less only the tools relevant to the question are offered.
@@ -63,6 +68,7 @@ impl Default for LlmConfig {
             max_tool_output_chars: 4_000,
             max_answer_tokens: 600,
             answer_after: secs(90),
+            answer_first: true,
             max_parallel_tools: 4,
             context_tokens: 8192,
             pricing: BTreeMap::from([(

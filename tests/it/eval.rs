@@ -351,3 +351,43 @@ async fn every_shipped_scenario_passes_renamed_and_no_original_name_reaches_the_
     let (_, sent) = run_recorded(&plain, &scripted(&plain)).await;
     assert!(sent.iter().any(|t| contains_token(t, "pve1")));
 }
+
+/// One run of `scenario` with `turns` and `extra` lines under `[llm]`, and the requests.
+async fn run_with(
+    scenario: &Scenario,
+    turns: &[Value],
+    extra: &str,
+) -> (RunOutcome, Vec<crate::support::fake_llm::Recorded>) {
+    sre_agent::install_crypto_provider();
+    let llm = FakeLlm::start(script(turns)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = test_config(dir.path(), &llm.config(extra));
+    let outcome = run_scenario(&config, scenario, Duration::from_secs(30)).await;
+    (outcome, llm.requests())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sweep_that_found_the_triggers_problem_asks_first_for_the_answer_from_its_facts() {
+    if !tools_available() {
+        return;
+    }
+    let scenario = Scenario::load_all(&shipped())
+        .unwrap()
+        .into_iter()
+        .find(|s| s.name == "host-oom-kill-craft1-awesome")
+        .unwrap();
+    // The model answers at once from the facts (its scripted final answer alone).
+    let last = scripted(&scenario).last().cloned().unwrap();
+    let (run, requests) = run_with(&scenario, std::slice::from_ref(&last), "").await;
+    assert!(run.verdict.passed, "{:?} {:?}", run.verdict, run.notes);
+    assert!(!requests[0].has_tools(), "{}", requests[0].body);
+    assert!(requests[0].body["tools"].is_array(), "sent, not callable");
+    // Off: the first call may call tools.
+    let (_, requests) = run_with(
+        &scenario,
+        std::slice::from_ref(&last),
+        "answer_first = false",
+    )
+    .await;
+    assert!(requests[0].has_tools(), "{}", requests[0].body);
+}
