@@ -23,7 +23,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::promql::{
-    escape, fires_below, identity_selector, metric_names, value_expr, without_comments,
+    escape, fires_below, identity_by, identity_selector, metric_names, value_expr, without_comments,
 };
 use super::{AlertContext, Investigation, Trigger};
 use crate::integrations::{GrafanaClient, PrometheusClient, Upstreams};
@@ -184,11 +184,19 @@ impl EvidencePlanner {
         if let Some(fs) = filesystem_ratio(&metrics, &selector) {
             calls.push(query_range_over(&fs, FILESYSTEM_LOOKBACK));
         }
+        // A counter's values say nothing, its rate does: summed to what the alert is about
+        // (sixteen CPU-mode series of seconds counted since boot were a third of a small
+        // model's first prompt). Histogram buckets are the rule's own value's business.
+        let by = identity_by(&facts.labels);
         calls.extend(
             metrics
                 .iter()
                 .filter(|m| *m != "up" || metrics.len() == 1)
-                .map(|m| query_range(&format!("{m}{selector}"))),
+                .filter(|m| !m.ends_with("_bucket"))
+                .map(|m| match is_counter(m) {
+                    true => query_range(&format!("sum by ({by}) (rate({m}{selector}[5m]))")),
+                    false => query_range(&format!("{m}{selector}")),
+                }),
         );
         // An application's alert (its rule reads no host or probe series): the host it
         // runs on, whose CPU, memory and disks a person looks at next.
@@ -394,6 +402,14 @@ fn query(q: &str) -> PlannedCall {
         name: QUERY,
         arguments: json!({ "query": q }),
     }
+}
+
+/// Whether metric `name` is a counter by Prometheus' naming (`_total`, a summary's or
+/// histogram's `_count` and `_sum`).
+fn is_counter(name: &str) -> bool {
+    ["_total", "_count", "_sum"]
+        .iter()
+        .any(|s| name.ends_with(s))
 }
 
 fn query_range(q: &str) -> PlannedCall {

@@ -133,6 +133,20 @@ pub fn answer_from_results() -> String {
     )
 }
 
+/// Sent when the answers from the facts were unusable: the tools are offered now.
+pub const CALL_TOOLS_NOW: &str = "Call the tools you need for the facts still missing, then \
+     answer with the JSON object.";
+
+/// Sent with the first call when the health sweep found the trigger's problem
+/// (`llm.answer_first`): answer from the facts, no tool call.
+pub fn answer_from_facts() -> String {
+    format!(
+        "The facts and results above show a problem with what this is about. Answer now \
+         from them, with no tool call: name the entity and the figures that show the cause. \
+         {REPLY_WITH_THE_JSON}"
+    )
+}
+
 /// Sent with the last call, without tools, when a limit stops the loop.
 pub fn final_answer_now(why: &str) -> String {
     format!("{why}. No more tool calls: give the final JSON answer now from what you gathered.")

@@ -273,6 +273,17 @@ pub fn metric_names(expr: &str) -> Vec<String> {
 
 /// `{instance="pve1:9100",mountpoint="/var/lib/vz"}` from the identifying labels present in
 /// `labels`; empty when there are none.
+/// The identity labels `labels` has, comma-separated (`instance,job`): a `by` clause that
+/// keeps what the alert is about and sums the rest.
+pub fn identity_by(labels: &BTreeMap<String, String>) -> String {
+    IDENTITY_LABELS
+        .iter()
+        .filter(|k| labels.contains_key(**k))
+        .copied()
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 pub fn identity_selector(labels: &BTreeMap<String, String>) -> String {
     let parts: Vec<String> = IDENTITY_LABELS
         .iter()

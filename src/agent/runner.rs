@@ -34,7 +34,7 @@ use super::context::select_tools;
 use super::evidence::EvidencePlanner;
 use super::health;
 use super::memory::IncidentMemory;
-use super::prompt::initial_messages;
+use super::prompt::{self, initial_messages};
 use super::{Event, EventKind, Finding, Investigation, InvestigationStatus};
 use crate::agent::store::InvestigationStore;
 use crate::analyze::Sweep;
@@ -330,7 +330,8 @@ struct Session<'a> {
     trouble: Trouble,
     /// Health-sweep facts about the trigger: key figures whatever the finding cites.
     pinned: Vec<String>,
-    /// The first call asks for the answer from the sweep's facts (`llm.answer_first`).
+    /// Answering from the sweep's facts (`llm.answer_first`): calls without tools, until
+    /// the answers are unusable twice.
     answer_first: bool,
     started: tokio::time::Instant,
 }
@@ -398,13 +399,15 @@ impl<'a> Session<'a> {
                 return self.at_limit(Limit::hard(why)).await;
             }
             // The sweep found the trigger's problem: its first call answers from the facts.
-            let with_tools = !(self.answer_first && self.step == 0);
-            if !with_tools {
+            let with_tools = !self.answer_first;
+            if self.answer_first && self.step == 0 {
                 self.note(
                     "the health sweep found a problem with what the trigger is about; \
                      the first call asks for the answer from its facts"
                         .to_string(),
                 );
+                self.messages
+                    .push(ChatMessage::User(prompt::answer_from_facts()));
             }
             let resp = match self.chat(with_tools).await {
                 Ok(r) => r,
@@ -428,6 +431,8 @@ impl<'a> Session<'a> {
                 }
                 continue;
             }
+            // A model that calls tools while asked to answer from the facts gets them.
+            self.answer_first = false;
             if let Err(e) = self.runner.store.put(&self.inv) {
                 tracing::warn!(id = %self.inv.id, error = %e, "cannot store investigation progress");
             }
@@ -461,7 +466,13 @@ impl<'a> Session<'a> {
     /// answer only, the same tools sent but not callable.
     async fn chat(&mut self, with_tools: bool) -> Result<ChatResponse, LlmError> {
         let llm = self.llm.ok_or(LlmError::NotConfigured)?;
-        let tools = self.tools.clone();
+        // The first call answering from the facts sends no tools: nothing is cached yet
+        // to keep, and their definitions are a third of a small model's first prompt.
+        let first_answer = !with_tools && self.answer_first;
+        let tools = match first_answer {
+            true => Arc::new(Vec::new()),
+            false => self.tools.clone(),
+        };
         let estimated = estimate_tokens(&self.messages, &tools);
         self.step += 1;
         let start = Instant::now();

@@ -42,8 +42,8 @@ pub struct LlmConfig {
     /// what it gathered (a small model on a CPU takes 15-40 s a step); 0s: no limit.
     pub answer_after: HumanDuration,
     /// When the health sweep found a problem (warning or worse) with what the trigger is
-    /// about, the first call asks for the answer from those facts (tools sent, not
-    /// callable); tools follow only if that answer is not usable. A small model restates
+    /// about, the first call asks for the answer from those facts (without the tools);
+    /// tools follow only if that answer is not usable. A small model restates
     /// facts well and spends a minute per tool step.
     pub answer_first: bool,
     pub max_parallel_tools: usize,

@@ -244,3 +244,29 @@ fn a_rule_of_unknown_datasource_is_logql_only_with_a_line_filter_or_a_parser_sta
         assert!(!super::looks_like_logql(promql), "{promql}");
     }
 }
+
+#[tokio::test]
+async fn a_counter_of_the_rule_is_read_as_its_rate_summed_to_what_the_alert_is_about() {
+    let context = group(
+        &[
+            ("alertname", "NodeSystemSaturation"),
+            ("instance", "jelly1:9100"),
+            ("job", "node"),
+        ],
+        "http://prom:9090/graph?g0.expr=node_load1%7Bjob%3D%22node%22%7D+%2F+count+without+%28cpu%2C+mode%29+%28node_cpu_seconds_total%7Bjob%3D%22node%22%2C+mode%3D%22idle%22%7D%29+%3E+2&g0.tab=1",
+    );
+    let facts = alert_facts(&context).unwrap();
+    let calls = EvidencePlanner::default().for_alert(&facts, false).await;
+    let sel = "{instance=\"jelly1:9100\",job=\"node\"}";
+    let names = names(&calls);
+    assert!(
+        names.contains(&format!("prometheus_query_range node_load1{sel}")),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&format!(
+            "prometheus_query_range sum by (instance,job) (rate(node_cpu_seconds_total{sel}[5m]))"
+        )),
+        "{names:?}"
+    );
+}

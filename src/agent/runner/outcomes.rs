@@ -26,6 +26,22 @@ impl Session<'_> {
                 );
                 return Some(self.finish(InvestigationStatus::Finished, first));
             }
+            if self.trouble.asked_for_json && self.answer_first {
+                // The facts did not make an answer: the tools it may need.
+                self.answer_first = false;
+                self.trouble.asked_for_json = false;
+                self.note(
+                    "no usable answer from the facts, also after one correction; tools offered"
+                        .into(),
+                );
+                self.messages.push(ChatMessage::Assistant {
+                    content: Some(text),
+                    tool_calls: Vec::new(),
+                });
+                self.messages
+                    .push(ChatMessage::User(prompt::CALL_TOOLS_NOW.into()));
+                return None;
+            }
             if self.trouble.asked_for_json {
                 if !text.trim().is_empty() {
                     self.note(format!(
