@@ -4,8 +4,10 @@
 //! before and is not since — a gauge that stepped (a fan at 0 rpm, a filesystem read-only,
 //! a process group gone, a latency ten times higher) or a counter that began or stopped
 //! counting (OOM kills, link flaps, errors). No metric name is known in advance: this is
-//! the sweep's net for failure classes no other analyzer covers. Only the hosts the
-//! trigger names are read; the exporters' own bookkeeping series are left out.
+//! the sweep's net for failure classes no other analyzer covers. The hosts the trigger
+//! names are read first; in a small fleet the others too, and their clearest steps are
+//! context ("at the same time, …"): a cause on another host. The exporters' own
+//! bookkeeping series are left out.
 
 use std::collections::HashMap;
 
@@ -20,8 +22,12 @@ use crate::integrations::prometheus::Labels;
 
 /// Series reported: the clearest steps only (each costs the model tokens).
 const MAX_FACTS: usize = 3;
-/// Instances read per sweep (a host runs a few exporters).
+/// Instances of the trigger's hosts read per sweep (a host runs a few exporters).
 const MAX_INSTANCES: usize = 4;
+/// The other instances are read when there are at most this many (a homelab's), and
+/// their clearest steps reported as context.
+const MAX_OTHER_INSTANCES: usize = 12;
+const MAX_OTHER_FACTS: usize = 2;
 /// How much larger the slope since must differ from the slopes before than they differ
 /// from each other.
 const SURPRISE: f64 = 8.0;
@@ -64,56 +70,93 @@ impl Analyzer for Steps {
         let Some(focus) = &scope.focus else {
             return Ok(Vec::new());
         };
-        let instances: Vec<String> = self
-            .0
-            .client
-            .label_values("instance", &[])
-            .await?
+        let all = self.0.client.label_values("instance", &[]).await?;
+        let (named, others): (Vec<String>, Vec<String>) = all
             .into_iter()
-            .filter(|i| focus.names_host(&crate::analyze::host_of(i)))
-            .take(MAX_INSTANCES)
-            .collect();
-        if instances.is_empty() {
-            return Ok(Vec::new());
-        }
+            .partition(|i| focus.names_host(&crate::analyze::host_of(i)));
         let times = times(scope);
-        let mut series: HashMap<Labels, Points> = HashMap::new();
-        for instance in &instances {
-            let query = format!("{{instance=\"{}\"}}", escape(instance));
-            for (k, t) in times.iter().enumerate() {
-                for s in self.0.vector_at(&query, *t).await? {
-                    if bookkeeping(s.metric.get("__name__").map_or("", String::as_str)) {
-                        continue;
-                    }
-                    let p = series.entry(s.metric.clone()).or_insert_with(|| Points {
-                        labels: s.metric.clone(),
-                        v: [f64::NAN; 4],
-                    });
-                    p.v[k] = s.value;
+        let mut facts = self
+            .steps(&named[..named.len().min(MAX_INSTANCES)], &times, MAX_FACTS)
+            .await?;
+        // What else changed at that moment, elsewhere: another host's backup filling the
+        // uplink the alerting host's probe crosses, the NFS server that went away.
+        if others.len() <= MAX_OTHER_INSTANCES {
+            let elsewhere = self.steps(&others, &times, MAX_OTHER_FACTS).await?;
+            let alongside = !named.is_empty();
+            facts.extend(elsewhere.into_iter().map(|mut f| {
+                f.severity = Severity::Info;
+                if alongside {
+                    f.what = format!("at the same time, {}", f.what);
                 }
+                f
+            }));
+        }
+        Ok(facts)
+    }
+}
+
+impl Steps {
+    /// The `max` clearest steps among every series of `instances` at `times`.
+    async fn steps(
+        &self,
+        instances: &[String],
+        times: &[DateTime<Utc>; 4],
+        max: usize,
+    ) -> Result<Vec<Fact>, AnalyzeError> {
+        let reads = instances.iter().flat_map(|instance| {
+            let query = format!("{{instance=\"{}\"}}", escape(instance));
+            times
+                .iter()
+                .enumerate()
+                .map(move |(k, t)| (k, query.clone(), *t))
+        });
+        let answers = futures::future::join_all(
+            reads.map(|(k, query, t)| async move { (k, self.0.vector_at(&query, t).await) }),
+        )
+        .await;
+        let mut series: HashMap<Labels, Points> = HashMap::new();
+        for (k, answer) in answers {
+            for s in answer? {
+                if bookkeeping(s.metric.get("__name__").map_or("", String::as_str)) {
+                    continue;
+                }
+                let p = series.entry(s.metric.clone()).or_insert_with(|| Points {
+                    labels: s.metric.clone(),
+                    v: [f64::NAN; 4],
+                });
+                p.v[k] = s.value;
             }
         }
         let mut found: Vec<(f64, Fact)> = series
             .values()
             .filter_map(|p| {
-                let score = surprise(&p.v, &times)?;
-                Some((score, fact(self.name(), p, &times)))
+                let score = surprise(&p.v, times)?;
+                Some((score, fact(self.name(), p, times)))
             })
             .collect();
         found.sort_by(|a, b| b.0.total_cmp(&a.0));
-        Ok(found.into_iter().take(MAX_FACTS).map(|(_, f)| f).collect())
+        tracing::debug!(
+            instances = instances.len(),
+            series = series.len(),
+            steps = found.len(),
+            "steps read"
+        );
+        Ok(found.into_iter().take(max).map(|(_, f)| f).collect())
     }
 }
 
 /// The four times: two and one window lengths before the change window, its start, now.
 /// An alert's window starts 30 minutes before it fired (its rule's `for` and the time to
-/// notice); a question's two hours back ("for a few hours now").
+/// notice); a question's four hours back ("for a few hours now"), against the two hours
+/// before, an hour apart.
 fn times(scope: &Scope) -> [DateTime<Utc>; 4] {
-    let lead = match scope.started < scope.now - TimeDelta::minutes(1) {
-        true => TimeDelta::minutes(30),
-        false => TimeDelta::hours(2),
-    };
-    let start = scope.started - lead;
+    let question = scope.focus.as_ref().is_some_and(|f| f.is_question());
+    if question || scope.started >= scope.now - TimeDelta::minutes(1) {
+        let start = scope.now - TimeDelta::hours(4);
+        let span = TimeDelta::hours(1);
+        return [start - span - span, start - span, start, scope.now];
+    }
+    let start = scope.started - TimeDelta::minutes(30);
     let span = (scope.now - start).max(TimeDelta::hours(1));
     [start - span - span, start - span, start, scope.now]
 }
@@ -270,6 +313,19 @@ mod tests {
         // A flat series is not; a missing point is not judged.
         assert!(surprise(&[1.0, 1.0, 1.0, 1.0], &t).is_none());
         assert!(surprise(&[1.0, f64::NAN, 1.0, 0.0], &t).is_none());
+    }
+
+    #[test]
+    fn a_question_compares_the_last_four_hours_with_the_two_before() {
+        let now = at(0);
+        let scope = Scope::new(now, Some(now - TimeDelta::hours(6)))
+            .with_focus(crate::analyze::Focus::question("uploads fail"));
+        assert_eq!(times(&scope), [at(360), at(300), at(240), at(0)]);
+        // An alert that fired 20 minutes ago: from 30 minutes before it, spans of an hour
+        // at least.
+        let alert = crate::analyze::Focus::alert(&Default::default(), Some(at(20)));
+        let scope = Scope::new(now, Some(at(20))).with_focus(alert);
+        assert_eq!(times(&scope), [at(170), at(110), at(50), at(0)]);
     }
 
     #[test]
