@@ -476,7 +476,8 @@ impl<'a> Session<'a> {
         let estimated = estimate_tokens(&self.messages, &tools);
         self.step += 1;
         let start = Instant::now();
-        let answer = match with_tools {
+        // Answering first, a call the model makes anyway is taken (it then gets the tools).
+        let answer = match with_tools || first_answer {
             true => llm.chat(&self.messages, &tools).await,
             false => llm.answer_only(&self.messages, &tools).await,
         };
