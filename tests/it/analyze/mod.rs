@@ -23,4 +23,5 @@ mod logs;
 mod memory;
 mod proxmox_storage;
 mod saturation;
+mod steps;
 pub mod world;
