@@ -33,6 +33,8 @@ const MAX_OTHER_FACTS: usize = 2;
 const SURPRISE: f64 = 8.0;
 /// Least change of slope, as a share of the larger slope, that counts.
 const MIN_SLOPE_CHANGE: f64 = 0.1;
+/// Least move of a gauge, as a share of its level, that counts.
+const MIN_LEVEL_CHANGE: f64 = 0.05;
 /// Families that describe the exporter or the scrape, not the host (client_golang,
 /// client_python, promhttp, Prometheus' own scrape series), and clocks that always move.
 const BOOKKEEPING: [&str; 12] = [
@@ -131,6 +133,12 @@ impl Steps {
             .values()
             .filter_map(|p| {
                 let score = surprise(&p.v, times)?;
+                let name = p.labels.get("__name__").map_or("", String::as_str);
+                // A gauge that stepped moved by a share of its level, not by its jitter
+                // (a file-descriptor limit wandering by 1 %).
+                if !is_counter(name, &p.v) && !moved(&p.v) {
+                    return None;
+                }
                 Some((score, fact(self.name(), p, times)))
             })
             .collect();
@@ -164,6 +172,7 @@ fn times(scope: &Scope) -> [DateTime<Utc>; 4] {
 fn bookkeeping(name: &str) -> bool {
     name.is_empty()
         || name.ends_with("_created")
+        || name.ends_with("_info")
         || BOOKKEEPING.iter().any(|p| {
             if *p == "up" {
                 name == "up"
@@ -171,6 +180,26 @@ fn bookkeeping(name: &str) -> bool {
                 name.starts_with(p)
             }
         })
+}
+
+/// Whether series `name` with values `v` is a counter: by its name's suffix, or one
+/// without it (`node_vmstat_oom_kill`) that never went down and rose before; a gauge that
+/// rose and fell is a gauge (its values say more than its slope).
+fn is_counter(name: &str, v: &[f64; 4]) -> bool {
+    let suffix = ["_total", "_count", "_sum"]
+        .iter()
+        .any(|x| name.ends_with(x));
+    let unit = ["_bytes", "_seconds", "_percent"]
+        .iter()
+        .any(|x| name.ends_with(x));
+    let never_down = v.windows(2).all(|w| w[1] >= w[0]) && v[1] > v[0];
+    suffix || (never_down && !unit)
+}
+
+/// Whether a gauge's last value differs from the one before by [`MIN_LEVEL_CHANGE`] of
+/// the larger.
+fn moved(v: &[f64; 4]) -> bool {
+    (v[3] - v[2]).abs() >= MIN_LEVEL_CHANGE * v[2].abs().max(v[3].abs())
 }
 
 /// How surprising the series' last slope is given the two before it (`None`: steady, or
@@ -223,17 +252,7 @@ fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -> Fact {
         false => format!("changed: {name}{{{}}}", own.join(",")),
     };
     let per = |a: usize, b: usize| (p.v[b] - p.v[a]) / (t[b] - t[a]).num_seconds().max(1) as f64;
-    // A counter by its name's suffix, or one without it (`node_vmstat_oom_kill`) that never
-    // went down and rose before; a gauge that rose and fell is a gauge (its values say more
-    // than its slope).
-    let suffix = ["_total", "_count", "_sum"]
-        .iter()
-        .any(|x| name.ends_with(x));
-    let unit = ["_bytes", "_seconds", "_percent"]
-        .iter()
-        .any(|x| name.ends_with(x));
-    let never_down = p.v.windows(2).all(|w| w[1] >= w[0]) && p.v[1] > p.v[0];
-    let counter = suffix || (never_down && !unit);
+    let counter = is_counter(&name, &p.v);
     let (value, detail) = match counter {
         true => (
             Quantity::rate_of_counter(&name, per(2, 3)),
@@ -313,6 +332,29 @@ mod tests {
         // A flat series is not; a missing point is not judged.
         assert!(surprise(&[1.0, 1.0, 1.0, 1.0], &t).is_none());
         assert!(surprise(&[1.0, f64::NAN, 1.0, 0.0], &t).is_none());
+    }
+
+    #[test]
+    fn a_gauge_moves_by_a_share_of_its_level_and_a_counter_by_its_rate() {
+        assert!(moved(&[2400.0, 2400.0, 2400.0, 0.0]));
+        assert!(moved(&[0.0, 0.0, 0.0, 1.0]));
+        // A limit wandering by 1 % is jitter.
+        assert!(!moved(&[
+            2_444_329.0,
+            2_469_688.0,
+            2_493_444.0,
+            2_460_045.0
+        ]));
+        assert!(is_counter("node_vmstat_oom_kill", &[3.0, 4.0, 4.0, 5.0]));
+        assert!(is_counter(
+            "node_network_receive_errs_total",
+            &[9.0, 9.0, 9.0, 9.0]
+        ));
+        assert!(!is_counter(
+            "namedprocess_namegroup_memory_bytes",
+            &[1.0, 2.0, 3.0, 4.0]
+        ));
+        assert!(!is_counter("node_load5", &[0.5, 0.6, 0.5, 36.0]));
     }
 
     #[test]
