@@ -218,7 +218,7 @@ mod tests {
         config.loki.url = Some("http://loki:3100".parse().unwrap());
         assert_eq!(
             configured(&config).names(),
-            ["log_error_bursts", "log_changes"]
+            ["log_error_bursts", "logs_at_start", "log_changes"]
         );
         config.prometheus.url = Some("http://prometheus:9090".parse().unwrap());
         let names = configured(&config).names();
