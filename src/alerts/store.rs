@@ -187,9 +187,13 @@ impl AlertStore {
     ) -> Result<Option<GroupState>, StoreError> {
         let mut cache = self.lock_cache();
         self.cached(&mut cache, key)?;
-        let mut firing = self.firing.of(key);
         // Taken out, not copied: on an error below the next read reloads it from the tree.
         let old = cache.remove(key);
+        // A new group's set starts in its row.
+        let inline = old
+            .as_ref()
+            .map_or_else(|| Some(Vec::new()), |g| g.firing_inline.clone());
+        let mut firing = self.firing.of(key, inline);
         let old_seen = old.as_ref().map(|g| seen_key(g.last_seen, key));
         let old_samples: Vec<String> = old
             .as_ref()
@@ -213,6 +217,7 @@ impl AlertStore {
             self.samples.remove_all(keys)?;
             return Ok(None);
         };
+        group.firing_inline = firing.inline;
         // Samples first: a row on disk always has its samples (sled recovers a prefix of
         // the writes).
         let touched = std::mem::take(&mut group.touched);
@@ -254,9 +259,9 @@ impl AlertStore {
     }
 
     /// The group from the cache, read from the trees (and cached) on a miss. The first time
-    /// a run reads a group, its firing count is recounted from the firing tree (a crash can
-    /// keep firing-set writes whose row update was lost; the count is rewritten with the
-    /// group at its next update).
+    /// a run reads a group whose set is in the firing tree, its firing count is recounted
+    /// from that tree (a crash can keep firing-set writes whose row update was lost; the
+    /// count is rewritten with the group at its next update).
     fn cached<'c>(
         &self,
         cache: &'c mut GroupCache,
@@ -266,7 +271,10 @@ impl AlertStore {
             let Some(mut g) = self.read_cached(key)? else {
                 return Ok(None);
             };
-            if !cache.counted.contains(key) {
+            if let Some(set) = &g.firing_inline {
+                // The row holds the set: it and the count were written together.
+                g.firing_count = set.len();
+            } else if !cache.counted.contains(key) {
                 g.firing_count = self.firing.count(key)?;
                 if cache.counted.len() >= COUNTED_CAP {
                     cache.counted.clear();

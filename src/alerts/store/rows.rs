@@ -1,8 +1,8 @@
 //! How an alert group is laid out on disk, and the conversions between an `AlertGroup` and
 //! its records: a small row per group (`alert_groups`: status, counts, the investigation
-//! decision, and the alert inbox entry of the last batch it absorbed), one record per sample
-//! alert (`alert_samples`, `{group}\0{fingerprint}` keys), the firing fingerprints in packed
-//! buckets (`alert_firing_packed`, see `firing.rs`) and an index of groups by last activity
+//! decision, the alert inbox entry of the last batch it absorbed, and a small firing set),
+//! one record per sample alert (`alert_samples`, `{group}\0{fingerprint}` keys), a larger
+//! firing set in packed buckets (`alert_firing_packed`, see `firing.rs`) and an index of groups by last activity
 //! (`alert_groups_seen`, `{last_seen in whole seconds, as zero-padded nanos}\0{group}` keys)
 //! for newest-first listings and the retention sweep.
 
@@ -36,6 +36,10 @@ pub(super) struct GroupRow {
     /// The alert inbox entry of the last batch absorbed (0: none, or decided in place).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub batch: u64,
+    /// The firing set while the row holds it (`firing.rs`: a hash per fingerprint); absent
+    /// once the set is kept in `alert_firing_packed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firing: Option<Vec<u64>>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -87,6 +91,7 @@ pub(super) fn row_of(g: &AlertGroup) -> GroupRow {
         investigations: g.investigations,
         last_fingerprint: g.last_alert.fingerprint.clone(),
         batch: g.batch,
+        firing: g.firing_inline.clone(),
     }
 }
 
@@ -119,5 +124,6 @@ pub(super) fn group_of(
         batch: row.batch,
         touched: BTreeSet::new(),
         ranks,
+        firing_inline: row.firing,
     }
 }

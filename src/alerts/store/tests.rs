@@ -215,3 +215,108 @@ fn the_group_cache_stays_within_its_byte_bound_whatever_the_alerts_hold() {
     );
     assert!(cache.len() < 300, "groups left for the bound");
 }
+
+/// The store in `dir` as a restarted daemon opens it (nothing cached).
+fn reopen(dir: &std::path::Path) -> AlertStore {
+    AlertStore::open(&Store::open(dir).unwrap()).unwrap()
+}
+
+/// Folds one alert of `fingerprint` with `status` into the group `g`; its status after.
+fn fold(alerts: &AlertStore, fingerprint: &str, status: AlertStatus) -> AlertStatus {
+    absorb(alerts, "g", Utc::now(), &[alert(fingerprint, status)]);
+    alerts.group_state("g").unwrap().unwrap().status
+}
+
+#[tokio::test]
+async fn a_small_firing_set_is_kept_in_the_group_row_and_reads_the_same_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let alerts = reopen(dir.path());
+    for fp in ["a", "b", "c"] {
+        assert_eq!(fold(&alerts, fp, AlertStatus::Firing), AlertStatus::Firing);
+    }
+    assert_eq!(
+        fold(&alerts, "never", AlertStatus::Resolved),
+        AlertStatus::Firing
+    );
+    assert!(
+        alerts.firing.tree.is_empty(),
+        "no firing-tree key for a small set"
+    );
+    alerts.flush().await.unwrap();
+    drop(alerts);
+
+    let alerts = reopen(dir.path());
+    let g = alerts.group("g").unwrap().unwrap();
+    assert_eq!((g.status, g.firing_count), (AlertStatus::Firing, 3));
+    assert_eq!(
+        fold(&alerts, "a", AlertStatus::Resolved),
+        AlertStatus::Firing
+    );
+    assert_eq!(
+        fold(&alerts, "a", AlertStatus::Resolved),
+        AlertStatus::Firing
+    );
+    assert_eq!(
+        fold(&alerts, "b", AlertStatus::Resolved),
+        AlertStatus::Firing
+    );
+    assert_eq!(
+        fold(&alerts, "c", AlertStatus::Resolved),
+        AlertStatus::Resolved
+    );
+    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, 0);
+}
+
+#[tokio::test]
+async fn a_firing_set_past_the_row_cap_moves_to_the_buckets_and_counts_the_same_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let alerts = reopen(dir.path());
+    let n = firing::INLINE_CAP + 4;
+    for i in 0..n {
+        fold(&alerts, &format!("fp{i}"), AlertStatus::Firing);
+    }
+    assert_eq!(alerts.firing.count("g").unwrap(), n, "all in the buckets");
+    let raw: Tree<serde_json::Value> = alerts.store.tree("alert_groups").unwrap();
+    assert!(raw.get("g").unwrap().unwrap().get("firing").is_none());
+    alerts.flush().await.unwrap();
+    drop((alerts, raw));
+
+    let alerts = reopen(dir.path());
+    let g = alerts.group("g").unwrap().unwrap();
+    assert_eq!((g.status, g.firing_count), (AlertStatus::Firing, n));
+    for i in 0..n - 1 {
+        let status = fold(&alerts, &format!("fp{i}"), AlertStatus::Resolved);
+        assert_eq!(status, AlertStatus::Firing, "fp{i}");
+    }
+    assert_eq!(alerts.firing.count("g").unwrap(), 1, "still in the buckets");
+    let last = format!("fp{}", n - 1);
+    assert_eq!(
+        fold(&alerts, &last, AlertStatus::Resolved),
+        AlertStatus::Resolved
+    );
+}
+
+#[tokio::test]
+async fn buckets_a_move_cut_short_left_behind_are_neither_counted_nor_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let alerts = reopen(dir.path());
+    fold(&alerts, "a", AlertStatus::Firing);
+    fold(&alerts, "b", AlertStatus::Firing);
+    // What a move to the buckets leaves when a crash stops it before the row is written.
+    let mut left = alerts.firing.of("g", None);
+    assert!(left.insert("a") && left.insert("ghost"));
+    alerts.flush().await.unwrap();
+    drop(alerts);
+
+    let alerts = reopen(dir.path());
+    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, 2);
+    for i in 0..firing::INLINE_CAP {
+        fold(&alerts, &format!("fp{i}"), AlertStatus::Firing);
+    }
+    let moved = 2 + firing::INLINE_CAP;
+    assert_eq!(alerts.firing.count("g").unwrap(), moved);
+    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, moved);
+    // "ghost" never fired: resolving it changes nothing.
+    fold(&alerts, "ghost", AlertStatus::Resolved);
+    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, moved);
+}
