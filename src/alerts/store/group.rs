@@ -12,7 +12,8 @@ use crate::alerts::{Alert, AlertSource, AlertStatus};
 /// One alert group: alerts sharing the `alerts.group_by` labels.
 ///
 /// Stored as one small row (`GroupRow`) plus one record per sample alert, so an alert
-/// rewrites its own sample, not the group's twenty.
+/// rewrites its own sample, not the group's twenty; a group of one sample keeps it in its
+/// row.
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AlertGroup {
     pub key: String,
@@ -56,6 +57,10 @@ pub struct AlertGroup {
     /// `None` once it is kept in the firing tree.
     #[serde(skip)]
     pub(super) firing_inline: Option<Vec<u64>>,
+    /// True when the group's only sample (its last alert) is kept in its row, not in
+    /// `alert_samples`.
+    #[serde(skip)]
+    pub(super) sample_in_row: bool,
 }
 
 /// What choosing a sample to drop needs of it: resolved ones go first, then the oldest.
@@ -118,6 +123,7 @@ impl AlertGroup {
             touched: BTreeSet::new(),
             ranks: BTreeMap::new(),
             firing_inline: Some(Vec::new()),
+            sample_in_row: false,
         }
     }
 

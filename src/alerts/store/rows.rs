@@ -1,7 +1,8 @@
 //! How an alert group is laid out on disk, and the conversions between an `AlertGroup` and
 //! its records: a small row per group (`alert_groups`: status, counts, the investigation
-//! decision, the alert inbox entry of the last batch it absorbed, and a small firing set),
-//! one record per sample alert (`alert_samples`, `{group}\0{fingerprint}` keys), a larger
+//! decision, the alert inbox entry of the last batch it absorbed, a small firing set, and
+//! the sample of a group that has one), the samples of larger groups one record each
+//! (`alert_samples`, `{group}\0{fingerprint}` keys), a larger
 //! firing set in packed buckets (`alert_firing_packed`, see `firing.rs`) and an index of groups by last activity
 //! (`alert_groups_seen`, `{last_seen in whole seconds, as zero-padded nanos}\0{group}` keys)
 //! for newest-first listings and the retention sweep.
@@ -40,6 +41,10 @@ pub(super) struct GroupRow {
     /// once the set is kept in `alert_firing_packed`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub firing: Option<Vec<u64>>,
+    /// The group's only sample (its last alert), while it has one: `alert_samples` then
+    /// holds none of its samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<Alert>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -92,20 +97,26 @@ pub(super) fn row_of(g: &AlertGroup) -> GroupRow {
         last_fingerprint: g.last_alert.fingerprint.clone(),
         batch: g.batch,
         firing: g.firing_inline.clone(),
+        sample: g.sample_in_row.then(|| g.last_alert.clone()),
     }
 }
 
 /// The group of `row` with its samples (their ranks from `alerts`; a caller that read
-/// only some samples sets `ranks` itself).
+/// only some samples sets `ranks` itself). A row that holds its sample is read with it
+/// (`alerts` then only has it, or nothing).
 pub(super) fn group_of(
-    row: GroupRow,
+    mut row: GroupRow,
     alerts: BTreeMap<String, Alert>,
     last_alert: Alert,
 ) -> AlertGroup {
-    let ranks = alerts
+    let sample_in_row = row.sample.take().is_some();
+    let mut ranks: BTreeMap<String, SampleRank> = alerts
         .iter()
         .map(|(fp, a)| (fp.clone(), SampleRank::of(a)))
         .collect();
+    if sample_in_row {
+        ranks.insert(last_alert.fingerprint.clone(), SampleRank::of(&last_alert));
+    }
     AlertGroup {
         key: row.key,
         title: row.title,
@@ -125,5 +136,6 @@ pub(super) fn group_of(
         touched: BTreeSet::new(),
         ranks,
         firing_inline: row.firing,
+        sample_in_row,
     }
 }
