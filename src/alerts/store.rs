@@ -162,6 +162,11 @@ impl AlertStore {
         let Some(mut group) = self.cached(&mut cache, key)?.cloned() else {
             return Ok(None);
         };
+        if group.sample_in_row {
+            let last = group.last_alert.clone();
+            group.alerts.insert(last.fingerprint.clone(), last);
+            return Ok(Some(group));
+        }
         // Read under the lock, so they are the samples of the cached group.
         for r in self.samples.scan_prefix(member_key(key, "")) {
             let (k, alert) = r?;
@@ -187,14 +192,21 @@ impl AlertStore {
     ) -> Result<Option<GroupState>, StoreError> {
         let mut cache = self.lock_cache();
         self.cached(&mut cache, key)?;
-        let mut firing = self.firing.of(key);
         // Taken out, not copied: on an error below the next read reloads it from the tree.
         let old = cache.remove(key);
-        let old_seen = old.as_ref().map(|g| seen_key(g.last_seen, key));
-        let old_samples: Vec<String> = old
+        // A new group's set starts in its row.
+        let inline = old
             .as_ref()
-            .map(|g| g.ranks.keys().cloned().collect())
-            .unwrap_or_default();
+            .map_or_else(|| Some(Vec::new()), |g| g.firing_inline.clone());
+        let mut firing = self.firing.of(key, inline);
+        let old_seen = old.as_ref().map(|g| seen_key(g.last_seen, key));
+        // The samples in `alert_samples`, and the one the row holds instead (kept to move
+        // there should the group gain a second).
+        let (old_samples, old_row_sample) = match &old {
+            Some(g) if g.sample_in_row => (Vec::new(), Some(g.last_alert.clone())),
+            Some(g) => (g.ranks.keys().cloned().collect(), None),
+            None => (Vec::new(), None),
+        };
         let new = f(old, &mut firing);
         if let Some(e) = firing.error {
             return Err(e);
@@ -213,8 +225,7 @@ impl AlertStore {
             self.samples.remove_all(keys)?;
             return Ok(None);
         };
-        // Samples first: a row on disk always has its samples (sled recovers a prefix of
-        // the writes).
+        group.firing_inline = firing.inline;
         let touched = std::mem::take(&mut group.touched);
         for (fp, alert) in &group.alerts {
             group
@@ -222,17 +233,25 @@ impl AlertStore {
                 .entry(fp.clone())
                 .or_insert_with(|| SampleRank::of(alert));
         }
-        for (fp, alert) in &group.alerts {
-            if touched.contains(fp) || !old_samples.contains(fp) {
-                self.samples.insert(member_key(key, fp), alert)?;
+        // A group of one sample (its last alert) keeps it in its row.
+        let in_row =
+            group.ranks.len() == 1 && group.ranks.contains_key(&group.last_alert.fingerprint);
+        group.sample_in_row = in_row;
+        if !in_row {
+            // Samples first: a row on disk always has its samples (sled recovers a prefix
+            // of the writes).
+            if let Some(a) = old_row_sample.filter(|a| {
+                group.ranks.contains_key(&a.fingerprint)
+                    && !group.alerts.contains_key(&a.fingerprint)
+            }) {
+                self.samples.insert(member_key(key, &a.fingerprint), &a)?;
+            }
+            for (fp, alert) in &group.alerts {
+                if touched.contains(fp) || !old_samples.contains(fp) {
+                    self.samples.insert(member_key(key, fp), alert)?;
+                }
             }
         }
-        let dropped = old_samples
-            .iter()
-            .filter(|fp| !group.ranks.contains_key(*fp))
-            .map(|fp| member_key(key, fp));
-        // A sample left by a crash here is dropped again at the group's next update.
-        self.samples.remove_each(dropped)?;
         let new_seen = seen_key(group.last_seen, key);
         if old_seen.as_ref() != Some(&new_seen) {
             self.seen.insert(&new_seen, &())?;
@@ -241,6 +260,13 @@ impl AlertStore {
             }
         }
         self.groups.insert(key, &row_of(&group))?;
+        // After the row that holds them now (or no longer names them): a sample left by a
+        // crash here is dropped again at the group's next update.
+        let dropped = old_samples
+            .iter()
+            .filter(|fp| in_row || !group.ranks.contains_key(*fp))
+            .map(|fp| member_key(key, fp));
+        self.samples.remove_each(dropped)?;
         let state = GroupState::from(&group);
         group.alerts.clear();
         cache.insert(key.to_string(), group);
@@ -254,9 +280,9 @@ impl AlertStore {
     }
 
     /// The group from the cache, read from the trees (and cached) on a miss. The first time
-    /// a run reads a group, its firing count is recounted from the firing tree (a crash can
-    /// keep firing-set writes whose row update was lost; the count is rewritten with the
-    /// group at its next update).
+    /// a run reads a group whose set is in the firing tree, its firing count is recounted
+    /// from that tree (a crash can keep firing-set writes whose row update was lost; the
+    /// count is rewritten with the group at its next update).
     fn cached<'c>(
         &self,
         cache: &'c mut GroupCache,
@@ -266,7 +292,10 @@ impl AlertStore {
             let Some(mut g) = self.read_cached(key)? else {
                 return Ok(None);
             };
-            if !cache.counted.contains(key) {
+            if let Some(set) = &g.firing_inline {
+                // The row holds the set: it and the count were written together.
+                g.firing_count = set.len();
+            } else if !cache.counted.contains(key) {
                 g.firing_count = self.firing.count(key)?;
                 if cache.counted.len() >= COUNTED_CAP {
                     cache.counted.clear();
@@ -286,7 +315,7 @@ impl AlertStore {
             return Ok(None);
         };
         let mut group = self.summary(row)?;
-        if group.alerts.is_empty() {
+        if group.alerts.is_empty() && !group.sample_in_row {
             for r in self.heads.scan_prefix(member_key(key, "")) {
                 let (k, head) = r?;
                 group.ranks.insert(member_fingerprint(&k), head.into());
@@ -296,7 +325,12 @@ impl AlertStore {
         Ok(Some(group))
     }
 
-    fn assemble(&self, row: GroupRow) -> Result<AlertGroup, StoreError> {
+    fn assemble(&self, mut row: GroupRow) -> Result<AlertGroup, StoreError> {
+        if let Some(sample) = row.sample.take() {
+            let alerts = BTreeMap::from([(sample.fingerprint.clone(), sample.clone())]);
+            row.sample = Some(sample.clone());
+            return Ok(group_of(row, alerts, sample));
+        }
         let mut alerts = BTreeMap::new();
         for r in self.samples.scan_prefix(member_key(&row.key, "")) {
             let (k, alert) = r?;
@@ -315,11 +349,12 @@ impl AlertStore {
     }
 
     /// The group of `row` with its last alert only (all samples for a row that does not
-    /// name its last alert's fingerprint, or whose sample a crash lost).
+    /// hold or name its last alert, or whose sample a crash lost).
     fn summary(&self, row: GroupRow) -> Result<AlertGroup, StoreError> {
-        let last = match row.last_fingerprint.as_str() {
-            "" => None,
-            fp => self.samples.get(member_key(&row.key, fp))?,
+        let last = match (&row.sample, row.last_fingerprint.as_str()) {
+            (Some(sample), _) => Some(sample.clone()),
+            (None, "") => None,
+            (None, fp) => self.samples.get(member_key(&row.key, fp))?,
         };
         match last {
             Some(last) => Ok(group_of(row, BTreeMap::new(), last)),

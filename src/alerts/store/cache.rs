@@ -126,8 +126,9 @@ impl GroupCache {
 }
 
 /// What a cached group takes in memory, near enough: its last alert as parsed
-/// (`cap::memory_bytes`), its other strings, the ranks of its samples, and its slot in the
-/// map and in the recency index (the group struct itself, with the map's spare capacity).
+/// (`cap::memory_bytes`), its other strings, the ranks of its samples, the firing set it
+/// holds, and its slot in the map and in the recency index (the group struct itself, with
+/// the map's spare capacity).
 pub(super) fn cached_bytes(g: &AlertGroup) -> usize {
     /// A `String` key's entry in a B-tree of small values, with its heap copy.
     const RANK: usize = 96;
@@ -137,6 +138,7 @@ pub(super) fn cached_bytes(g: &AlertGroup) -> usize {
         .map(|s| s.len() + 16)
         .sum::<usize>();
     let ranks = g.ranks.keys().map(|k| k.len() + RANK).sum::<usize>();
+    let firing = g.firing_inline.as_ref().map_or(0, |v| 8 * v.capacity());
     2 * std::mem::size_of::<Entry>()
         + 2 * (g.key.len() + 16)
         + g.title.len()
@@ -144,6 +146,7 @@ pub(super) fn cached_bytes(g: &AlertGroup) -> usize {
         + crate::alerts::cap::memory_bytes(&g.last_alert)
         + text
         + ranks
+        + firing
 }
 
 #[cfg(test)]

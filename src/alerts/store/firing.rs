@@ -1,7 +1,14 @@
-//! The fingerprints of each group's firing alerts, in buckets: `{group}\0{bucket}` keys
-//! (`1 << BUCKET_BITS` per group, by a hash of the fingerprint), each holding 40 bits of that hash
-//! per fingerprint (5 bytes each, sorted).
+//! The fingerprints of each group's firing alerts, as 44 bits of a mixed hash each: a
+//! small set in the group's row (up to `INLINE_CAP`, written with the row), a larger one
+//! in buckets: `{group}\0{bucket}` keys (`1 << BUCKET_BITS` per group, by the hash), each
+//! holding 40 bits of that hash per fingerprint (5 bytes each, sorted).
 //!
+//! Why in the row first: most groups hold one alert, and every key sled holds costs
+//! resident memory (its page table, segment accounting and index entries, outside its
+//! cache bound), so a flood of new groups would otherwise pay a key each for a set of one.
+//! A set that outgrows the row moves to the buckets for good (until the group is removed);
+//! the row says which holds it, so a move a crash cut short leaves buckets the row does
+//! not read, cleared at the next move.
 //! Why buckets of hashes: with distinct alerts a group's set grows to its cap
 //! (`GROUP_FIRING_CAP`), and sled keeps resident every node it writes, so a key per
 //! fingerprint would make the firing sets most of the daemon's memory on a large store.
@@ -23,6 +30,8 @@ const BUCKET_BITS: u32 = 4;
 const KEPT_BITS: u32 = 40;
 /// Bytes a bucket keeps per fingerprint.
 const KEPT_BYTES: usize = (KEPT_BITS / 8) as usize;
+/// Most fingerprints a group's row holds; past it the set moves to the buckets.
+pub(super) const INLINE_CAP: usize = 8;
 
 /// A bucket's value: the kept bits of its fingerprints' hashes, sorted, `KEPT_BYTES` each
 /// (little-endian).
@@ -56,7 +65,7 @@ impl Codec<Vec<u64>> for Packed {
 /// The firing sets of all groups.
 #[derive(Clone)]
 pub(super) struct FiringSets {
-    tree: Tree<Vec<u64>, Packed>,
+    pub(super) tree: Tree<Vec<u64>, Packed>,
 }
 
 impl FiringSets {
@@ -64,7 +73,7 @@ impl FiringSets {
         Self { tree }
     }
 
-    /// How many fingerprints of `group` are firing.
+    /// How many fingerprints of `group` are firing in its buckets.
     pub fn count(&self, group: &str) -> Result<usize, StoreError> {
         let mut n = 0;
         for r in self.tree.scan_prefix(member_key(group, "")) {
@@ -82,11 +91,13 @@ impl FiringSets {
         self.tree.remove_all(keys)
     }
 
-    /// The set of `group` as a `FiringSet` (the first storage error is kept in `error`).
-    pub fn of<'a>(&'a self, group: &'a str) -> StoredFiring<'a> {
+    /// The set of `group` as a `FiringSet`: `inline` is the set its row holds (`None`:
+    /// the set is in the buckets). The first storage error is kept in `error`.
+    pub fn of<'a>(&'a self, group: &'a str, inline: Option<Vec<u64>>) -> StoredFiring<'a> {
         StoredFiring {
             sets: self,
             group,
+            inline,
             error: None,
         }
     }
@@ -110,16 +121,24 @@ fn slot(hash: u64) -> (u64, u64) {
     (z >> (64 - BUCKET_BITS), z & ((1 << KEPT_BITS) - 1))
 }
 
+/// A fingerprint as the row keeps it: its bucket and kept bits together.
+fn inline_hash(fingerprint: &str) -> u64 {
+    let (bucket, kept) = slot(hash(fingerprint));
+    (bucket << KEPT_BITS) | kept
+}
+
 /// The key of `bucket` of `group`'s set.
 fn bucket_key(group: &str, bucket: u64) -> String {
     member_key(group, &format!("{bucket:x}"))
 }
 
-/// One group's firing set in the buckets. The first storage error is kept and returned
-/// by `update_group`.
+/// One group's firing set, in its row (`inline`, written with the row by `update_group`)
+/// or in the buckets. The first storage error is kept and returned by `update_group`.
 pub(super) struct StoredFiring<'a> {
     sets: &'a FiringSets,
     group: &'a str,
+    /// The set the row holds, sorted; `None` once it is in the buckets.
+    pub inline: Option<Vec<u64>>,
     pub error: Option<StoreError>,
 }
 
@@ -127,6 +146,26 @@ impl StoredFiring<'_> {
     fn apply(&mut self, fingerprint: &str, insert: bool) -> bool {
         if self.error.is_some() {
             return false;
+        }
+        if let Some(set) = &mut self.inline {
+            let h = inline_hash(fingerprint);
+            match (set.binary_search(&h), insert) {
+                (Ok(_), true) | (Err(_), false) => return false,
+                (Ok(at), false) => {
+                    set.remove(at);
+                    return true;
+                }
+                (Err(at), true) if set.len() < INLINE_CAP => {
+                    set.insert(at, h);
+                    return true;
+                }
+                (Err(_), true) => {
+                    if let Err(e) = self.move_to_buckets() {
+                        self.error = Some(e);
+                        return false;
+                    }
+                }
+            }
         }
         let (bucket, kept) = slot(hash(fingerprint));
         let key = bucket_key(self.group, bucket);
@@ -154,6 +193,29 @@ impl StoredFiring<'_> {
     }
 }
 
+impl StoredFiring<'_> {
+    /// Moves the row's set to the buckets (the row, written next, says so). Buckets a move
+    /// a crash cut short left behind go first: until now the row held the whole set.
+    fn move_to_buckets(&mut self) -> Result<(), StoreError> {
+        let set = self.inline.take().unwrap_or_default();
+        self.sets.remove_group(self.group)?;
+        let mut buckets: std::collections::BTreeMap<u64, Vec<u64>> = Default::default();
+        // Sorted by bucket, then by kept bits: each bucket's list comes out sorted.
+        for h in set {
+            buckets
+                .entry(h >> KEPT_BITS)
+                .or_default()
+                .push(h & ((1 << KEPT_BITS) - 1));
+        }
+        for (bucket, kept) in buckets {
+            self.sets
+                .tree
+                .insert(bucket_key(self.group, bucket), &kept)?;
+        }
+        Ok(())
+    }
+}
+
 impl FiringSet for StoredFiring<'_> {
     fn insert(&mut self, fingerprint: &str) -> bool {
         self.apply(fingerprint, true)
@@ -173,7 +235,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let sets = FiringSets::new(store.tree_with("firing_test").unwrap());
-        let mut a = sets.of("a");
+        let mut a = sets.of("a", None);
         for i in 0..500 {
             assert!(a.insert(&format!("{i:016x}")));
         }
@@ -181,7 +243,7 @@ mod tests {
         assert!(a.remove(&format!("{:016x}", 7)));
         assert!(!a.remove(&format!("{:016x}", 7)), "already gone");
         assert!(a.error.is_none());
-        sets.of("ab").insert("x");
+        sets.of("ab", None).insert("x");
         assert_eq!(sets.count("a").unwrap(), 499);
         assert_eq!(sets.count("ab").unwrap(), 1);
         sets.remove_group("a").unwrap();

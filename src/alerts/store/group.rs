@@ -12,7 +12,8 @@ use crate::alerts::{Alert, AlertSource, AlertStatus};
 /// One alert group: alerts sharing the `alerts.group_by` labels.
 ///
 /// Stored as one small row (`GroupRow`) plus one record per sample alert, so an alert
-/// rewrites its own sample, not the group's twenty.
+/// rewrites its own sample, not the group's twenty; a group of one sample keeps it in its
+/// row.
 #[derive(Clone, Debug, Serialize, Deserialize, utoipa::ToSchema)]
 pub struct AlertGroup {
     pub key: String,
@@ -28,9 +29,9 @@ pub struct AlertGroup {
     /// a listing read only the last alert (`Samples::Last`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub alerts: BTreeMap<String, Alert>,
-    /// How many of the group's alerts are firing. The fingerprints themselves are kept in
-    /// their own tree (one small key each), so a group of hundreds of firing alerts is not
-    /// rewritten whole on every webhook.
+    /// How many of the group's alerts are firing. The fingerprints themselves are kept
+    /// beside the group (`firing_inline`), or in their own tree once there are more than a
+    /// few, so a group of hundreds of firing alerts is not rewritten whole on every webhook.
     #[serde(default)]
     pub firing_count: usize,
     /// The current episode's investigation.
@@ -52,6 +53,14 @@ pub struct AlertGroup {
     /// `GROUP_SAMPLE`.
     #[serde(skip)]
     pub(super) ranks: BTreeMap<String, SampleRank>,
+    /// The firing set while the group's row holds it (a small set: see `firing.rs`);
+    /// `None` once it is kept in the firing tree.
+    #[serde(skip)]
+    pub(super) firing_inline: Option<Vec<u64>>,
+    /// True when the group's only sample (its last alert) is kept in its row, not in
+    /// `alert_samples`.
+    #[serde(skip)]
+    pub(super) sample_in_row: bool,
 }
 
 /// What choosing a sample to drop needs of it: resolved ones go first, then the oldest.
@@ -113,6 +122,8 @@ impl AlertGroup {
             batch: 0,
             touched: BTreeSet::new(),
             ranks: BTreeMap::new(),
+            firing_inline: Some(Vec::new()),
+            sample_in_row: false,
         }
     }
 

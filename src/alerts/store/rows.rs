@@ -1,8 +1,9 @@
 //! How an alert group is laid out on disk, and the conversions between an `AlertGroup` and
 //! its records: a small row per group (`alert_groups`: status, counts, the investigation
-//! decision, and the alert inbox entry of the last batch it absorbed), one record per sample
-//! alert (`alert_samples`, `{group}\0{fingerprint}` keys), the firing fingerprints in packed
-//! buckets (`alert_firing_packed`, see `firing.rs`) and an index of groups by last activity
+//! decision, the alert inbox entry of the last batch it absorbed, a small firing set, and
+//! the sample of a group that has one), the samples of larger groups one record each
+//! (`alert_samples`, `{group}\0{fingerprint}` keys), a larger
+//! firing set in packed buckets (`alert_firing_packed`, see `firing.rs`) and an index of groups by last activity
 //! (`alert_groups_seen`, `{last_seen in whole seconds, as zero-padded nanos}\0{group}` keys)
 //! for newest-first listings and the retention sweep.
 
@@ -36,6 +37,14 @@ pub(super) struct GroupRow {
     /// The alert inbox entry of the last batch absorbed (0: none, or decided in place).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub batch: u64,
+    /// The firing set while the row holds it (`firing.rs`: a hash per fingerprint); absent
+    /// once the set is kept in `alert_firing_packed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub firing: Option<Vec<u64>>,
+    /// The group's only sample (its last alert), while it has one: `alert_samples` then
+    /// holds none of its samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<Alert>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -87,20 +96,27 @@ pub(super) fn row_of(g: &AlertGroup) -> GroupRow {
         investigations: g.investigations,
         last_fingerprint: g.last_alert.fingerprint.clone(),
         batch: g.batch,
+        firing: g.firing_inline.clone(),
+        sample: g.sample_in_row.then(|| g.last_alert.clone()),
     }
 }
 
 /// The group of `row` with its samples (their ranks from `alerts`; a caller that read
-/// only some samples sets `ranks` itself).
+/// only some samples sets `ranks` itself). A row that holds its sample is read with it
+/// (`alerts` then only has it, or nothing).
 pub(super) fn group_of(
-    row: GroupRow,
+    mut row: GroupRow,
     alerts: BTreeMap<String, Alert>,
     last_alert: Alert,
 ) -> AlertGroup {
-    let ranks = alerts
+    let sample_in_row = row.sample.take().is_some();
+    let mut ranks: BTreeMap<String, SampleRank> = alerts
         .iter()
         .map(|(fp, a)| (fp.clone(), SampleRank::of(a)))
         .collect();
+    if sample_in_row {
+        ranks.insert(last_alert.fingerprint.clone(), SampleRank::of(&last_alert));
+    }
     AlertGroup {
         key: row.key,
         title: row.title,
@@ -119,5 +135,7 @@ pub(super) fn group_of(
         batch: row.batch,
         touched: BTreeSet::new(),
         ranks,
+        firing_inline: row.firing,
+        sample_in_row,
     }
 }

@@ -215,3 +215,190 @@ fn the_group_cache_stays_within_its_byte_bound_whatever_the_alerts_hold() {
     );
     assert!(cache.len() < 300, "groups left for the bound");
 }
+
+/// The store in `dir` as a restarted daemon opens it (nothing cached).
+fn reopen(dir: &std::path::Path) -> AlertStore {
+    AlertStore::open(&Store::open(dir).unwrap()).unwrap()
+}
+
+/// Folds one alert of `fingerprint` with `status` into the group `g`; its status after.
+fn fold(alerts: &AlertStore, fingerprint: &str, status: AlertStatus) -> AlertStatus {
+    absorb(alerts, "g", Utc::now(), &[alert(fingerprint, status)]);
+    alerts.group_state("g").unwrap().unwrap().status
+}
+
+#[tokio::test]
+async fn a_small_firing_set_is_kept_in_the_group_row_and_reads_the_same_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let alerts = reopen(dir.path());
+    for fp in ["a", "b", "c"] {
+        assert_eq!(fold(&alerts, fp, AlertStatus::Firing), AlertStatus::Firing);
+    }
+    assert_eq!(
+        fold(&alerts, "never", AlertStatus::Resolved),
+        AlertStatus::Firing
+    );
+    assert!(
+        alerts.firing.tree.is_empty(),
+        "no firing-tree key for a small set"
+    );
+    alerts.flush().await.unwrap();
+    drop(alerts);
+
+    let alerts = reopen(dir.path());
+    let g = alerts.group("g").unwrap().unwrap();
+    assert_eq!((g.status, g.firing_count), (AlertStatus::Firing, 3));
+    assert_eq!(
+        fold(&alerts, "a", AlertStatus::Resolved),
+        AlertStatus::Firing
+    );
+    assert_eq!(
+        fold(&alerts, "a", AlertStatus::Resolved),
+        AlertStatus::Firing
+    );
+    assert_eq!(
+        fold(&alerts, "b", AlertStatus::Resolved),
+        AlertStatus::Firing
+    );
+    assert_eq!(
+        fold(&alerts, "c", AlertStatus::Resolved),
+        AlertStatus::Resolved
+    );
+    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, 0);
+}
+
+#[tokio::test]
+async fn a_firing_set_past_the_row_cap_moves_to_the_buckets_and_counts_the_same_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let alerts = reopen(dir.path());
+    let n = firing::INLINE_CAP + 4;
+    for i in 0..n {
+        fold(&alerts, &format!("fp{i}"), AlertStatus::Firing);
+    }
+    assert_eq!(alerts.firing.count("g").unwrap(), n, "all in the buckets");
+    let raw: Tree<serde_json::Value> = alerts.store.tree("alert_groups").unwrap();
+    assert!(raw.get("g").unwrap().unwrap().get("firing").is_none());
+    alerts.flush().await.unwrap();
+    drop((alerts, raw));
+
+    let alerts = reopen(dir.path());
+    let g = alerts.group("g").unwrap().unwrap();
+    assert_eq!((g.status, g.firing_count), (AlertStatus::Firing, n));
+    for i in 0..n - 1 {
+        let status = fold(&alerts, &format!("fp{i}"), AlertStatus::Resolved);
+        assert_eq!(status, AlertStatus::Firing, "fp{i}");
+    }
+    assert_eq!(alerts.firing.count("g").unwrap(), 1, "still in the buckets");
+    let last = format!("fp{}", n - 1);
+    assert_eq!(
+        fold(&alerts, &last, AlertStatus::Resolved),
+        AlertStatus::Resolved
+    );
+}
+
+#[tokio::test]
+async fn buckets_a_move_cut_short_left_behind_are_neither_counted_nor_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let alerts = reopen(dir.path());
+    fold(&alerts, "a", AlertStatus::Firing);
+    fold(&alerts, "b", AlertStatus::Firing);
+    // What a move to the buckets leaves when a crash stops it before the row is written.
+    let mut left = alerts.firing.of("g", None);
+    assert!(left.insert("a") && left.insert("ghost"));
+    alerts.flush().await.unwrap();
+    drop(alerts);
+
+    let alerts = reopen(dir.path());
+    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, 2);
+    for i in 0..firing::INLINE_CAP {
+        fold(&alerts, &format!("fp{i}"), AlertStatus::Firing);
+    }
+    let moved = 2 + firing::INLINE_CAP;
+    assert_eq!(alerts.firing.count("g").unwrap(), moved);
+    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, moved);
+    // "ghost" never fired: resolving it changes nothing.
+    fold(&alerts, "ghost", AlertStatus::Resolved);
+    assert_eq!(alerts.group("g").unwrap().unwrap().firing_count, moved);
+}
+
+/// An alert of `fingerprint` whose summary says `summary`.
+fn alert_saying(fingerprint: &str, summary: &str) -> Alert {
+    let mut a = alert(fingerprint, AlertStatus::Firing);
+    a.annotations.insert("summary".into(), summary.into());
+    a
+}
+
+#[tokio::test]
+async fn a_group_of_one_alert_keeps_it_in_its_row_and_reads_the_same_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let alerts = reopen(dir.path());
+    absorb(&alerts, "g", Utc::now(), &[alert_saying("a", "first")]);
+    absorb(&alerts, "g", Utc::now(), &[alert_saying("a", "again")]);
+    assert!(
+        alerts.samples.is_empty(),
+        "no sample key for a group of one"
+    );
+    alerts.flush().await.unwrap();
+    drop(alerts);
+
+    let alerts = reopen(dir.path());
+    let g = alerts.group("g").unwrap().unwrap();
+    assert_eq!(g.alerts.keys().collect::<Vec<_>>(), ["a"]);
+    assert_eq!(g.alerts["a"].annotations["summary"], "again");
+    assert_eq!(g.last_alert.annotations["summary"], "again");
+    assert_eq!(g.received, 2);
+    for samples in [Samples::All, Samples::Last] {
+        let page = alerts.recent_groups(10, None, samples).unwrap();
+        assert_eq!(page.groups[0].last_alert.annotations["summary"], "again");
+    }
+    let all = alerts.recent_groups(10, None, Samples::All).unwrap();
+    assert_eq!(all.groups[0].alerts.len(), 1);
+}
+
+#[tokio::test]
+async fn a_group_that_gains_a_second_alert_after_a_restart_keeps_both_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let alerts = reopen(dir.path());
+    absorb(&alerts, "g", Utc::now(), &[alert_saying("a", "from a")]);
+    alerts.flush().await.unwrap();
+    drop(alerts);
+
+    let alerts = reopen(dir.path());
+    absorb(&alerts, "g", Utc::now(), &[alert_saying("b", "from b")]);
+    assert_eq!(alerts.samples.len(), 2, "both samples out of the row");
+    let raw: Tree<serde_json::Value> = alerts.store.tree("alert_groups").unwrap();
+    assert!(raw.get("g").unwrap().unwrap().get("sample").is_none());
+    alerts.flush().await.unwrap();
+    drop((alerts, raw));
+
+    let alerts = reopen(dir.path());
+    let g = alerts.group("g").unwrap().unwrap();
+    let said: Vec<&str> = g
+        .alerts
+        .values()
+        .map(|a| &*a.annotations["summary"])
+        .collect();
+    assert_eq!(said, ["from a", "from b"]);
+    assert_eq!(g.last_alert.fingerprint, "b");
+}
+
+#[test]
+fn a_group_of_one_sample_stored_outside_its_row_moves_it_into_the_row_at_its_next_alert() {
+    let dir = tempfile::tempdir().unwrap();
+    let alerts = reopen(dir.path());
+    absorb(&alerts, "g", Utc::now(), &[alert_saying("a", "first")]);
+    // The group as a store that kept every sample in `alert_samples` wrote it.
+    let raw: Tree<serde_json::Value> = alerts.store.tree("alert_groups").unwrap();
+    let mut row = raw.get("g").unwrap().unwrap();
+    let sample: Alert = serde_json::from_value(row["sample"].take()).unwrap();
+    row.as_object_mut().unwrap().remove("sample");
+    raw.insert("g", &row).unwrap();
+    alerts.samples.insert("g\0a", &sample).unwrap();
+    let cold = AlertStore::open(&alerts.store).unwrap();
+    assert_eq!(cold.group("g").unwrap().unwrap().alerts.len(), 1);
+
+    absorb(&cold, "g", Utc::now(), &[alert_saying("a", "second")]);
+    assert!(cold.samples.is_empty());
+    let g = cold.group("g").unwrap().unwrap();
+    assert_eq!(g.alerts["a"].annotations["summary"], "second");
+}
