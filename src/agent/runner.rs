@@ -1,7 +1,10 @@
 //! The investigation loop: call the LLM with the tool definitions, run the tool calls of
 //! one turn in parallel (bounded), feed fenced results back, until a final answer or a
-//! limit (steps, tokens, cost, context); on a limit one last call without tools asks for
-//! the finding.
+//! limit (steps, tokens, cost, context, `llm.answer_after`: `limits.rs`); on a limit one
+//! last call without tools asks for the finding. When the health sweep found a problem
+//! with what the trigger is about (`llm.answer_first`), the first calls send no tools and
+//! ask for the answer from the facts; tools follow if the model calls one or its answers
+//! are unusable twice.
 //!
 //! Small models go astray, so the loop corrects them a bounded number of times:
 //! - a call identical to an earlier one (same tool, same canonical arguments) is not run
@@ -22,9 +25,12 @@
 //!   still says it does not fit gets a tighter fit, [`MAX_CONTEXT_RETRIES`] times.
 
 mod general;
+mod limits;
 mod naming;
 mod outcomes;
 mod turn;
+
+use limits::{Limit, Trouble};
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -35,7 +41,7 @@ use super::evidence::EvidencePlanner;
 use super::health;
 use super::memory::IncidentMemory;
 use super::prompt::{self, initial_messages};
-use super::{Event, EventKind, Finding, Investigation, InvestigationStatus};
+use super::{Event, EventKind, Investigation};
 use crate::agent::store::InvestigationStore;
 use crate::analyze::Sweep;
 use crate::config::LlmConfig;
@@ -211,108 +217,6 @@ impl Runner {
             f.recurrence = Some(r.recurrence);
         }
         done
-    }
-
-    /// Which limit stops the loop before step `step + 1`, `elapsed` into the
-    /// investigation, if any.
-    fn limit_hit(
-        &self,
-        inv: &Investigation,
-        step: u32,
-        elapsed: std::time::Duration,
-    ) -> Option<Limit> {
-        if step >= self.max_steps {
-            return Some(Limit::hard(format!(
-                "step limit reached ({} steps)",
-                self.max_steps
-            )));
-        }
-        // The planned end of a slow model's search, not a limit breached: its finding
-        // is `finished`.
-        if let Some(after) = self.answer_after.filter(|a| step > 0 && elapsed >= *a) {
-            return Some(Limit {
-                why: format!(
-                    "answering now, {} s in (llm.answer_after = {} s)",
-                    elapsed.as_secs(),
-                    after.as_secs()
-                ),
-                status: InvestigationStatus::Finished,
-            });
-        }
-        if self.max_tokens > 0 && inv.tokens.total() >= self.max_tokens {
-            return Some(Limit::hard(format!(
-                "token limit reached ({} of {} tokens)",
-                inv.tokens.total(),
-                self.max_tokens
-            )));
-        }
-        if self.max_cost > 0.0 && inv.cost_usd >= self.max_cost {
-            return Some(Limit::hard(format!(
-                "cost limit reached (${:.4} of ${:.4})",
-                inv.cost_usd, self.max_cost
-            )));
-        }
-        None
-    }
-}
-
-/// What stopped the tool loop, and the status of the finding asked for after it.
-pub(super) struct Limit {
-    pub why: String,
-    pub status: InvestigationStatus,
-}
-
-impl Limit {
-    /// A limit breached: the finding after it is `limit_reached`.
-    fn hard(why: String) -> Self {
-        Self {
-            why,
-            status: InvestigationStatus::LimitReached,
-        }
-    }
-}
-
-/// What went wrong so far, to bound corrections and to say why an investigation ended.
-#[derive(Default)]
-struct Trouble {
-    /// Turns in which no call could run.
-    bad_turns: u32,
-    repeats: u32,
-    unknown_tools: Vec<String>,
-    bad_arguments: u32,
-    asked_for_json: bool,
-    asked_for_tools: bool,
-    /// Whether the general tools ran for a model that would call none.
-    ran_general: bool,
-    /// The finding that named no entity or figure of its facts, kept while the model is
-    /// asked once to name them (it stands if the new answer is unusable).
-    unnamed: Option<Finding>,
-    context_retries: u32,
-}
-
-impl Trouble {
-    fn describe_bad_turns(&self) -> String {
-        let mut what = Vec::new();
-        if self.repeats > 0 {
-            what.push(format!("repeated identical calls {} times", self.repeats));
-        }
-        if !self.unknown_tools.is_empty() {
-            what.push(format!(
-                "called unknown tools ({})",
-                self.unknown_tools.join(", ")
-            ));
-        }
-        if self.bad_arguments > 0 {
-            what.push(format!(
-                "sent arguments that are not JSON {} times",
-                self.bad_arguments
-            ));
-        }
-        format!(
-            "the model kept making calls that could not run ({}), also after {MAX_CORRECTIONS} \
-             corrections",
-            what.join("; ")
-        )
     }
 }
 
