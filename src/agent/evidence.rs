@@ -245,7 +245,7 @@ impl EvidencePlanner {
                 .instances
                 .iter()
                 .take(STORM_UP_INSTANCES)
-                .map(|i| regex_escape(i))
+                .map(|i| regex_lite::escape(i))
                 .collect();
             return match listed.is_empty() {
                 true => Vec::new(),
@@ -421,18 +421,6 @@ fn query_range_over(q: &str, lookback: &str) -> PlannedCall {
         name: QUERY_RANGE,
         arguments: json!({ "query": q, "start": lookback }),
     }
-}
-
-/// A regular expression matching `s` literally.
-fn regex_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if "\\.+*?()|[]{}^$".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// What the evidence reads of an alert investigation: its first alert's labels and rule;

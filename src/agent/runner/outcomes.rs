@@ -11,6 +11,15 @@ use crate::llm::{ChatMessage, LlmError};
 use crate::text::truncate;
 
 impl Session<'_> {
+    /// Keeps the model's answer `text` in the conversation and asks `ask` of it.
+    fn reply_to(&mut self, text: String, ask: String) {
+        self.messages.push(ChatMessage::Assistant {
+            content: Some(text),
+            tool_calls: Vec::new(),
+        });
+        self.messages.push(ChatMessage::User(ask));
+    }
+
     /// Handles an answer without tool calls: the finding, or a correction (then `None`:
     /// the loop goes on), or the inconclusive end.
     pub(super) async fn conclude(&mut self, content: Option<String>) -> Option<Investigation> {
@@ -34,12 +43,7 @@ impl Session<'_> {
                     "no usable answer from the facts, also after one correction; tools offered"
                         .into(),
                 );
-                self.messages.push(ChatMessage::Assistant {
-                    content: Some(text),
-                    tool_calls: Vec::new(),
-                });
-                self.messages
-                    .push(ChatMessage::User(prompt::CALL_TOOLS_NOW.into()));
+                self.reply_to(text, prompt::CALL_TOOLS_NOW.into());
                 return None;
             }
             if self.trouble.asked_for_json {
@@ -63,12 +67,7 @@ impl Session<'_> {
             self.record(EventKind::Note {
                 message: "the answer was empty or not the JSON finding; asked once more".into(),
             });
-            self.messages.push(ChatMessage::Assistant {
-                content: Some(text),
-                tool_calls: Vec::new(),
-            });
-            self.messages
-                .push(ChatMessage::User(prompt::answer_again(empty)));
+            self.reply_to(text, prompt::answer_again(empty));
             return None;
         };
         if self.log.is_empty() && !self.tools.is_empty() && !self.trouble.asked_for_tools {
@@ -77,12 +76,7 @@ impl Session<'_> {
                 message: "the model answered before calling any tool; asked it to call tools first"
                     .into(),
             });
-            self.messages.push(ChatMessage::Assistant {
-                content: Some(text),
-                tool_calls: Vec::new(),
-            });
-            self.messages
-                .push(ChatMessage::User(prompt::CALL_TOOLS_FIRST.into()));
+            self.reply_to(text, prompt::CALL_TOOLS_FIRST.into());
             return None;
         }
         if !self.tools.is_empty() && !self.log.records().iter().any(|r| r.ok) {
@@ -122,11 +116,7 @@ impl Session<'_> {
                     .into(),
             });
             self.trouble.unnamed = Some(finding);
-            self.messages.push(ChatMessage::Assistant {
-                content: Some(text),
-                tool_calls: Vec::new(),
-            });
-            self.messages.push(ChatMessage::User(ask));
+            self.reply_to(text, ask);
             return None;
         }
         if prose {

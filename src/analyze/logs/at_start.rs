@@ -197,20 +197,8 @@ fn range(scope: &Scope) -> (DateTime<Utc>, DateTime<Utc>) {
 
 /// `{label=~"a|b"}`, values escaped for both the string and the regex.
 fn any_of(label: &str, values: &[String]) -> String {
-    let alternatives: Vec<String> = values.iter().map(|v| regex_quote(v)).collect();
+    let alternatives: Vec<String> = values.iter().map(|v| regex_lite::escape(v)).collect();
     format!("{{{label}=~\"{}\"}}", escape(&alternatives.join("|")))
-}
-
-/// `v` with the regex metacharacters escaped.
-fn regex_quote(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for c in v.chars() {
-        if "\\.+*?()|[]{}^$".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 fn service_entity(label: &str, service: &str, host: Option<String>) -> Entity {
