@@ -198,6 +198,7 @@ mod tests {
                 "kube_pods",
                 "kube_nodes",
                 "kube_rollouts",
+                "kube_events",
                 "proxmox_guests",
                 "proxmox_storage",
                 "pbs_tasks",

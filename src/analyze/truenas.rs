@@ -60,6 +60,19 @@ fn disk_entity(disk: &str, info: Option<&TruenasDisk>, pool: Option<&str>) -> En
     Entity::new("disk", disk).with_labels(labels)
 }
 
+/// "86 checksum errors" or "23 read and 11 checksum errors": the kinds a disk counted.
+fn counted(read: u64, write: u64, checksum: u64) -> String {
+    let kinds: Vec<String> = [(read, "read"), (write, "write"), (checksum, "checksum")]
+        .iter()
+        .filter(|(n, _)| *n > 0)
+        .map(|(n, k)| format!("{n} {k}"))
+        .collect();
+    match kinds.is_empty() {
+        true => "no errors counted".to_string(),
+        false => format!("{} errors", kinds.join(" and ")),
+    }
+}
+
 fn sorted(mut facts: Vec<Fact>) -> Vec<Fact> {
     keep_most_severe(&mut facts, MAX_FACTS);
     facts
@@ -114,7 +127,7 @@ impl Analyzer for TruenasPools {
                         FactClass::Appliance,
                         self.name(),
                         disk_entity(disk, None, Some(&p.name)),
-                        format!("{status} in pool {}, errors", p.name),
+                        format!("{status} in pool {}, {}", p.name, counted(*r, *w, *c)),
                         severity,
                         source.clone(),
                     )

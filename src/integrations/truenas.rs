@@ -37,8 +37,9 @@ pub struct TruenasPool {
 }
 
 impl TruenasPool {
-    /// The devices of the pool that are not ONLINE, as `(disk, status, read, write,
-    /// checksum errors)`.
+    /// The devices of the pool that are not ONLINE or have counted read, write or
+    /// checksum errors (ZFS keeps a disk ONLINE while it repairs what it returned wrong),
+    /// as `(disk, status, read, write, checksum errors)`.
     pub fn unhealthy_devices(&self) -> Vec<(String, String, u64, u64, u64)> {
         fn walk(v: &serde_json::Value, out: &mut Vec<(String, String, u64, u64, u64)>) {
             match v {
@@ -46,13 +47,16 @@ impl TruenasPool {
                 serde_json::Value::Object(m) => {
                     let status = m.get("status").and_then(|s| s.as_str()).unwrap_or("");
                     let is_disk = m.get("type").and_then(|t| t.as_str()) == Some("DISK");
-                    if is_disk && !status.is_empty() && status != "ONLINE" {
-                        let stat = |k: &str| {
-                            m.get("stats")
-                                .and_then(|s| s.get(k))
-                                .and_then(|n| n.as_u64())
-                                .unwrap_or(0)
-                        };
+                    let stat = |k: &str| {
+                        m.get("stats")
+                            .and_then(|s| s.get(k))
+                            .and_then(|n| n.as_u64())
+                            .unwrap_or(0)
+                    };
+                    let errors = ["read_errors", "write_errors", "checksum_errors"]
+                        .iter()
+                        .any(|k| stat(k) > 0);
+                    if is_disk && !status.is_empty() && (status != "ONLINE" || errors) {
                         let name = ["disk", "device", "name", "path"]
                             .iter()
                             .find_map(|k| m.get(*k).and_then(|d| d.as_str()))
@@ -240,6 +244,25 @@ mod tests {
         assert_eq!(
             pool.unhealthy_devices(),
             vec![("sdb".into(), "FAULTED".into(), 23, 0, 11)]
+        );
+    }
+
+    #[test]
+    fn an_online_disk_that_counted_checksum_errors_is_named_and_clean_ones_are_not() {
+        let pool: TruenasPool = serde_json::from_value(serde_json::json!({
+            "name": "tank", "status": "ONLINE", "healthy": false,
+            "topology": {"data": [{"type": "RAIDZ2", "status": "ONLINE",
+                "stats": {"checksum_errors": 0}, "children": [
+                {"type": "DISK", "disk": "sdc", "status": "ONLINE",
+                 "stats": {"read_errors": 0, "write_errors": 0, "checksum_errors": 0}},
+                {"type": "DISK", "disk": "sdd", "status": "ONLINE",
+                 "stats": {"read_errors": 0, "write_errors": 0, "checksum_errors": 86}}
+            ]}]}
+        }))
+        .unwrap();
+        assert_eq!(
+            pool.unhealthy_devices(),
+            vec![("sdd".into(), "ONLINE".into(), 0, 0, 86)]
         );
     }
 }

@@ -1,12 +1,14 @@
 //! Analyzers over the Kubernetes API (the `KubeClient`, so the namespace allow-list holds):
 //! pods not ready with their reason and the events behind it (`pods.rs`, one file per
 //! failure class under it), node conditions (`nodes.rs`), and rollouts in progress, stuck,
-//! or done in the window (`rollouts.rs`). Each lists what it needs once per sweep. What
+//! or done in the window (`rollouts.rs`), and the Warning events about other objects
+//! (`events.rs`). Each lists what it needs once per sweep. What
 //! they share lives here: times from the API, resource quantities, and the entity of a pod
 //! (its namespace, name, node and owning workload).
 
 mod changes;
 mod crash;
+mod events;
 mod image_pull;
 mod nodes;
 mod not_ready;
@@ -40,7 +42,8 @@ pub fn analyzers(client: Arc<KubeClient>) -> Vec<Arc<dyn Analyzer>> {
     vec![
         Arc::new(pods::KubePods(client.clone())),
         Arc::new(nodes::KubeNodes(client.clone())),
-        Arc::new(rollouts::KubeRollouts(client)),
+        Arc::new(rollouts::KubeRollouts(client.clone())),
+        Arc::new(events::KubeEvents(client)),
     ]
 }
 

@@ -234,7 +234,7 @@ async fn a_cluster_that_refuses_the_service_account_is_a_note_per_analyzer_not_a
         .run(Scope::new(Utc::now(), None))
         .await;
     assert!(report.facts.is_empty());
-    assert_eq!(report.notes.len(), 3, "{:?}", report.notes);
+    assert_eq!(report.notes.len(), 4, "{:?}", report.notes);
     assert!(
         report.notes[0].starts_with("kube_pods: skipped (Kubernetes API denied list pods"),
         "{:?}",
@@ -292,4 +292,94 @@ async fn the_shipped_scenarios_clusters_give_the_crash_loop_and_the_oom_kill_the
             "{scenario}: only the pod it is about:\n{all}"
         );
     }
+}
+
+/// A Warning event about a non-pod object, first and last seen `first`/`last` minutes ago.
+fn object_event(
+    now: DateTime<Utc>,
+    (kind, ns, name): (&str, &str, &str),
+    reason: &str,
+    message: &str,
+    (first, last, count): (i64, i64, u32),
+) -> serde_json::Value {
+    let at =
+        |m: i64| (now - TimeDelta::minutes(m)).to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    serde_json::json!({"kind": "Event",
+        "metadata": {"name": format!("{name}.{reason}.{count}"), "namespace": ns},
+        "involvedObject": {"kind": kind, "namespace": ns, "name": name},
+        "reason": reason, "message": message, "type": "Warning",
+        "source": {"component": "controller"},
+        "firstTimestamp": at(first), "lastTimestamp": at(last), "count": count})
+}
+
+#[tokio::test]
+async fn what_controllers_complained_about_other_objects_is_reported_once_per_object_and_reason() {
+    let now = Utc::now();
+    let mut o = objects(now);
+    let quota = "pods \"builder-5f6c8d9b7-x2k9q\" is forbidden: exceeded quota: ci-quota, requested: limits.memory=2Gi, used: limits.memory=8Gi, limited: limits.memory=8Gi";
+    o.push(object_event(
+        now,
+        ("ReplicaSet", "ci", "builder-5f6c8d9b7"),
+        "FailedCreate",
+        quota,
+        (40, 2, 17),
+    ));
+    o.push(object_event(
+        now,
+        ("ReplicaSet", "ci", "builder-5f6c8d9b7"),
+        "FailedCreate",
+        quota,
+        (3, 1, 4),
+    ));
+    o.push(object_event(
+        now,
+        ("PersistentVolumeClaim", "media", "library"),
+        "ProvisioningFailed",
+        "storageclass.storage.k8s.io \"fast\" not found",
+        (12, 5, 3),
+    ));
+    // Long over before the window began.
+    o.push(object_event(
+        now,
+        ("Job", "ops", "nightly-dump"),
+        "BackoffLimitExceeded",
+        "Job has reached the specified backoff limit",
+        (3000, 2900, 1),
+    ));
+    let cluster = Cluster::start(o, &[]).await;
+    let sweep = Sweep::of(sre_agent::analyze::kube::analyzers(cluster.client.clone()));
+    let report = sweep
+        .run(Scope::new(now, Some(now - TimeDelta::minutes(30))))
+        .await;
+    let facts: Vec<&Fact> = report
+        .facts
+        .iter()
+        .filter(|f| f.analyzer == "kube_events")
+        .collect();
+    let all = lines(&report.facts);
+    assert_eq!(facts.len(), 2, "{all}");
+    let rs = facts
+        .iter()
+        .find(|f| f.entity.name == "ci/builder-5f6c8d9b7")
+        .expect(&all);
+    assert_eq!(rs.entity.kind, "replicaset");
+    assert_eq!(rs.entity.labels["deployment"], "builder");
+    assert!(rs.what.starts_with("FailedCreate: pods "), "{}", rs.what);
+    assert!(rs.what.contains("exceeded quota: ci-quota"), "{}", rs.what);
+    assert_eq!(rs.value.as_ref().map(|v| v.value), Some(21.0));
+    assert_eq!(minutes_ago(now, rs), 40);
+    assert_eq!(rs.source.tool, "k8s_events");
+    let pvc = facts
+        .iter()
+        .find(|f| f.entity.kind == "persistentvolumeclaim")
+        .expect(&all);
+    assert_eq!(pvc.entity.name, "media/library");
+    assert!(pvc.what.starts_with("ProvisioningFailed: "), "{}", pvc.what);
+    // Pods' own events stay with their pod's fact.
+    assert!(
+        report
+            .facts
+            .iter()
+            .all(|f| f.analyzer != "kube_events" || f.entity.kind != "pod")
+    );
 }
