@@ -89,6 +89,13 @@ impl fmt::Display for Quantity {
             Unit::BytesPerSecond => write!(f, "{}/s", human_bytes(v)),
             Unit::Percent => write!(f, "{} %", round_sig(v)),
             Unit::Seconds => f.write_str(&human_seconds(v)),
+            // Rare events read better per hour or per day (42/h, not 0.0117/s).
+            Unit::PerSecond if v != 0.0 && v.abs() * 86400.0 < 100.0 => {
+                write!(f, "{}/day", round_sig(v * 86400.0))
+            }
+            Unit::PerSecond if v.abs() < 0.1 && v != 0.0 => {
+                write!(f, "{}/h", round_sig(v * 3600.0))
+            }
             Unit::PerSecond => write!(f, "{}/s", round_sig(v)),
             Unit::Count | Unit::Plain => f.write_str(&round_sig(v)),
         }
@@ -168,10 +175,10 @@ mod tests {
         assert_eq!(Quantity::seconds(5.2 * 86400.0).to_string(), "5.2 days");
         assert_eq!(Quantity::seconds(0.25).to_string(), "250 ms");
         assert_eq!(Quantity::count(3.0).to_string(), "3");
-        assert_eq!(
-            Quantity::new(0.0312, Unit::PerSecond).to_string(),
-            "0.0312/s"
-        );
+        assert_eq!(Quantity::new(0.312, Unit::PerSecond).to_string(), "0.312/s");
+        assert_eq!(Quantity::new(0.0312, Unit::PerSecond).to_string(), "112/h");
+        assert_eq!(Quantity::new(0.0005, Unit::PerSecond).to_string(), "43.2/day");
+        assert_eq!(Quantity::new(0.0, Unit::PerSecond).to_string(), "0/s");
         assert_eq!(Quantity::percent(f64::NAN).to_string(), "NaN");
         assert_eq!(round_sig(1e-300), "0");
     }

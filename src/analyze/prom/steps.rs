@@ -9,6 +9,8 @@
 //! context ("at the same time, …"): a cause on another host. The exporters' own
 //! bookkeeping series are left out.
 
+mod outliers;
+
 use std::collections::HashMap;
 
 use async_trait::async_trait;
@@ -20,10 +22,20 @@ use crate::analyze::{
 };
 use crate::integrations::prometheus::Labels;
 
-/// Series reported: the clearest steps only (each costs the model tokens).
+/// Instances reported, by their clearest step (each costs the model tokens).
 const MAX_FACTS: usize = 3;
 /// Instances of the trigger's hosts read per sweep (a host runs a few exporters).
 const MAX_INSTANCES: usize = 4;
+/// Changed series of one instance shown in its fact.
+const SERIES_PER_FACT: usize = 5;
+/// Points read to find when the clearest step happened.
+const CHANGE_POINTS: u64 = 120;
+/// A series without a counter's suffix that grows by one a second, give or take this
+/// share, is an age or a duration (a replication lag, the oldest transaction, the time
+/// since the last success): its value says when it began.
+const AGE_TOLERANCE: f64 = 0.1;
+/// Series that stand out from peers at zero reported per read.
+const MAX_OUTLIERS: usize = 2;
 /// The other instances are read when there are at most this many (a homelab's), and
 /// their clearest steps reported as context.
 const MAX_OTHER_INSTANCES: usize = 12;
@@ -81,13 +93,16 @@ impl Analyzer for Steps {
             .steps(&named[..named.len().min(MAX_INSTANCES)], &times, MAX_FACTS)
             .await?;
         // What else changed at that moment, elsewhere: another host's backup filling the
-        // uplink the alerting host's probe crosses, the NFS server that went away.
+        // uplink the alerting host's probe crosses, the NFS server that went away. When
+        // the trigger names no host (a question about a service), that is the answer
+        // itself, not context.
         if others.len() <= MAX_OTHER_INSTANCES {
-            let elsewhere = self.steps(&others, &times, MAX_OTHER_FACTS).await?;
             let alongside = !named.is_empty();
+            let max = if alongside { MAX_OTHER_FACTS } else { MAX_FACTS };
+            let elsewhere = self.steps(&others, &times, max).await?;
             facts.extend(elsewhere.into_iter().map(|mut f| {
-                f.severity = Severity::Info;
                 if alongside {
+                    f.severity = Severity::Info;
                     f.what = format!("at the same time, {}", f.what);
                 }
                 f
@@ -129,7 +144,7 @@ impl Steps {
                 p.v[k] = s.value;
             }
         }
-        let mut found: Vec<(f64, Fact)> = series
+        let mut found: Vec<(f64, &Points)> = series
             .values()
             .filter_map(|p| {
                 let score = surprise(&p.v, times)?;
@@ -139,7 +154,7 @@ impl Steps {
                 if !is_counter(name, &p.v) && !moved(&p.v) {
                     return None;
                 }
-                Some((score, fact(self.name(), p, times)))
+                Some((score, p))
             })
             .collect();
         found.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -149,8 +164,98 @@ impl Steps {
             steps = found.len(),
             "steps read"
         );
-        Ok(found.into_iter().take(max).map(|(_, f)| f).collect())
+        // What changed together on one instance is one event (a UPS on battery: its
+        // status flags, input voltage, charge and runtime): one fact per instance, its
+        // clearest step first and the others with it.
+        let mut groups: Vec<(&str, Vec<&Points>)> = Vec::new();
+        for (_, p) in found {
+            let instance = p.labels.get("instance").map_or("", String::as_str);
+            let room = groups.len() < max;
+            match groups.iter_mut().find(|(i, _)| *i == instance) {
+                Some((_, g)) => g.push(p),
+                None if room => groups.push((instance, vec![p])),
+                None => {}
+            }
+        }
+        let mut facts = Vec::new();
+        let mut shown: Vec<&Labels> = Vec::new();
+        for (instance, group) in groups {
+            let group = varied(group);
+            shown.push(&group[0].labels);
+            let mut fact = fact(self.name(), group[0], times);
+            if fact.since.is_none() {
+                fact.since = self.changed_at(group[0], times).await;
+            }
+            let others: Vec<String> = group[1..].iter().map(|p| brief(p, times)).collect();
+            if !others.is_empty() {
+                let detail = fact.detail.take().unwrap_or_default();
+                fact = fact.detail(format!(
+                    "{detail}; with it on {instance}: {}",
+                    others.join("; ")
+                ));
+            }
+            facts.push(fact);
+        }
+        // Peers at zero show what no step does (a steady climb); a series already shown as
+        // an instance's clearest step is not told twice.
+        let outliers = outliers::find(&series);
+        let stand_out = outliers
+            .iter()
+            .filter(|o| !shown.contains(&&o.points.labels))
+            .take(MAX_OUTLIERS)
+            .map(|o| outliers::fact(self.name(), o, times))
+            .collect::<Vec<_>>();
+        facts.extend(stand_out);
+        Ok(facts)
     }
+
+    /// When series `p` left its level (a gauge) or its pace (a counter) between the last
+    /// two times: read once more over that span, finely (`None` when the read fails).
+    async fn changed_at(&self, p: &Points, t: &[DateTime<Utc>; 4]) -> Option<DateTime<Utc>> {
+        let span = (t[3] - t[2]).num_seconds().max(60) as u64;
+        let step = std::time::Duration::from_secs((span / CHANGE_POINTS).max(15));
+        let expr = series_expr(&p.labels);
+        let series = self.0.client.query_range(&expr, t[2], t[3], step).await.ok()?;
+        let values = &series.first()?.values;
+        let name = p.labels.get("__name__").map_or("", String::as_str);
+        let i = match is_counter(name, &p.v) {
+            false => {
+                let half = (p.v[3] - p.v[2]).abs() / 2.0;
+                values.iter().position(|(_, x)| (x - p.v[2]).abs() >= half)?
+            }
+            true => {
+                let secs = |a: usize, b: usize| (t[b] - t[a]).num_seconds().max(1) as f64;
+                let (before, since) = (
+                    (p.v[2] - p.v[1]) / secs(1, 2),
+                    (p.v[3] - p.v[2]) / secs(2, 3),
+                );
+                let mid = (before + since) / 2.0;
+                let rising = since > before;
+                values
+                    .windows(2)
+                    .position(|w| {
+                        let pace = (w[1].1 - w[0].1) / (w[1].0 - w[0].0).max(1.0);
+                        if rising { pace >= mid } else { pace <= mid }
+                    })?
+            }
+        };
+        let (at, _) = values.get(i)?;
+        DateTime::from_timestamp_millis((at * 1000.0) as i64)
+    }
+}
+
+/// At most [`SERIES_PER_FACT`] of `group` (clearest first): one of each metric first, so
+/// a UPS's charge and runtime are not crowded out by its many status flags.
+fn varied(group: Vec<&Points>) -> Vec<&Points> {
+    let name = |p: &Points| p.labels.get("__name__").cloned().unwrap_or_default();
+    let mut seen = std::collections::HashSet::new();
+    let (first, rest): (Vec<&Points>, Vec<&Points>) =
+        group.into_iter().partition(|p| seen.insert(name(p)));
+    first
+        .into_iter()
+        .chain(rest)
+        .take(SERIES_PER_FACT)
+        .collect()
 }
 
 /// The four times: two and one window lengths before the change window, its start, now.
@@ -237,33 +342,111 @@ fn surprise(v: &[f64; 4], t: &[DateTime<Utc>; 4]) -> Option<f64> {
     })
 }
 
-/// "changed: node_hwmon_fan_rpm{sensor=fan2} 0: 2400 at 04:10, 2400 at 05:10, 2400 at
-/// 06:10 UTC, 0 now", or a counter's rate before and since; values in the unit the
-/// metric's name states.
-fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -> Fact {
+/// The series' metric name and its own labels: `node_hwmon_fan_rpm{sensor=fan2}`.
+fn series_name(p: &Points) -> String {
     let name = p.labels.get("__name__").cloned().unwrap_or_default();
     let own: Vec<String> = identity(&p.labels)
         .iter()
         .filter(|(k, _)| !matches!(k.as_str(), "instance" | "job"))
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    let what = match own.is_empty() {
-        true => format!("changed: {name}"),
-        false => format!("changed: {name}{{{}}}", own.join(",")),
-    };
+    match own.is_empty() {
+        true => name,
+        false => format!("{name}{{{}}}", own.join(",")),
+    }
+}
+
+/// The query that reads the one series.
+fn series_expr(labels: &Labels) -> String {
+    let name = labels.get("__name__").map_or("", String::as_str);
+    let selector = super::selector(
+        identity(labels)
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str())),
+    );
+    format!("{name}{selector}")
+}
+
+/// How the series moves: a counter's pace per second before and since, an age's
+/// (grows one a second) beginning, or a gauge's levels.
+enum Motion {
+    Counter { before: f64, since: f64 },
+    Age { began: DateTime<Utc> },
+    Gauge,
+}
+
+fn motion(p: &Points, t: &[DateTime<Utc>; 4]) -> Motion {
+    let name = p.labels.get("__name__").map_or("", String::as_str);
     let per = |a: usize, b: usize| (p.v[b] - p.v[a]) / (t[b] - t[a]).num_seconds().max(1) as f64;
-    let counter = is_counter(&name, &p.v);
-    let (value, detail) = match counter {
-        true => (
-            Quantity::rate_of_counter(&name, per(2, 3)),
+    let suffixed = ["_total", "_count", "_sum"].iter().any(|x| name.ends_with(x));
+    if !suffixed && (per(2, 3) - 1.0).abs() <= AGE_TOLERANCE && p.v[3] >= 60.0 {
+        let began = TimeDelta::try_milliseconds((p.v[3] * 1000.0) as i64)
+            .and_then(|d| t[3].checked_sub_signed(d));
+        if let Some(began) = began {
+            return Motion::Age { began };
+        }
+    }
+    match is_counter(name, &p.v) {
+        true => Motion::Counter {
+            before: per(1, 2),
+            since: per(2, 3),
+        },
+        false => Motion::Gauge,
+    }
+}
+
+/// A changed series in a few words, for the list of what changed with the clearest one:
+/// `network_ups_tools_battery_charge 100 → 78`.
+fn brief(p: &Points, t: &[DateTime<Utc>; 4]) -> String {
+    let name = p.labels.get("__name__").map_or("", String::as_str);
+    let how = match motion(p, t) {
+        Motion::Counter { before, since } => format!(
+            "counting {} → {}",
+            Quantity::rate_of_counter(name, before),
+            Quantity::rate_of_counter(name, since)
+        ),
+        Motion::Age { began } => format!(
+            "{} and growing (began {})",
+            Quantity::seconds(p.v[3]),
+            began.format("%H:%M UTC")
+        ),
+        Motion::Gauge => format!(
+            "{} → {}",
+            Quantity::of_metric(name, p.v[2]),
+            Quantity::of_metric(name, p.v[3])
+        ),
+    };
+    format!("{} {how}", series_name(p))
+}
+
+/// "changed: node_hwmon_fan_rpm{sensor=fan2} 0: 2400 at 04:10, 2400 at 05:10, 2400 at
+/// 06:10 UTC, 0 now", a counter's rate before and since, or an age's beginning; values in
+/// the unit the metric's name states.
+fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -> Fact {
+    let name = p.labels.get("__name__").cloned().unwrap_or_default();
+    let what = format!("changed: {}", series_name(p));
+    let (value, detail, began) = match motion(p, t) {
+        Motion::Counter { before, since } => (
+            Quantity::rate_of_counter(&name, since),
             format!(
                 "counting {} before, {} since {}",
-                Quantity::rate_of_counter(&name, per(1, 2)),
-                Quantity::rate_of_counter(&name, per(2, 3)),
+                Quantity::rate_of_counter(&name, before),
+                Quantity::rate_of_counter(&name, since),
                 t[2].format("%H:%M UTC")
             ),
+            None,
         ),
-        false => {
+        Motion::Age { began } => (
+            Quantity::seconds(p.v[3]),
+            format!(
+                "grows one second a second: an age or a duration, began {} ({} at {})",
+                began.format("%H:%M UTC"),
+                Quantity::seconds(p.v[2]),
+                t[2].format("%H:%M UTC")
+            ),
+            Some(began),
+        ),
+        Motion::Gauge => {
             let at = |i: usize| Quantity::of_metric(&name, p.v[i]);
             (
                 at(3),
@@ -277,14 +460,10 @@ fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -> Fact {
                     t[2].format("%H:%M UTC"),
                     at(3)
                 ),
+                None,
             )
         }
     };
-    let selector = super::selector(
-        identity(&p.labels)
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.as_str())),
-    );
     Fact::new(
         FactClass::Change,
         analyzer,
@@ -293,10 +472,11 @@ fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -> Fact {
             .with_labels(labels_map(&p.labels)),
         what,
         Severity::Warning,
-        Source::promql(&format!("{name}{selector}")),
+        Source::promql(&series_expr(&p.labels)),
     )
     .value(value)
     .detail(detail)
+    .since(began)
 }
 
 #[cfg(test)]

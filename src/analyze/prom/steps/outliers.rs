@@ -1,0 +1,232 @@
+//! The series that stand out from their peers: among series of one metric that differ in
+//! one label only (the disks of a SMART attribute, the memory controllers' rows, the
+//! interfaces of an error counter, the vdevs of a pool), the one that is above zero and
+//! rose while every peer stayed at zero — a disk reallocating sectors, a DIMM counting
+//! corrected errors, a port dropping frames. Whatever the metric and the label are
+//! called: a steady climb that no step shows still stands out against peers at zero.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+
+use super::{Motion, Points, motion, series_expr, series_name};
+use crate::analyze::prom::{host, identity, labels_map};
+use crate::analyze::{Entity, Fact, FactClass, Quantity, Severity, Source};
+use crate::integrations::prometheus::Labels;
+
+/// Least peers (series differing in the one label) for a series to stand out from them.
+const MIN_PEERS: usize = 2;
+/// Peers named in the fact.
+const MAX_NAMED_PEERS: usize = 6;
+
+/// One series that stands out, by the label its peers differ in.
+pub struct Outlier<'a> {
+    pub points: &'a Points,
+    /// The label the peers differ in (`device`) and their values of it (`sda`, `sdb`).
+    label: String,
+    peers: Vec<String>,
+}
+
+/// The series of `series` that rose above peers that all stayed at zero, by how far they
+/// rose (most first).
+pub fn find(series: &HashMap<Labels, Points>) -> Vec<Outlier<'_>> {
+    // Peer groups: the metric and every identity label but one.
+    type Group = (String, String, BTreeMap<String, String>);
+    let mut groups: HashMap<Group, Vec<&Points>> = HashMap::new();
+    for p in series.values() {
+        let name = p.labels.get("__name__").cloned().unwrap_or_default();
+        let own = identity(&p.labels);
+        for k in own.keys().filter(|k| k.as_str() != "job") {
+            let mut rest: BTreeMap<String, String> = own.clone().into_iter().collect();
+            rest.remove(k);
+            groups
+                .entry((name.clone(), k.clone(), rest))
+                .or_default()
+                .push(p);
+        }
+    }
+    let zero = |p: &Points| p.v.iter().all(|x| *x == 0.0);
+    let mut found: Vec<(f64, Outlier<'_>)> = Vec::new();
+    for ((_, label, _), members) in &groups {
+        if members.len() <= MIN_PEERS {
+            continue;
+        }
+        let (quiet, loud): (Vec<&&Points>, Vec<&&Points>) = members.iter().partition(|p| zero(p));
+        // One alone above its peers; two or three of many still stand out.
+        if loud.is_empty() || loud.len() * 3 > members.len() {
+            continue;
+        }
+        for p in loud {
+            let v = &p.v;
+            let rose = v.iter().all(|x| x.is_finite()) && v[3] > 0.0 && v[3] > v[0];
+            if !rose {
+                continue;
+            }
+            let mut peers: Vec<String> = quiet
+                .iter()
+                .filter_map(|q| q.labels.get(label).cloned())
+                .collect();
+            peers.sort();
+            found.push((
+                v[3] - v[0],
+                Outlier {
+                    points: p,
+                    label: label.clone(),
+                    peers,
+                },
+            ));
+        }
+    }
+    found.sort_by(|a, b| b.0.total_cmp(&a.0));
+    // A series found by two labels (a device and its serial) once.
+    let mut seen = std::collections::HashSet::new();
+    found
+        .into_iter()
+        .map(|(_, o)| o)
+        .filter(|o| seen.insert(o.points.labels.clone()))
+        .collect()
+}
+
+/// "stands out: smartctl_device_attribute{attribute_name=Reallocated_Sector_Ct,device=sdc}
+/// 312, up from 8 at 05:10; its peers by device (sda, sdb, sdd) stayed at 0".
+pub fn fact(analyzer: &'static str, o: &Outlier<'_>, t: &[DateTime<Utc>; 4]) -> Fact {
+    let p = o.points;
+    let name = p.labels.get("__name__").cloned().unwrap_or_default();
+    let at = |i: usize| Quantity::of_metric(&name, p.v[i]);
+    let mut peers: Vec<&str> = o
+        .peers
+        .iter()
+        .take(MAX_NAMED_PEERS)
+        .map(String::as_str)
+        .collect();
+    if o.peers.len() > MAX_NAMED_PEERS {
+        peers.push("…");
+    }
+    let own = identity(&p.labels);
+    let by = own.get(&o.label).map_or("", String::as_str);
+    let (value, moved) = match motion(p, t) {
+        Motion::Counter { before, since } => (
+            Quantity::rate_of_counter(&name, since),
+            format!(
+                "{} now, counting {} since {} ({} before)",
+                at(3),
+                Quantity::rate_of_counter(&name, since),
+                t[2].format("%H:%M UTC"),
+                Quantity::rate_of_counter(&name, before)
+            ),
+        ),
+        _ => (
+            at(3),
+            format!(
+                "up from {} at {}, {} at {} UTC",
+                at(0),
+                t[0].format("%H:%M"),
+                at(2),
+                t[2].format("%H:%M")
+            ),
+        ),
+    };
+    Fact::new(
+        FactClass::Change,
+        analyzer,
+        Entity::new("series", name.clone())
+            .on_host(host(&p.labels))
+            .with_labels(labels_map(&p.labels)),
+        format!("stands out: {} ({} {by})", series_name(p), o.label),
+        Severity::Warning,
+        Source::promql(&series_expr(&p.labels)),
+    )
+    .value(value)
+    .detail(format!(
+        "{moved}; the {} other {}s ({}) stayed at 0",
+        o.peers.len(),
+        o.label,
+        peers.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn points(pairs: &[(&str, &str)], v: [f64; 4]) -> (Labels, Points) {
+        let labels: Labels = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        (
+            labels.clone(),
+            Points {
+                labels,
+                v,
+            },
+        )
+    }
+
+    fn attr(device: &str, attribute: &str, v: [f64; 4]) -> (Labels, Points) {
+        points(
+            &[
+                ("__name__", "smartctl_device_attribute"),
+                ("instance", "tower:9633"),
+                ("device", device),
+                ("attribute_name", attribute),
+            ],
+            v,
+        )
+    }
+
+    #[test]
+    fn a_disk_climbing_while_its_peers_stay_at_zero_stands_out_and_an_old_count_does_not() {
+        let series: HashMap<Labels, Points> = [
+            attr("sda", "Reallocated_Sector_Ct", [0.0; 4]),
+            attr("sdb", "Reallocated_Sector_Ct", [0.0; 4]),
+            attr("sdc", "Reallocated_Sector_Ct", [8.0, 90.0, 200.0, 312.0]),
+            attr("sdd", "Reallocated_Sector_Ct", [0.0; 4]),
+            // Old news: a count that has not moved.
+            attr("sda", "Current_Pending_Sector", [0.0; 4]),
+            attr("sdb", "Current_Pending_Sector", [3.0; 4]),
+            attr("sdc", "Current_Pending_Sector", [0.0; 4]),
+            attr("sdd", "Current_Pending_Sector", [0.0; 4]),
+            // Peers that differ anyway (hours powered on) are no reference.
+            attr("sda", "Power_On_Hours", [100.0, 101.0, 102.0, 103.0]),
+            attr("sdb", "Power_On_Hours", [9000.0, 9001.0, 9002.0, 9003.0]),
+            attr("sdc", "Power_On_Hours", [50.0, 51.0, 52.0, 53.0]),
+            attr("sdd", "Power_On_Hours", [70.0, 71.0, 72.0, 73.0]),
+        ]
+        .into_iter()
+        .collect();
+        let found = find(&series);
+        assert_eq!(found.len(), 1);
+        let o = &found[0];
+        assert_eq!(o.points.labels["device"], "sdc");
+        assert_eq!(o.label, "device");
+        assert_eq!(o.peers, ["sda", "sdb", "sdd"]);
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let t = [now, now, now, now];
+        let f = fact("steps", o, &t);
+        assert!(f.what.contains("device=sdc"), "{}", f.what);
+        assert!(f.what.contains("Reallocated_Sector_Ct"), "{}", f.what);
+        assert_eq!(f.value.map(|q| q.value), Some(312.0));
+        assert!(f.detail.unwrap().contains("(sda, sdb, sdd) stayed at 0"));
+    }
+
+    #[test]
+    fn with_one_peer_or_half_the_group_counting_nothing_stands_out() {
+        let two: HashMap<Labels, Points> = [
+            attr("sda", "Reallocated_Sector_Ct", [0.0; 4]),
+            attr("sdb", "Reallocated_Sector_Ct", [1.0, 2.0, 3.0, 4.0]),
+        ]
+        .into_iter()
+        .collect();
+        assert!(find(&two).is_empty());
+        let half: HashMap<Labels, Points> = [
+            attr("sda", "Reallocated_Sector_Ct", [0.0; 4]),
+            attr("sdb", "Reallocated_Sector_Ct", [1.0, 2.0, 3.0, 4.0]),
+            attr("sdc", "Reallocated_Sector_Ct", [0.0; 4]),
+            attr("sdd", "Reallocated_Sector_Ct", [1.0, 2.0, 3.0, 4.0]),
+        ]
+        .into_iter()
+        .collect();
+        assert!(find(&half).is_empty());
+    }
+}
