@@ -51,6 +51,8 @@ pub async fn gather(sweep: &Sweep, inv: &Investigation) -> Option<Gathered> {
     let scope = Scope::new(now, started).with_focus(focus.clone());
     let report = sweep.run(scope.clone()).await;
     let total = report.facts.len();
+    // The focus the analyzers saw: with the hosts of the services the trigger names.
+    let focus = report.focus.as_deref().cloned().unwrap_or(focus);
     let ranked = rank(report.facts, &focus);
     for r in &ranked {
         tracing::debug!(score = r.score, fact = %r.fact.line(now), "ranked fact");

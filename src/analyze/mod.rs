@@ -29,6 +29,7 @@ pub mod proxmox;
 mod quantity;
 pub mod rank;
 mod readable;
+mod resolve;
 mod sweep;
 pub mod truenas;
 
@@ -42,6 +43,7 @@ pub use pattern::line_pattern;
 pub use quantity::{Quantity, Unit, human_bytes, human_seconds, round_sig};
 pub use rank::{Focus, Ranked, rank};
 pub use readable::readable_line;
+pub use resolve::Resolver;
 pub use sweep::{ANALYZER_TIME_LIMIT, Sweep, SweepReport};
 
 use crate::integrations::UpstreamError;

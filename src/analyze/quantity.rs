@@ -177,7 +177,10 @@ mod tests {
         assert_eq!(Quantity::count(3.0).to_string(), "3");
         assert_eq!(Quantity::new(0.312, Unit::PerSecond).to_string(), "0.312/s");
         assert_eq!(Quantity::new(0.0312, Unit::PerSecond).to_string(), "112/h");
-        assert_eq!(Quantity::new(0.0005, Unit::PerSecond).to_string(), "43.2/day");
+        assert_eq!(
+            Quantity::new(0.0005, Unit::PerSecond).to_string(),
+            "43.2/day"
+        );
         assert_eq!(Quantity::new(0.0, Unit::PerSecond).to_string(), "0/s");
         assert_eq!(Quantity::percent(f64::NAN).to_string(), "NaN");
         assert_eq!(round_sig(1e-300), "0");

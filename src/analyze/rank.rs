@@ -114,6 +114,18 @@ impl Focus {
             && (self.hosts.contains(&h) || (!self.alert && self.names.contains(&h)))
     }
 
+    /// Whether the trigger names a host (an alert's host label).
+    pub fn has_hosts(&self) -> bool {
+        !self.hosts.is_empty()
+    }
+
+    /// Adds `hosts` as hosts the trigger is about (those its named services run on).
+    pub fn with_hosts(mut self, hosts: impl IntoIterator<Item = String>) -> Self {
+        self.hosts
+            .extend(hosts.into_iter().map(|h| normalise(&host_of(&h))));
+        self
+    }
+
     /// Whether the trigger is a question (not an alert).
     pub fn is_question(&self) -> bool {
         !self.alert

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 
-use super::{Analyzer, Fact, Scope, kube, logs, pbs, prom, proxmox, truenas};
+use super::{Analyzer, Fact, Resolver, Scope, kube, logs, pbs, prom, proxmox, truenas};
 use crate::config::Config;
 use crate::integrations::Upstreams;
 
@@ -21,6 +21,8 @@ const MAX_FACTS_PER_ANALYZER: usize = 12;
 #[derive(Clone, Default)]
 pub struct Sweep {
     analyzers: Vec<Arc<dyn Analyzer>>,
+    /// Finds the hosts of the services the trigger names, before the analyzers run.
+    resolver: Resolver,
     time_limit: Option<Duration>,
 }
 
@@ -33,6 +35,9 @@ pub struct SweepReport {
     /// Analyzers that ran to the end.
     pub ran: usize,
     pub elapsed: Duration,
+    /// What the trigger is about, with the hosts of the services it names added (the
+    /// ranking's focus).
+    pub focus: Option<Arc<super::Focus>>,
 }
 
 impl Sweep {
@@ -61,13 +66,19 @@ impl Sweep {
         if let Some(client) = &upstreams.truenas {
             analyzers.extend(truenas::analyzers(client.clone()));
         }
-        Self::of(analyzers)
+        let mut sweep = Self::of(analyzers);
+        sweep.resolver = Resolver {
+            prometheus: upstreams.prometheus.clone(),
+            loki: upstreams.loki.clone(),
+        };
+        sweep
     }
 
     /// A sweep of exactly `analyzers` (tests, and integrations built elsewhere).
     pub fn of(analyzers: Vec<Arc<dyn Analyzer>>) -> Self {
         Self {
             analyzers,
+            resolver: Resolver::default(),
             time_limit: None,
         }
     }
@@ -89,6 +100,8 @@ impl Sweep {
     /// Runs every analyzer in parallel over `scope`.
     pub async fn run(&self, scope: Scope) -> SweepReport {
         let start = Instant::now();
+        let scope = self.resolver.resolve(scope).await;
+        let focus = scope.focus.clone();
         let limit = self.time_limit.unwrap_or(ANALYZER_TIME_LIMIT);
         let runs = self.analyzers.iter().map(|a| {
             let a = a.clone();
@@ -117,6 +130,7 @@ impl Sweep {
             }
         }
         report.elapsed = start.elapsed();
+        report.focus = focus;
         report
     }
 }

@@ -37,7 +37,8 @@ use crate::integrations::prometheus::Series;
 use crate::integrations::{LokiClient, UpstreamError};
 
 /// Stream labels that name a service, by preference when as many values.
-const SERVICE_LABELS: [&str; 6] = ["service_name", "service", "app", "job", "container", "unit"];
+pub(crate) const SERVICE_LABELS: [&str; 6] =
+    ["service_name", "service", "app", "job", "container", "unit"];
 /// Stream labels that name the host a stream comes from, by preference.
 pub(crate) const HOST_LABELS: [&str; 5] = ["host", "hostname", "nodename", "node", "instance"];
 

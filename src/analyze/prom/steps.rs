@@ -98,7 +98,11 @@ impl Analyzer for Steps {
         // itself, not context.
         if others.len() <= MAX_OTHER_INSTANCES {
             let alongside = !named.is_empty();
-            let max = if alongside { MAX_OTHER_FACTS } else { MAX_FACTS };
+            let max = if alongside {
+                MAX_OTHER_FACTS
+            } else {
+                MAX_FACTS
+            };
             let elsewhere = self.steps(&others, &times, max).await?;
             facts.extend(elsewhere.into_iter().map(|mut f| {
                 if alongside {
@@ -198,7 +202,7 @@ impl Steps {
         }
         // Peers at zero show what no step does (a steady climb); a series already shown as
         // an instance's clearest step is not told twice.
-        let outliers = outliers::find(&series);
+        let outliers = outliers::find(&series, times);
         let stand_out = outliers
             .iter()
             .filter(|o| !shown.contains(&&o.points.labels))
@@ -215,13 +219,20 @@ impl Steps {
         let span = (t[3] - t[2]).num_seconds().max(60) as u64;
         let step = std::time::Duration::from_secs((span / CHANGE_POINTS).max(15));
         let expr = series_expr(&p.labels);
-        let series = self.0.client.query_range(&expr, t[2], t[3], step).await.ok()?;
+        let series = self
+            .0
+            .client
+            .query_range(&expr, t[2], t[3], step)
+            .await
+            .ok()?;
         let values = &series.first()?.values;
         let name = p.labels.get("__name__").map_or("", String::as_str);
         let i = match is_counter(name, &p.v) {
             false => {
                 let half = (p.v[3] - p.v[2]).abs() / 2.0;
-                values.iter().position(|(_, x)| (x - p.v[2]).abs() >= half)?
+                values
+                    .iter()
+                    .position(|(_, x)| (x - p.v[2]).abs() >= half)?
             }
             true => {
                 let secs = |a: usize, b: usize| (t[b] - t[a]).num_seconds().max(1) as f64;
@@ -231,12 +242,10 @@ impl Steps {
                 );
                 let mid = (before + since) / 2.0;
                 let rising = since > before;
-                values
-                    .windows(2)
-                    .position(|w| {
-                        let pace = (w[1].1 - w[0].1) / (w[1].0 - w[0].0).max(1.0);
-                        if rising { pace >= mid } else { pace <= mid }
-                    })?
+                values.windows(2).position(|w| {
+                    let pace = (w[1].1 - w[0].1) / (w[1].0 - w[0].0).max(1.0);
+                    if rising { pace >= mid } else { pace <= mid }
+                })?
             }
         };
         let (at, _) = values.get(i)?;
@@ -378,7 +387,9 @@ enum Motion {
 fn motion(p: &Points, t: &[DateTime<Utc>; 4]) -> Motion {
     let name = p.labels.get("__name__").map_or("", String::as_str);
     let per = |a: usize, b: usize| (p.v[b] - p.v[a]) / (t[b] - t[a]).num_seconds().max(1) as f64;
-    let suffixed = ["_total", "_count", "_sum"].iter().any(|x| name.ends_with(x));
+    let suffixed = ["_total", "_count", "_sum"]
+        .iter()
+        .any(|x| name.ends_with(x));
     if !suffixed && (per(2, 3) - 1.0).abs() <= AGE_TOLERANCE && p.v[3] >= 60.0 {
         let began = TimeDelta::try_milliseconds((p.v[3] * 1000.0) as i64)
             .and_then(|d| t[3].checked_sub_signed(d));

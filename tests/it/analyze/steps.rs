@@ -6,7 +6,7 @@
 use chrono::{TimeDelta, Utc};
 use sre_agent::analyze::{Focus, Scope, Severity, Sweep};
 
-use super::world::{World, calm, lines, node_host, set};
+use super::world::{World, calm, lines, node_host, series, set};
 
 #[tokio::test]
 async fn of_two_calm_captured_hosts_only_the_alerting_hosts_step_is_reported() {
@@ -54,6 +54,93 @@ async fn of_two_calm_captured_hosts_only_the_alerting_hosts_step_is_reported() {
         facts
             .iter()
             .all(|f| f.entity.name == "node_filesystem_readonly"),
+        "{all}"
+    );
+}
+
+#[tokio::test]
+async fn a_disk_whose_error_count_climbs_while_its_peers_stay_at_zero_stands_out_among_captured_hosts()
+ {
+    let mut defs = Vec::new();
+    for h in ["elm-1", "elm-2"] {
+        let mut host = node_host(h);
+        calm(&mut host, h);
+        defs.extend(host);
+    }
+    // A SMART exporter on elm-2: four disks' reallocated sectors and hours powered on; sdb
+    // has been climbing steadily (no step), the others are at zero; every disk's hours rise.
+    for (disk, hours) in [
+        ("sda", 9000.0),
+        ("sdb", 21000.0),
+        ("sdc", 400.0),
+        ("sdd", 15000.0),
+    ] {
+        let labels = |id: &'static str, attribute: &'static str| {
+            vec![
+                ("instance", "elm-2:9633"),
+                ("job", "smart"),
+                ("device", disk),
+                ("attribute_id", id),
+                ("attribute_name", attribute),
+            ]
+        };
+        defs.push(series(
+            "smartctl_device_attribute",
+            &labels("5", "Reallocated_Sector_Ct"),
+            move |ago| {
+                Some(if disk == "sdb" {
+                    240.0 - ago as f64 / 120.0
+                } else {
+                    0.0
+                })
+            },
+        ));
+        defs.push(series(
+            "smartctl_device_attribute",
+            &labels("9", "Power_On_Hours"),
+            move |ago| Some(hours - ago as f64 / 3600.0),
+        ));
+    }
+    let Some(world) = World::build(&defs, 6 * 3600, 60).await else {
+        return;
+    };
+    let now = Utc::now();
+    // A question that names no host.
+    let scope = Scope::new(now, Some(now - TimeDelta::hours(6)))
+        .with_focus(Focus::question("is one of the drives dying?"));
+    let sweep = Sweep::of(sre_agent::analyze::prom::analyzers(world.client()));
+    let report = sweep.run(scope).await;
+    let facts: Vec<_> = report
+        .facts
+        .into_iter()
+        .filter(|f| f.analyzer == "steps")
+        .collect();
+    let all = lines(&facts);
+    eprintln!("{all}");
+    let sdb = facts
+        .iter()
+        .find(|f| f.what.starts_with("stands out") && f.what.contains("device=sdb"))
+        .expect(&all);
+    assert!(sdb.what.contains("Reallocated_Sector_Ct"), "{all}");
+    assert_eq!(sdb.entity.host.as_deref(), Some("elm-2"));
+    assert_eq!(
+        sdb.severity,
+        Severity::Warning,
+        "a question naming no host: the answer"
+    );
+    assert!(
+        sdb.detail
+            .as_deref()
+            .unwrap()
+            .contains("(sda, sdc, sdd) stayed at 0"),
+        "{all}"
+    );
+    // Nothing else of the captured hosts stands out, and hours powered on are no outlier.
+    assert!(
+        facts
+            .iter()
+            .filter(|f| f.what.starts_with("stands out"))
+            .all(|f| f.what.contains("device=sdb")),
         "{all}"
     );
 }

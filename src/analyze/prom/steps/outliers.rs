@@ -16,6 +16,20 @@ use crate::integrations::prometheus::Labels;
 
 /// Least peers (series differing in the one label) for a series to stand out from them.
 const MIN_PEERS: usize = 2;
+/// Base units of Prometheus' naming conventions: a quantity in a unit (bytes read, seconds
+/// of CPU, degrees) is nonzero for whatever does the work; a count without a unit
+/// (errors, sectors, kills, drops) is the kind that is zero while all is well.
+const UNITS: [&str; 10] = [
+    "_bytes", "_seconds", "_ratio", "_percent", "_celsius", "_volts", "_watts", "_hertz",
+    "_joules", "_amperes",
+];
+/// Most a standing-out series may rise a second over the window: faults come a few an
+/// hour (sectors, corrected errors, drops); what counts many a second while its peers
+/// count none is work (a busy thread's page faults beside idle threads'), not a fault.
+const MAX_PACE: f64 = 0.1;
+/// Least growth over the window, as a share of the level before it: a count that grew by
+/// less is a lifetime's tally going on as always (a thread's page faults), not news.
+const MIN_GROWTH: f64 = 0.03;
 /// Peers named in the fact.
 const MAX_NAMED_PEERS: usize = 6;
 
@@ -29,12 +43,16 @@ pub struct Outlier<'a> {
 
 /// The series of `series` that rose above peers that all stayed at zero, by how far they
 /// rose (most first).
-pub fn find(series: &HashMap<Labels, Points>) -> Vec<Outlier<'_>> {
+pub fn find<'a>(series: &'a HashMap<Labels, Points>, t: &[DateTime<Utc>; 4]) -> Vec<Outlier<'a>> {
     // Peer groups: the metric and every identity label but one.
     type Group = (String, String, BTreeMap<String, String>);
     let mut groups: HashMap<Group, Vec<&Points>> = HashMap::new();
     for p in series.values() {
         let name = p.labels.get("__name__").cloned().unwrap_or_default();
+        let base = name.strip_suffix("_total").unwrap_or(&name);
+        if UNITS.iter().any(|u| base.ends_with(u)) {
+            continue;
+        }
         let own = identity(&p.labels);
         for k in own.keys().filter(|k| k.as_str() != "job") {
             let mut rest: BTreeMap<String, String> = own.clone().into_iter().collect();
@@ -46,29 +64,46 @@ pub fn find(series: &HashMap<Labels, Points>) -> Vec<Outlier<'_>> {
         }
     }
     let zero = |p: &Points| p.v.iter().all(|x| *x == 0.0);
-    let mut found: Vec<(f64, Outlier<'_>)> = Vec::new();
-    for ((_, label, _), members) in &groups {
-        if members.len() <= MIN_PEERS {
-            continue;
-        }
-        let (quiet, loud): (Vec<&&Points>, Vec<&&Points>) = members.iter().partition(|p| zero(p));
+    // Groups where nearly every member stayed at zero, with their members that did not.
+    let mut mostly_zero: HashMap<&(String, String, BTreeMap<String, String>), Vec<&Points>> =
+        HashMap::new();
+    for (key, members) in &groups {
+        let loud: Vec<&Points> = members.iter().copied().filter(|p| !zero(p)).collect();
         // One alone above its peers; two or three of many still stand out.
-        if loud.is_empty() || loud.len() * 3 > members.len() {
-            continue;
+        if members.len() > MIN_PEERS && !loud.is_empty() && loud.len() * 3 <= members.len() {
+            mostly_zero.insert(key, loud);
         }
+    }
+    let mut found: Vec<(f64, usize, Outlier<'_>)> = Vec::new();
+    for (key, loud) in &mostly_zero {
+        let (name, label, rest) = key;
         for p in loud {
             let v = &p.v;
+            let pace = (v[3] - v[0]) / (t[3] - t[0]).num_seconds().max(1) as f64;
             let rose = v.iter().all(|x| x.is_finite()) && v[3] > 0.0 && v[3] > v[0];
-            if !rose {
+            let rare = pace <= MAX_PACE;
+            let news = v[3] - v[0] >= MIN_GROWTH * v[0];
+            // What is loud in the same place of other such groups is a kind that is never
+            // zero (a disk's hours powered on among attributes that are), not an outlier.
+            let own = p.labels.get(label);
+            let repeated = mostly_zero.iter().any(|((n, l, r), others)| {
+                n == name
+                    && l == label
+                    && r != rest
+                    && others.iter().any(|q| q.labels.get(label) == own)
+            });
+            if !rose || !rare || !news || repeated {
                 continue;
             }
-            let mut peers: Vec<String> = quiet
+            let mut peers: Vec<String> = groups[*key]
                 .iter()
+                .filter(|q| zero(q))
                 .filter_map(|q| q.labels.get(label).cloned())
                 .collect();
             peers.sort();
             found.push((
                 v[3] - v[0],
+                peers.len(),
                 Outlier {
                     points: p,
                     label: label.clone(),
@@ -77,12 +112,13 @@ pub fn find(series: &HashMap<Labels, Points>) -> Vec<Outlier<'_>> {
             ));
         }
     }
-    found.sort_by(|a, b| b.0.total_cmp(&a.0));
-    // A series found by two labels (a device and its serial) once.
+    // Most risen first; a series found by two labels (its device and the hosts) once, by
+    // the label with more peers.
+    found.sort_by(|a, b| b.0.total_cmp(&a.0).then(b.1.cmp(&a.1)));
     let mut seen = std::collections::HashSet::new();
     found
         .into_iter()
-        .map(|(_, o)| o)
+        .map(|(_, _, o)| o)
         .filter(|o| seen.insert(o.points.labels.clone()))
         .collect()
 }
@@ -104,9 +140,10 @@ pub fn fact(analyzer: &'static str, o: &Outlier<'_>, t: &[DateTime<Utc>; 4]) -> 
     }
     let own = identity(&p.labels);
     let by = own.get(&o.label).map_or("", String::as_str);
+    // The level is the figure (312 sectors, 1899 errors); the pace says it goes on.
     let (value, moved) = match motion(p, t) {
         Motion::Counter { before, since } => (
-            Quantity::rate_of_counter(&name, since),
+            at(3),
             format!(
                 "{} now, counting {} since {} ({} before)",
                 at(3),
@@ -154,13 +191,7 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        (
-            labels.clone(),
-            Points {
-                labels,
-                v,
-            },
-        )
+        (labels.clone(), Points { labels, v })
     }
 
     fn attr(device: &str, attribute: &str, v: [f64; 4]) -> (Labels, Points) {
@@ -195,14 +226,19 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let found = find(&series);
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let t = [
+            now - chrono::TimeDelta::hours(3),
+            now - chrono::TimeDelta::hours(2),
+            now - chrono::TimeDelta::hours(1),
+            now,
+        ];
+        let found = find(&series, &t);
         assert_eq!(found.len(), 1);
         let o = &found[0];
         assert_eq!(o.points.labels["device"], "sdc");
         assert_eq!(o.label, "device");
         assert_eq!(o.peers, ["sda", "sdb", "sdd"]);
-        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
-        let t = [now, now, now, now];
         let f = fact("steps", o, &t);
         assert!(f.what.contains("device=sdc"), "{}", f.what);
         assert!(f.what.contains("Reallocated_Sector_Ct"), "{}", f.what);
@@ -218,7 +254,14 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        assert!(find(&two).is_empty());
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let t = [
+            now - chrono::TimeDelta::hours(3),
+            now - chrono::TimeDelta::hours(2),
+            now - chrono::TimeDelta::hours(1),
+            now,
+        ];
+        assert!(find(&two, &t).is_empty());
         let half: HashMap<Labels, Points> = [
             attr("sda", "Reallocated_Sector_Ct", [0.0; 4]),
             attr("sdb", "Reallocated_Sector_Ct", [1.0, 2.0, 3.0, 4.0]),
@@ -227,6 +270,6 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        assert!(find(&half).is_empty());
+        assert!(find(&half, &t).is_empty());
     }
 }
