@@ -83,6 +83,13 @@ impl Sweep {
         }
     }
 
+    /// Sets how the hosts of the services a trigger names are found (`new` reads the
+    /// configured Prometheus and Loki).
+    pub fn with_resolver(mut self, resolver: Resolver) -> Self {
+        self.resolver = resolver;
+        self
+    }
+
     /// Sets the time each analyzer may take (default [`ANALYZER_TIME_LIMIT`]).
     pub fn with_time_limit(mut self, limit: Duration) -> Self {
         self.time_limit = Some(limit);

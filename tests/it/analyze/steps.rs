@@ -144,3 +144,65 @@ async fn a_disk_whose_error_count_climbs_while_its_peers_stay_at_zero_stands_out
         "{all}"
     );
 }
+
+#[tokio::test]
+async fn a_question_naming_a_service_reads_the_host_it_runs_on_as_the_one_asked_about() {
+    let mut defs = Vec::new();
+    for h in ["ash-1", "ash-2"] {
+        let mut host = node_host(h);
+        calm(&mut host, h);
+        defs.extend(host);
+    }
+    // The media server runs on ash-2 (its own exporter says so); ash-1 runs something else.
+    defs.push(series(
+        "mediaserver_sessions",
+        &[("instance", "ash-2:8096"), ("job", "streamyard")],
+        |_| Some(3.0),
+    ));
+    defs.push(series(
+        "wiki_pages",
+        &[("instance", "ash-1:3000"), ("job", "notebook")],
+        |_| Some(120.0),
+    ));
+    // Both hosts' root filesystems went read-only 30 minutes ago.
+    for h in ["ash-1", "ash-2"] {
+        set(
+            &mut defs,
+            "node_filesystem_readonly",
+            &[("instance", &format!("{h}:9100")), ("mountpoint", "/")],
+            |_, ago| Some(if ago <= 1800 { 1.0 } else { 0.0 }),
+        );
+    }
+    let Some(world) = World::build(&defs, 6 * 3600, 60).await else {
+        return;
+    };
+    let now = Utc::now();
+    let scope = Scope::new(now, Some(now - TimeDelta::hours(6)))
+        .with_focus(Focus::question("Streamyard keeps freezing, why?"));
+    let resolver = sre_agent::analyze::Resolver {
+        prometheus: Some(world.client()),
+        loki: None,
+    };
+    let sweep =
+        Sweep::of(sre_agent::analyze::prom::analyzers(world.client())).with_resolver(resolver);
+    let report = sweep.run(scope).await;
+    let focus = report.focus.clone().expect("a focus");
+    assert!(focus.names_host("ash-2"));
+    assert!(!focus.names_host("ash-1"));
+    let facts: Vec<_> = report
+        .facts
+        .into_iter()
+        .filter(|f| f.analyzer == "steps")
+        .collect();
+    let all = lines(&facts);
+    let on = |h: &str| {
+        facts
+            .iter()
+            .find(|f| f.entity.host.as_deref() == Some(h))
+            .expect(&all)
+    };
+    assert_eq!(on("ash-2").severity, Severity::Warning, "{all}");
+    assert!(on("ash-2").what.starts_with("changed: "), "{all}");
+    assert_eq!(on("ash-1").severity, Severity::Info, "{all}");
+    assert!(on("ash-1").what.starts_with("at the same time"), "{all}");
+}
