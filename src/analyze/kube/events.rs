@@ -14,9 +14,7 @@ use k8s_openapi::api::core::v1::Event;
 use serde_json::json;
 
 use super::{time, timestamp, upstream};
-use crate::analyze::{
-    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source,
-};
+use crate::analyze::{AnalyzeError, Analyzer, Entity, Fact, FactClass, Scope, Severity, Source};
 use crate::integrations::kubernetes::KubeClient;
 use crate::text::truncate_middle;
 
@@ -155,13 +153,13 @@ fn fact(c: &Complaint) -> Fact {
         "kube_events",
         entity,
         format!(
-            "{}: {}",
+            "{} ({}×): {}",
             c.reason,
+            c.count,
             truncate_middle(&c.message, MAX_MESSAGE_CHARS)
         ),
         Severity::Warning,
         Source::new("k8s_events", args),
     )
-    .value(Quantity::count(c.count as f64))
     .since(c.first)
 }

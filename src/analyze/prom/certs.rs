@@ -60,6 +60,8 @@ impl Analyzer for CertExpiry {
         let all = format!("({{__name__=~\"{EXPIRY_METRICS}\"}} > {PLAUSIBLE_SINCE})");
         let expr = format!("{all} and ({all} - time() < {WARN_LEFT})");
         let now = scope.now.timestamp_millis() as f64 / 1000.0;
+        // Every certificate, to find a renewed one beside one about to expire.
+        let every = self.0.vector(&all).await.unwrap_or_default();
         let mut facts = Vec::new();
         for s in self.0.vector(&expr).await? {
             let Some(metric) = s.metric.get("__name__") else {
@@ -100,11 +102,57 @@ impl Analyzer for CertExpiry {
             {
                 detail.push_str(&format!(", issuer {issuer}"));
             }
+            if let Some(newer) = renewed(&s.metric, not_after, &every) {
+                detail.push_str(&newer);
+            }
             facts.push(fact.detail(detail));
         }
         facts.sort_by(|a, b| a.entity.name.cmp(&b.entity.name));
         Ok(facts)
     }
+}
+
+/// Least later a renewed certificate's notAfter is than the one in use.
+const RENEWED_LATER: f64 = 86400.0;
+
+/// What a certificate is for: its subject, else the host of the probed target.
+fn subject(labels: &Labels) -> Option<String> {
+    ["subject_CN", "cn"]
+        .iter()
+        .find_map(|k| labels.get(*k).filter(|v| !v.is_empty()).cloned())
+        .or_else(|| labels.get("instance").map(|i| crate::analyze::host_of(i)))
+        .map(|s| s.to_lowercase())
+}
+
+/// "; a newer certificate for it, not after …, is in /etc/ssl/… on web1: renewed but not
+/// in use (the server not reloaded?)": another certificate for the same subject that
+/// lasts longer than `not_after` (a renewal on disk the server never loaded, a secret
+/// renewed that the pod still mounts the old copy of).
+fn renewed(
+    labels: &Labels,
+    not_after: f64,
+    every: &[crate::integrations::prometheus::Sample],
+) -> Option<String> {
+    let own = subject(labels)?;
+    let newer = every
+        .iter()
+        .filter(|o| {
+            o.value > not_after + RENEWED_LATER && subject(&o.metric).as_ref() == Some(&own)
+        })
+        .max_by(|a, b| a.value.total_cmp(&b.value))?;
+    let when = time_of(newer.value)?;
+    let place = ["filepath", "file", "secret_name", "name"]
+        .iter()
+        .find_map(|k| newer.metric.get(*k))
+        .map(|p| format!(" in {p}"))
+        .unwrap_or_default();
+    let on = host(&newer.metric)
+        .map(|h| format!(" on {h}"))
+        .unwrap_or_default();
+    Some(format!(
+        "; a newer certificate for {own} (not after {}) is{place}{on}: renewed but not in use (not reloaded?)",
+        when.format("%Y-%m-%d")
+    ))
 }
 
 /// The certificate's name: its subject, secret or file, else the probed target.
@@ -160,5 +208,51 @@ mod tests {
             name(&labels(&[("instance", "https://shop.example/")])),
             "https://shop.example/"
         );
+    }
+
+    #[test]
+    fn a_served_certificate_about_to_expire_beside_a_renewed_file_says_it_was_not_reloaded() {
+        let sample = |pairs: &[(&str, &str)], value: f64| crate::integrations::prometheus::Sample {
+            metric: labels(pairs),
+            value,
+            ts: 0.0,
+        };
+        let served = labels(&[
+            ("__name__", "probe_ssl_earliest_cert_expiry"),
+            ("instance", "https://Shop.example.org"),
+        ]);
+        let not_after = 1_800_000_000.0;
+        let every = [
+            sample(
+                &[
+                    ("__name__", "x509_cert_not_after"),
+                    ("instance", "web7:9793"),
+                    ("subject_CN", "shop.example.org"),
+                    ("filepath", "/etc/ssl/shop/fullchain.pem"),
+                ],
+                not_after + 80.0 * 86400.0,
+            ),
+            // Another site's certificate, later still, is no renewal of this one.
+            sample(
+                &[
+                    ("__name__", "x509_cert_not_after"),
+                    ("instance", "web7:9793"),
+                    ("subject_CN", "wiki.example.org"),
+                ],
+                not_after + 200.0 * 86400.0,
+            ),
+        ];
+        let said = renewed(&served, not_after, &every).unwrap();
+        assert!(
+            said.contains("newer certificate for shop.example.org"),
+            "{said}"
+        );
+        assert!(
+            said.contains("in /etc/ssl/shop/fullchain.pem on web7"),
+            "{said}"
+        );
+        assert!(said.contains("not reloaded"), "{said}");
+        // Only itself (or an older copy): nothing to say.
+        assert_eq!(renewed(&served, not_after + 100.0 * 86400.0, &every), None);
     }
 }

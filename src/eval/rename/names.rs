@@ -205,6 +205,15 @@ pub fn collect(scenario: &Scenario) -> Result<BTreeSet<String>, EvalError> {
     // one, an answers directory) would break that structure when renamed.
     let structural = structure(scenario);
     names.retain(|n| spec.rename.contains(n) || !structural.contains(n));
+    // An exporter's namespace (job `smartctl` for `smartctl_device_*`) is the exporter's
+    // name, not the user's: its metric names keep it whatever the job is called.
+    names.retain(|n| {
+        spec.rename.contains(n)
+            || !w
+                .series
+                .iter()
+                .any(|s| s.name.starts_with(&format!("{n}_")))
+    });
     Ok(names)
 }
 
