@@ -127,12 +127,12 @@ impl Analyzer for TruenasPools {
                         FactClass::Appliance,
                         self.name(),
                         disk_entity(disk, None, Some(&p.name)),
-                        format!("{status} in pool {}, {}", p.name, counted(*r, *w, *c)),
+                        format!("{status} in pool {}, errors", p.name),
                         severity,
                         source.clone(),
                     )
                     .value(Quantity::count((r + w + c) as f64))
-                    .detail(format!("read {r}, write {w}, checksum {c}")),
+                    .detail(counted(*r, *w, *c)),
                 );
             }
             if let Some(scan) = &p.scan

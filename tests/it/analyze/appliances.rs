@@ -421,9 +421,10 @@ async fn truenas_degraded_pools_with_their_faulted_devices_scrub_errors_alerts_s
     let sdb: Vec<&Fact> = facts.iter().filter(|f| f.entity.name == "sdb").collect();
     assert_eq!(sdb.len(), 3, "faulted, SMART, temperature:\n{all}");
     let faulted = sdb.iter().find(|f| f.analyzer == "truenas_pools").unwrap();
+    assert_eq!(faulted.what, "FAULTED in pool tank, errors");
     assert_eq!(
-        faulted.what,
-        "FAULTED in pool tank, 23 read and 11 checksum errors"
+        faulted.detail.as_deref(),
+        Some("23 read and 11 checksum errors")
     );
     assert_eq!(faulted.value.unwrap().value, 34.0);
     let smart = sdb.iter().find(|f| f.what.starts_with("SMART")).unwrap();
