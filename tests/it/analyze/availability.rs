@@ -281,6 +281,27 @@ async fn certificates_expiring_soon_get_their_time_left_across_exporter_variants
             move |_| Some(now + left),
         ));
     }
+    // The vault's renewal is on disk but the server still serves the old certificate; an
+    // old copy of api's certificate lies in an archive beside the renewed secret.
+    for (path, cn, left) in [
+        ("/etc/vault/tls/vault.crt", "vault.example.net", 85.0 * day),
+        (
+            "/etc/ssl/archive/api-1.pem",
+            "api.example.net",
+            -100.0 * day,
+        ),
+    ] {
+        defs.push(series(
+            "x509_cert_not_after",
+            &[
+                ("instance", "vault1:9793"),
+                ("job", "x509-certificate-exporter"),
+                ("filepath", path),
+                ("subject_CN", cn),
+            ],
+            move |_| Some(now + left),
+        ));
+    }
     // ssl_exporter: 2.5 days left; a missing chain's zero time is not a certificate.
     defs.push(series(
         "ssl_cert_not_after",
@@ -307,7 +328,24 @@ async fn certificates_expiring_soon_get_their_time_left_across_exporter_variants
     let (facts, notes) = world.sweep(None).await;
     assert!(notes.is_empty(), "{notes:?}");
     let certs = only(&facts, "certificate_expiry");
-    assert_eq!(certs.len(), 3, "{}", lines(&facts));
+    assert_eq!(certs.len(), 4, "{}", lines(&facts));
+    let old_copy = certs
+        .iter()
+        .find(|f| {
+            f.entity.labels.get("filepath").map(String::as_str)
+                == Some("/etc/ssl/archive/api-1.pem")
+        })
+        .unwrap();
+    assert_eq!(old_copy.severity, sre_agent::analyze::Severity::Info);
+    assert!(
+        old_copy
+            .detail
+            .as_deref()
+            .unwrap()
+            .ends_with(": an old copy"),
+        "{}",
+        lines(&facts)
+    );
     let days = |f: &Fact| f.eta_seconds.expect("an ETA") / day;
     let vault = certs
         .iter()
@@ -318,6 +356,13 @@ async fn certificates_expiring_soon_get_their_time_left_across_exporter_variants
         vault
             .line(chrono::Utc::now())
             .contains("expires in 5.1 days")
+    );
+    let renewal = vault.detail.as_deref().unwrap();
+    assert!(
+        renewal.contains("a newer certificate for vault.example.net")
+            && renewal.contains("in /etc/vault/tls/vault.crt on vault1")
+            && renewal.ends_with("renewed but not in use (not reloaded?)"),
+        "{renewal}"
     );
     let www = certs
         .iter()
