@@ -26,10 +26,12 @@ static LEVEL_FIELD: LazyLock<Regex> = LazyLock::new(|| {
 /// A syslog priority at the start of a line.
 static PRIORITY: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^<(\d{1,3})>").expect("valid regex"));
-/// A level token as loggers print it: upper case, or in brackets in any case.
+/// A level token as loggers print it: upper case, in brackets in any case, or a lower
+/// case level and a colon before the message (`error: …`, `fatal: …`, `notice: …`, as
+/// unbound, postfix and git write it).
 static LEVEL_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
-        r"\b(ERROR|ERR|FATAL|CRIT|CRITICAL|PANIC|SEVERE|EMERG|ALERT|WARN|WARNING)\b|(?i)\[(error|err|crit|alert|emerg|fatal|warn|warning)\]",
+        r"\b(ERROR|ERR|FATAL|CRIT|CRITICAL|PANIC|SEVERE|EMERG|ALERT|WARN|WARNING)\b|(?i)\[(error|err|crit|alert|emerg|fatal|warn|warning)\]|(?-i)\b(error|fatal|panic|crit|critical|alert|emerg|warning|warn|notice|info|debug):\s",
     )
     .expect("valid regex")
 });
@@ -85,7 +87,11 @@ pub fn signal(line: &str) -> Signal {
         };
     }
     if let Some(c) = LEVEL_TOKEN.captures(line) {
-        let word = c.get(1).or_else(|| c.get(2)).map_or("", |m| m.as_str());
+        let word = c
+            .get(1)
+            .or_else(|| c.get(2))
+            .or_else(|| c.get(3))
+            .map_or("", |m| m.as_str());
         return from_level(word).unwrap_or(Signal::Warning);
     }
     match WORDS.is_match(line) {
@@ -142,6 +148,20 @@ mod tests {
             ),
             ("dnsmasq[512]: reply error is SERVFAIL", Signal::Warning),
             ("systemd[1]: Started Session 42 of user root.", Signal::None),
+            (
+                "unbound[2214]: [2214:0] error: ssl handshake failed crypto error:0A000086",
+                Signal::Error,
+            ),
+            (
+                "postfix/smtpd[88]: fatal: no SASL authentication mechanisms",
+                Signal::Error,
+            ),
+            (
+                "unbound[2214]: [2214:0] notice: init module 0: validator",
+                Signal::None,
+            ),
+            // A level word inside the message is no level.
+            ("sshd[7]: Received disconnect: 11: Bye Bye", Signal::None),
         ];
         for (line, want) in cases {
             assert_eq!(signal(line), want, "{line}");
