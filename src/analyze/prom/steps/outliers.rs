@@ -41,6 +41,12 @@ pub struct Outlier<'a> {
     peers: Vec<String>,
 }
 
+/// Whether metric `name` is a quantity in a base unit ([`UNITS`]).
+fn has_unit(name: &str) -> bool {
+    let base = name.strip_suffix("_total").unwrap_or(name);
+    UNITS.iter().any(|u| base.ends_with(u))
+}
+
 /// The series of `series` that rose above peers that all stayed at zero, by how far they
 /// rose (most first).
 pub fn find<'a>(series: &'a HashMap<Labels, Points>, t: &[DateTime<Utc>; 4]) -> Vec<Outlier<'a>> {
@@ -49,10 +55,6 @@ pub fn find<'a>(series: &'a HashMap<Labels, Points>, t: &[DateTime<Utc>; 4]) -> 
     let mut groups: HashMap<Group, Vec<&Points>> = HashMap::new();
     for p in series.values() {
         let name = p.labels.get("__name__").cloned().unwrap_or_default();
-        let base = name.strip_suffix("_total").unwrap_or(&name);
-        if UNITS.iter().any(|u| base.ends_with(u)) {
-            continue;
-        }
         let own = identity(&p.labels);
         for k in own.keys().filter(|k| k.as_str() != "job") {
             let mut rest: BTreeMap<String, String> = own.clone().into_iter().collect();
@@ -74,10 +76,29 @@ pub fn find<'a>(series: &'a HashMap<Labels, Points>, t: &[DateTime<Utc>; 4]) -> 
             mostly_zero.insert(key, loud);
         }
     }
+    // Members alone at work in a quantity with a unit (the one busy thread's CPU seconds
+    // among idle threads): their counts beside idle peers are work, not faults.
+    let instance = |p: &Points| p.labels.get("instance").cloned().unwrap_or_default();
+    let working: std::collections::HashSet<(String, String, String)> = mostly_zero
+        .iter()
+        .filter(|((name, _, _), _)| has_unit(name))
+        .flat_map(|((_, label, _), loud)| {
+            loud.iter().filter_map(|p| {
+                Some((label.clone(), p.labels.get(label)?.clone(), instance(p)))
+            })
+        })
+        .collect();
     let mut found: Vec<(f64, usize, Outlier<'_>)> = Vec::new();
     for (key, loud) in &mostly_zero {
         let (name, label, rest) = key;
+        if has_unit(name) {
+            continue;
+        }
         for p in loud {
+            let member = p.labels.get(label).cloned().unwrap_or_default();
+            if working.contains(&(label.clone(), member, instance(p))) {
+                continue;
+            }
             let v = &p.v;
             let pace = (v[3] - v[0]) / (t[3] - t[0]).num_seconds().max(1) as f64;
             let rose = v.iter().all(|x| x.is_finite()) && v[3] > 0.0 && v[3] > v[0];
