@@ -46,13 +46,7 @@ impl Notifier {
         let mut payloads = Vec::new();
         if inner.mailer.is_some() && !inner.config.notify.email_to.is_empty() {
             payloads.push(Payload::Email(StoredEmail {
-                to: inner
-                    .config
-                    .notify
-                    .email_to
-                    .iter()
-                    .map(|e| e.0.to_string())
-                    .collect(),
+                to: inner.config.notify.email_to.clone(),
                 subject: subject.title(),
                 text: subject.markdown(),
                 html: subject.html(),

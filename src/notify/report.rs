@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::NotifyError;
 use super::email::{EmailMessage, InlineImage};
+use crate::config::EmailAddress;
 use crate::store::StoreError;
 
 /// A report that could not be delivered for this long is given up (the next week's
@@ -45,7 +46,7 @@ pub struct StoredImage {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredReport {
     pub delivery: ReportDelivery,
-    pub to: Vec<String>,
+    pub to: Vec<EmailAddress>,
     pub subject: String,
     pub text: String,
     pub html: String,
@@ -57,7 +58,7 @@ impl StoredReport {
     pub fn new(delivery: ReportDelivery, msg: &EmailMessage) -> Self {
         Self {
             delivery,
-            to: msg.to.iter().map(ToString::to_string).collect(),
+            to: msg.to.iter().cloned().map(EmailAddress).collect(),
             subject: msg.subject.clone(),
             text: msg.text.clone(),
             html: msg.html.clone().unwrap_or_default(),
@@ -90,7 +91,7 @@ impl StoredReport {
             })
             .collect::<Result<_, _>>()?;
         Ok(EmailMessage {
-            to: self.to.iter().filter_map(|t| t.parse().ok()).collect(),
+            to: self.to.iter().map(|a| a.0.clone()).collect(),
             subject: self.subject.clone(),
             text: self.text.clone(),
             html: Some(self.html.clone()),

@@ -163,7 +163,7 @@ impl Reporter {
             id: uuid::Uuid::now_v7().to_string(),
             trigger: req.trigger,
             window,
-            timezone: self.timezone().name().to_string(),
+            timezone: self.config.report.timezone.clone(),
             created_at: Utc::now(),
             status: ReportStatus::Generated,
             delivery_error: None,

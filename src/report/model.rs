@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::period::ReportWindow;
+use crate::config::TimeZone;
 
 /// What started a report (the `trigger` label of `sre_agent_reports_total`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
@@ -349,7 +350,7 @@ pub struct Report {
     pub id: String,
     pub trigger: ReportTrigger,
     pub window: ReportWindow,
-    pub timezone: String,
+    pub timezone: TimeZone,
     pub created_at: DateTime<Utc>,
     pub status: ReportStatus,
     pub delivery_error: Option<String>,
@@ -360,7 +361,7 @@ pub struct Report {
 impl Report {
     /// "sre-agent weekly report 2026-W47 (Nov 16 – Nov 23)".
     pub fn title(&self) -> String {
-        let tz: chrono_tz::Tz = self.timezone.parse().unwrap_or(chrono_tz::UTC);
+        let tz = self.timezone.0;
         format!(
             "sre-agent weekly report {} ({})",
             self.window.period,
