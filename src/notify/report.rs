@@ -31,7 +31,6 @@ pub struct ReportDelivery {
     pub message_id: String,
     /// What built it (`schedule`, `catchup`, `api`, `cli`): the `trigger` label of
     /// `sre_agent_reports_total`, counted when the delivery ends.
-    #[serde(default)]
     pub trigger: String,
 }
 
@@ -104,7 +103,7 @@ impl StoredReport {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeriodHolder {
     pub report_id: String,
-    pub message_id: Option<String>,
+    pub message_id: String,
     /// `queued`, `sending`, `sent` or `unconfirmed`.
     pub state: &'static str,
     /// Sent, or maybe sent (unconfirmed).
@@ -113,11 +112,11 @@ pub struct PeriodHolder {
 
 impl std::fmt::Display for PeriodHolder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "report {} ({}", self.report_id, self.state)?;
-        if let Some(id) = &self.message_id {
-            write!(f, ", Message-ID {id}")?;
-        }
-        f.write_str(")")
+        write!(
+            f,
+            "report {} ({}, Message-ID {})",
+            self.report_id, self.state, self.message_id
+        )
     }
 }
 
