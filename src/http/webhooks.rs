@@ -48,14 +48,10 @@ pub fn router(state: &AppState) -> Routes {
     responses(
         (status = 200, description = "Every alert stored and decided; investigations follow", body = IntakeSummary),
         (status = 202, description = "Every alert stored; decided after the batches ahead of it (`deferred`)", body = IntakeSummary),
-        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
-        (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
-        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
         (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody),
-        (status = 503, description = "Not stored (a disk fault, or too many bodies being read: webhook.max_inflight_bytes); retry after `Retry-After`", body = crate::api::ErrorBody)
+        (status = 503, description = "Not stored (a disk fault, or too many bodies being read: webhook.max_inflight_bytes); retry after `Retry-After`", body = crate::api::ErrorBody),
+        crate::api::BodyRefusals,
+        crate::api::Refusals
     ))]
 pub(super) async fn grafana(
     State(state): State<AppState>,
@@ -74,14 +70,10 @@ pub(super) async fn grafana(
     responses(
         (status = 200, description = "Every alert stored and decided; investigations follow", body = IntakeSummary),
         (status = 202, description = "Every alert stored; decided after the batches ahead of it (`deferred`)", body = IntakeSummary),
-        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
-        (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
-        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
         (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody),
-        (status = 503, description = "Not stored (a disk fault, or too many bodies being read: webhook.max_inflight_bytes); retry after `Retry-After`", body = crate::api::ErrorBody)
+        (status = 503, description = "Not stored (a disk fault, or too many bodies being read: webhook.max_inflight_bytes); retry after `Retry-After`", body = crate::api::ErrorBody),
+        crate::api::BodyRefusals,
+        crate::api::Refusals
     ))]
 pub(super) async fn alertmanager(
     State(state): State<AppState>,
