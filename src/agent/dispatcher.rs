@@ -200,7 +200,7 @@ impl Dispatcher {
     /// the daily budgets (`alerts.max_investigations_per_day`, `alerts.daily_cost_limit_usd`)
     /// allow one more: else [`SubmitError::OverBudget`] says which, and nothing is stored.
     pub async fn submit(&self, req: InvestigationRequest) -> Result<Investigation, SubmitError> {
-        let claim = self.inner.spend.admit(req.trigger.as_str(), today())?;
+        let claim = self.inner.spend.admit(req.trigger.label(), today())?;
         Ok(self.enqueue(req, claim).await?)
     }
 
@@ -279,7 +279,7 @@ impl Dispatcher {
         parent_id: &str,
         req: InvestigationRequest,
     ) -> Result<Investigation, SubmitError> {
-        let claim = self.inner.spend.admit(req.trigger.as_str(), today())?;
+        let claim = self.inner.spend.admit(req.trigger.label(), today())?;
         Ok(self.enqueue_with(req, Some(parent_id), claim).await?)
     }
 
@@ -423,7 +423,7 @@ impl Dispatcher {
         store.flush().await?;
         self.inner.running.fetch_add(1, Ordering::Relaxed);
         self.update_queue_depth();
-        tracing::info!(%id, trigger = inv.trigger.as_str(), title = %inv.title, "investigation started");
+        tracing::info!(%id, trigger = inv.trigger.label(), title = %inv.title, "investigation started");
         let started = inv.clone();
         let done = AssertUnwindSafe(self.inner.runner.run(inv))
             .catch_unwind()
@@ -480,7 +480,7 @@ impl Dispatcher {
         self.inner
             .metrics
             .investigations
-            .with_label_values(&[inv.trigger.as_str(), inv.status.as_str()])
+            .with_label_values(&[inv.trigger.label(), inv.status.as_str()])
             .inc();
     }
 

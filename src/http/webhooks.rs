@@ -117,7 +117,7 @@ async fn receive(
             if matches!(e, ApiError::PayloadTooLarge(_)) {
                 // Senders do not retry a 4xx: these alerts never arrive.
                 tracing::warn!(
-                    source = source.as_str(),
+                    source = source.label(),
                     limit = cfg.max_body_bytes,
                     "webhook body refused with 413: over webhook.max_body_bytes; its alerts are lost"
                 );
@@ -150,19 +150,19 @@ async fn ingest(
     let batch = parse_webhook(source, body).map_err(ApiError::BadRequest)?;
     if batch.capped > 0 {
         tracing::warn!(
-            source = source.as_str(),
+            source = source.label(),
             alerts = batch.capped,
             "alerts with labels or annotations over the intake's bounds were cut to them"
         );
         state
             .metrics
             .alerts_capped
-            .with_label_values(&[source.as_str()])
+            .with_label_values(&[source.label()])
             .inc_by(batch.capped as u64);
     }
     if batch.truncated_alerts > 0 {
         tracing::warn!(
-            source = source.as_str(),
+            source = source.label(),
             truncated = batch.truncated_alerts,
             "sender truncated alerts (max_alerts / maxAlerts)"
         );

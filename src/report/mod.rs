@@ -197,14 +197,14 @@ impl Reporter {
         if report.status != ReportStatus::Queued {
             self.metrics
                 .reports
-                .with_label_values(&[req.trigger.as_str(), report.status.as_str()])
+                .with_label_values(&[req.trigger.label(), report.status.as_str()])
                 .inc();
         }
         self.metrics
             .report_duration
             .observe(started.elapsed().as_secs_f64());
         tracing::info!(
-            id = %report.id, period = %window.period, trigger = req.trigger.as_str(),
+            id = %report.id, period = %window.period, trigger = req.trigger.label(),
             status = report.status.as_str(), "report done"
         );
         Ok(report)
@@ -232,7 +232,7 @@ impl Reporter {
             report_id: report.id.clone(),
             period: period.to_string(),
             message_id,
-            trigger: report.trigger.as_str().to_string(),
+            trigger: report.trigger.label().to_string(),
         };
         if let Some(outbox) = &self.outbox {
             match outbox.enqueue_report(delivery, &msg).await? {

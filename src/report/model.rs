@@ -9,24 +9,15 @@ use serde::{Deserialize, Serialize};
 use super::period::ReportWindow;
 use crate::config::TimeZone;
 
-/// What started a report (the `trigger` label of `sre_agent_reports_total`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ReportTrigger {
-    Schedule,
-    Catchup,
-    Api,
-    Cli,
-}
-
-impl ReportTrigger {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Schedule => "schedule",
-            Self::Catchup => "catchup",
-            Self::Api => "api",
-            Self::Cli => "cli",
-        }
+crate::telemetry::labelled! {
+    /// What started a report (the `trigger` label of `sre_agent_reports_total`).
+    #[derive(Serialize, Deserialize, utoipa::ToSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum ReportTrigger {
+        Schedule => "schedule",
+        Catchup => "catchup",
+        Api => "api",
+        Cli => "cli",
     }
 }
 
@@ -377,7 +368,18 @@ pub fn total(values: impl IntoIterator<Item = f64>) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::total;
+    use super::{ReportTrigger, total};
+
+    #[test]
+    fn every_trigger_is_stored_by_its_label_and_has_its_series_before_any_report() {
+        for t in ReportTrigger::ALL {
+            assert_eq!(serde_json::to_value(t).unwrap(), t.label());
+            assert!(
+                crate::telemetry::REPORT_TRIGGERS.contains(&t.label()),
+                "{t:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_total_of_nothing_is_a_positive_zero_that_prints_as_0() {
