@@ -41,8 +41,8 @@ use crate::config::Config;
 use crate::integrations::Upstreams;
 use crate::llm::LlmClient;
 use crate::store::{Store, StoreError};
-use crate::telemetry::Metrics;
 use crate::telemetry::supervise::{record_panic, restarting};
+use crate::telemetry::{Metrics, Task};
 use crate::tools::ToolRegistry;
 
 /// Queues and runs investigations. Cheap to clone.
@@ -187,7 +187,7 @@ impl Dispatcher {
             let (d, token) = (self.clone(), token.clone());
             let metrics = self.inner.metrics.clone();
             tracker.spawn(restarting(
-                "investigation_worker",
+                Task::InvestigationWorker,
                 metrics,
                 token.clone(),
                 move || d.clone().worker(token.clone()),
@@ -372,7 +372,8 @@ impl Dispatcher {
                 // Outside the run (storing, remembering): made final all the same, so the
                 // same input does not run again at every start.
                 Err(panic) => {
-                    let what = record_panic(&self.inner.metrics, "investigation", panic.as_ref());
+                    let what =
+                        record_panic(&self.inner.metrics, Task::Investigation, panic.as_ref());
                     if let Err(e) = self.fail_panicked(&id, &what).await {
                         tracing::error!(%id, error = %e, "a panicked investigation could not be stored failed");
                     }
