@@ -1,6 +1,8 @@
 //! The JSON bodies of `/api/v1/*`, shared by the HTTP handlers (`http/`) that answer them
 //! and the CLI (`cli/`) that reads them from a running daemon. Domain types (an
 //! `Investigation`, a `Report`) stay with their parts; this module only composes them.
+//! The error answers every operation shares are documented here once ([`Refusals`],
+//! [`BodyRefusals`]), for the handlers' OpenAPI annotations.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
