@@ -1,6 +1,8 @@
 //! The JSON bodies of `/api/v1/*`, shared by the HTTP handlers (`http/`) that answer them
 //! and the CLI (`cli/`) that reads them from a running daemon. Domain types (an
 //! `Investigation`, a `Report`) stay with their parts; this module only composes them.
+//! The error answers every operation shares are documented here once ([`Refusals`],
+//! [`BodyRefusals`]), for the handlers' OpenAPI annotations.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -105,6 +107,32 @@ pub struct CreateReport {
 pub struct ErrorBody {
     /// What was wrong, for a person to read (internal details stay in the daemon's log).
     pub error: String,
+}
+
+/// The refusals every authenticated API operation may answer, documented once and listed
+/// in each operation's `responses(…)`.
+#[derive(utoipa::IntoResponses)]
+pub enum Refusals {
+    #[response(status = 401, description = "Missing or wrong credentials")]
+    Unauthorized(ErrorBody),
+    #[response(status = 408, description = "Took longer than server.request_timeout")]
+    Timeout(ErrorBody),
+    #[response(status = 431, description = "Headers over the limit")]
+    HeadersTooLarge(ErrorBody),
+}
+
+/// What an operation that reads a JSON body may refuse it for, besides [`Refusals`].
+#[derive(utoipa::IntoResponses)]
+pub enum BodyRefusals {
+    #[response(status = 400, description = "Bad input")]
+    BadInput(ErrorBody),
+    #[response(status = 413, description = "Body over the limit")]
+    TooLarge(ErrorBody),
+    #[response(
+        status = 415,
+        description = "The body is not declared Content-Type: application/json"
+    )]
+    NotJson(ErrorBody),
 }
 
 /// One line of `GET /api/v1/reports`.

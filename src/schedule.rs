@@ -19,8 +19,8 @@ use tokio_util::task::TaskTracker;
 use crate::report::model::{Report, ReportTrigger};
 use crate::report::period::{PeriodSpec, ReportPeriod};
 use crate::report::{ReportRequest, Reporter};
-use crate::telemetry::Metrics;
 use crate::telemetry::supervise::contained;
+use crate::telemetry::{Metrics, Task};
 
 /// A cron job that could not be created or armed.
 #[derive(Debug, thiserror::Error)]
@@ -124,7 +124,7 @@ impl Scheduler {
         let fire: FireFn = Arc::new(move |t| {
             let (work, metrics) = (fire(t), metrics.clone());
             Box::pin(async move {
-                contained("schedule", &metrics, work).await;
+                contained(Task::Schedule, &metrics, work).await;
             })
         });
         let Some(first) = job.next_after(Utc::now()) else {
@@ -268,7 +268,7 @@ pub async fn add_reports(scheduler: &mut Scheduler, reporter: Reporter, expr: &s
             let (reporter, metrics) = (reporter.clone(), scheduler.metrics.clone());
             scheduler.tracker.spawn(async move {
                 let work = report_for_fire(&reporter, ReportTrigger::Catchup, fire);
-                contained("schedule", &metrics, work).await;
+                contained(Task::Schedule, &metrics, work).await;
             });
         }
         Ok(None) => {}

@@ -41,8 +41,8 @@ use crate::config::Config;
 use crate::integrations::Upstreams;
 use crate::llm::LlmClient;
 use crate::store::{Store, StoreError};
-use crate::telemetry::Metrics;
 use crate::telemetry::supervise::{record_panic, restarting};
+use crate::telemetry::{Metrics, Task};
 use crate::tools::ToolRegistry;
 
 /// Queues and runs investigations. Cheap to clone.
@@ -187,7 +187,7 @@ impl Dispatcher {
             let (d, token) = (self.clone(), token.clone());
             let metrics = self.inner.metrics.clone();
             tracker.spawn(restarting(
-                "investigation_worker",
+                Task::InvestigationWorker,
                 metrics,
                 token.clone(),
                 move || d.clone().worker(token.clone()),
@@ -200,7 +200,7 @@ impl Dispatcher {
     /// the daily budgets (`alerts.max_investigations_per_day`, `alerts.daily_cost_limit_usd`)
     /// allow one more: else [`SubmitError::OverBudget`] says which, and nothing is stored.
     pub async fn submit(&self, req: InvestigationRequest) -> Result<Investigation, SubmitError> {
-        let claim = self.inner.spend.admit(req.trigger.as_str(), today())?;
+        let claim = self.inner.spend.admit(req.trigger.label(), today())?;
         Ok(self.enqueue(req, claim).await?)
     }
 
@@ -279,7 +279,7 @@ impl Dispatcher {
         parent_id: &str,
         req: InvestigationRequest,
     ) -> Result<Investigation, SubmitError> {
-        let claim = self.inner.spend.admit(req.trigger.as_str(), today())?;
+        let claim = self.inner.spend.admit(req.trigger.label(), today())?;
         Ok(self.enqueue_with(req, Some(parent_id), claim).await?)
     }
 
@@ -372,7 +372,8 @@ impl Dispatcher {
                 // Outside the run (storing, remembering): made final all the same, so the
                 // same input does not run again at every start.
                 Err(panic) => {
-                    let what = record_panic(&self.inner.metrics, "investigation", panic.as_ref());
+                    let what =
+                        record_panic(&self.inner.metrics, Task::Investigation, panic.as_ref());
                     if let Err(e) = self.fail_panicked(&id, &what).await {
                         tracing::error!(%id, error = %e, "a panicked investigation could not be stored failed");
                     }
@@ -423,7 +424,7 @@ impl Dispatcher {
         store.flush().await?;
         self.inner.running.fetch_add(1, Ordering::Relaxed);
         self.update_queue_depth();
-        tracing::info!(%id, trigger = inv.trigger.as_str(), title = %inv.title, "investigation started");
+        tracing::info!(%id, trigger = inv.trigger.label(), title = %inv.title, "investigation started");
         let started = inv.clone();
         let done = AssertUnwindSafe(self.inner.runner.run(inv))
             .catch_unwind()
@@ -480,7 +481,7 @@ impl Dispatcher {
         self.inner
             .metrics
             .investigations
-            .with_label_values(&[inv.trigger.as_str(), inv.status.as_str()])
+            .with_label_values(&[inv.trigger.label(), inv.status.as_str()])
             .inc();
     }
 

@@ -47,7 +47,7 @@ fn parent_context(parent: &Investigation, events: &[Event]) -> String {
         out,
         "Earlier investigation {} ({}, {}): {}",
         parent.id,
-        parent.trigger.as_str(),
+        parent.trigger.label(),
         parent.status.as_str(),
         parent.prompt.trim()
     );

@@ -48,22 +48,14 @@ pub use spend::{Claim, DayTotals, SpendLedger};
 
 use crate::llm::Usage;
 
-/// What started an investigation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Trigger {
-    Ask,
-    Alert,
-    Schedule,
-}
-
-impl Trigger {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ask => "ask",
-            Self::Alert => "alert",
-            Self::Schedule => "schedule",
-        }
+crate::telemetry::labelled! {
+    /// What started an investigation (the `trigger` label of `sre_agent_investigations_total`).
+    #[derive(Serialize, Deserialize, utoipa::ToSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Trigger {
+        Ask => "ask",
+        Alert => "alert",
+        Schedule => "schedule",
     }
 }
 
@@ -329,5 +321,17 @@ mod tests {
             .map(InvestigationStatus::as_str)
             .collect();
         assert_eq!(finals, crate::telemetry::INVESTIGATION_END_STATES);
+    }
+
+    #[test]
+    fn every_trigger_is_stored_by_its_label_and_has_its_series_before_any_investigation() {
+        for t in Trigger::ALL {
+            assert_eq!(serde_json::to_value(t).unwrap(), t.label());
+            assert!(crate::telemetry::TRIGGERS.contains(&t.label()), "{t:?}");
+            assert!(
+                crate::telemetry::BUDGET_TRIGGERS.contains(&t.label()),
+                "{t:?}"
+            );
+        }
     }
 }

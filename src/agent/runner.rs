@@ -122,6 +122,11 @@ impl Runner {
         self.llm.as_ref().map(LlmClient::model)
     }
 
+    /// The LLM client, when one is configured.
+    pub fn llm(&self) -> Option<&LlmClient> {
+        self.llm.as_ref()
+    }
+
     /// The tools the model may call.
     pub fn tools(&self) -> &ToolRegistry {
         &self.tools

@@ -7,20 +7,13 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Datelike, Utc};
 use serde::{Deserialize, Deserializer, Serialize};
 
-/// Which sender an alert came from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum AlertSource {
-    Grafana,
-    Alertmanager,
-}
-
-impl AlertSource {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Grafana => "grafana",
-            Self::Alertmanager => "alertmanager",
-        }
+crate::telemetry::labelled! {
+    /// Which sender an alert came from (the `source` label of the alert metrics).
+    #[derive(Serialize, Deserialize, utoipa::ToSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum AlertSource {
+        Grafana => "grafana",
+        Alertmanager => "alertmanager",
     }
 }
 
@@ -317,6 +310,17 @@ mod tests {
         include_str!("../../tests/it/fixtures/grafana8-webhook-mixed.json");
     const AM_FIRING: &str =
         include_str!("../../tests/it/fixtures/alertmanager-webhook-firing.json");
+
+    #[test]
+    fn every_source_is_stored_by_its_label_and_has_its_series_before_any_alert() {
+        for s in AlertSource::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.label());
+            assert!(
+                crate::telemetry::ALERT_SOURCES.contains(&s.label()),
+                "{s:?}"
+            );
+        }
+    }
     const AM_TWO: &str =
         include_str!("../../tests/it/fixtures/alertmanager-webhook-firing-two-alerts.json");
     const AM_RESOLVED: &str =

@@ -27,8 +27,8 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::watch::{Reading, Watch, Watched};
-use crate::telemetry::Metrics;
 use crate::telemetry::supervise::{contained, restarting};
+use crate::telemetry::{Metrics, Task};
 
 /// What one client may hold.
 #[derive(Clone, Copy, Debug)]
@@ -63,7 +63,7 @@ pub async fn serve_with(
         connections: TaskTracker::new(),
         on_accept,
     });
-    restarting("http_accept", metrics, token.clone(), || {
+    restarting(Task::HttpAccept, metrics, token.clone(), || {
         acceptor.clone().accept(token.clone())
     })
     .await;
@@ -139,7 +139,7 @@ impl Acceptor {
                 drop(permit);
             };
             self.connections.spawn(async move {
-                contained("http_connection", &metrics, connection).await;
+                contained(Task::HttpConnection, &metrics, connection).await;
             });
         }
     }

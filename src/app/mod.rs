@@ -36,8 +36,8 @@ use crate::report::Reporter;
 use crate::schedule::Scheduler;
 use crate::store::inbox::Inbox;
 use crate::store::{Store, StoreError};
-use crate::telemetry::Metrics;
 use crate::telemetry::supervise::restarting;
+use crate::telemetry::{Metrics, Task};
 
 /// A component that could not be built or started.
 #[derive(Debug, thiserror::Error)]
@@ -178,7 +178,7 @@ impl Components {
         // panics outside a pass restarts the loop (`telemetry::supervise`).
         tasks.spawn({
             let checker = Arc::new(checker);
-            restarting("health_checker", metrics.clone(), token.clone(), {
+            restarting(Task::HealthChecker, metrics.clone(), token.clone(), {
                 let token = token.clone();
                 move || checker.clone().run(token.clone())
             })
@@ -187,7 +187,7 @@ impl Components {
             let dispatcher = state.dispatcher.clone();
             let token2 = token.clone();
             tasks.spawn(restarting(
-                "notifier",
+                Task::Notifier,
                 metrics.clone(),
                 token.clone(),
                 move || notifier.clone().run(dispatcher.finished(), token2.clone()),
@@ -195,7 +195,7 @@ impl Components {
         }
         tasks.spawn({
             let (state, token2) = (state.clone(), token.clone());
-            restarting("retention", metrics.clone(), token.clone(), move || {
+            restarting(Task::Retention, metrics.clone(), token.clone(), move || {
                 retention::run(state.clone(), token2.clone())
             })
         });

@@ -40,7 +40,7 @@ pub async fn list(config: &Config, status: Option<&str>, limit: usize) -> anyhow
             "{}  {:<13} {:<8} {}  {}",
             i.id,
             i.status.as_str(),
-            i.trigger.as_str(),
+            i.trigger.label(),
             i.created_at.format("%Y-%m-%d %H:%M:%S"),
             i.title
         );
@@ -64,7 +64,7 @@ pub async fn show(config: &Config, id: &str, json: bool) -> anyhow::Result<()> {
         "id: {} · status: {} · trigger: {} · created: {}\n",
         inv.id,
         inv.status.as_str(),
-        inv.trigger.as_str(),
+        inv.trigger.label(),
         inv.created_at.to_rfc3339()
     );
     if let Some(f) = &inv.finding {

@@ -44,7 +44,7 @@ pub use sections::*;
 pub use truenas::TruenasConfig;
 pub use values::{
     CronSchedule, EmailAddress, HttpUrl, HumanDuration, MAX_DURATION, Secret, SecretUrl, TimeZone,
-    parse_cron, redact_secret_url, redact_url,
+    parse_cron, redact_secret_url, redact_url, secure_eq,
 };
 
 use secrets::SecretFields;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use super::ConfigError;
-use super::proxmox::{check_ca, yes};
+use super::proxmox::check_ca;
 use super::secrets::secret_fields;
 use super::values::{HttpUrl, HumanDuration, Secret};
 
@@ -19,7 +19,6 @@ pub struct TruenasConfig {
     pub api_key: Option<Secret>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub api_key_file: Option<PathBuf>,
-    #[serde(default = "yes")]
     pub verify_tls: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ca_file: Option<PathBuf>,

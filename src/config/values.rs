@@ -26,6 +26,13 @@ impl Secret {
     }
 }
 
+/// Constant-time equality of two byte strings (their length is not secret): how a
+/// credential someone sent is compared with a [`Secret`], or a MAC with one keyed by it.
+pub fn secure_eq(a: &[u8], b: &[u8]) -> bool {
+    use subtle::ConstantTimeEq;
+    a.len() == b.len() && bool::from(a.ct_eq(b))
+}
+
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("***")

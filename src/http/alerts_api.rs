@@ -145,9 +145,7 @@ fn investigation_ref(
     responses(
         (status = 200, description = "Alert groups, newest activity first", body = GroupList),
         (status = 400, description = "Bad input", body = crate::api::ErrorBody),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+        crate::api::Refusals
     ))]
 pub(super) async fn list(
     State(state): State<AppState>,
@@ -226,9 +224,7 @@ struct StormGroup {
     responses(
         (status = 200, description = "`{\"storms\": […]}`, most recent first", body = Object),
         (status = 400, description = "Bad input", body = crate::api::ErrorBody),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+        crate::api::Refusals
     ))]
 pub(super) async fn storms(
     State(state): State<AppState>,

@@ -14,12 +14,11 @@ use axum::http::{HeaderMap, Method};
 use axum::middleware::Next;
 use axum::response::Response;
 use base64::Engine;
-use subtle::ConstantTimeEq;
 
 use super::ApiError;
 use super::session::ConsoleKeys;
 use crate::app::AppState;
-use crate::config::{Secret, WebhookConfig};
+use crate::config::{Secret, WebhookConfig, secure_eq};
 
 /// Route layer of the JSON API (`server.api_token`). A console session cookie is accepted
 /// for reading only (`GET`/`HEAD`, e.g. the event stream a page follows): a cookie is sent
@@ -155,11 +154,6 @@ fn basic(headers: &HeaderMap) -> Option<Vec<u8>> {
     base64::engine::general_purpose::STANDARD
         .decode(creds.trim())
         .ok()
-}
-
-/// Constant-time equality of two byte strings (length is not secret).
-pub fn secure_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && bool::from(a.ct_eq(b))
 }
 
 /// The bearer token of the request, if any.

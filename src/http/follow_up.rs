@@ -28,14 +28,10 @@ pub fn router() -> Routes {
     responses(
         (status = 202, description = "Queued", body = Queued),
         (status = 429, description = "A daily budget is used up (names it)", body = crate::api::OverBudgetAnswer),
-        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 404, description = "Not found", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
         (status = 409, description = "The investigation has not ended yet", body = crate::api::ErrorBody),
-        (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
-        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+        crate::api::BodyRefusals,
+        crate::api::Refusals
     ))]
 pub(super) async fn follow_up(
     State(state): State<AppState>,

@@ -33,13 +33,9 @@ pub fn router() -> Routes {
     request_body = AskRequest,
     responses(
         (status = 202, description = "Queued", body = Queued),
-        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
-        (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
-        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
         (status = 429, description = "A daily budget is used up (names it)", body = crate::api::OverBudgetAnswer),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+        crate::api::BodyRefusals,
+        crate::api::Refusals
     ))]
 pub(super) async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
     let body: AskRequest = serde_json::from_slice(&body)
@@ -78,9 +74,7 @@ pub(super) async fn ask(State(state): State<AppState>, body: Bytes) -> Result<Re
     responses(
         (status = 200, description = "One page", body = crate::api::InvestigationPage),
         (status = 400, description = "Bad input", body = crate::api::ErrorBody),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+        crate::api::Refusals
     ))]
 pub(super) async fn list(
     State(state): State<AppState>,
@@ -116,10 +110,8 @@ pub(super) async fn list(
     params(("id" = String, Path, description = "Investigation id")),
     responses(
         (status = 200, description = "The investigation and its events", body = InvestigationDetail),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 404, description = "Not found", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+        crate::api::Refusals
     ))]
 pub(super) async fn show(
     State(state): State<AppState>,
@@ -141,10 +133,8 @@ pub(super) async fn show(
     params(("id" = String, Path, description = "Investigation id")),
     responses(
         (status = 204, description = "Deleted"),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 404, description = "Not found", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+        crate::api::Refusals
     ))]
 pub(super) async fn remove(
     State(state): State<AppState>,
@@ -164,14 +154,10 @@ pub(super) async fn remove(
     request_body = crate::api::FeedbackRequest,
     responses(
         (status = 200, description = "The feedback as stored", body = crate::api::FeedbackStored),
-        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
         (status = 404, description = "Not found", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
         (status = 409, description = "The investigation has not ended yet", body = crate::api::ErrorBody),
-        (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
-        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+        crate::api::BodyRefusals,
+        crate::api::Refusals
     ))]
 pub(super) async fn feedback(
     State(state): State<AppState>,

@@ -11,8 +11,8 @@ use axum::response::{IntoResponse, Response};
 use futures::FutureExt;
 
 use super::error::ApiError;
-use crate::telemetry::Metrics;
 use crate::telemetry::supervise::record_panic;
+use crate::telemetry::{Metrics, Task};
 
 /// Layer (`from_fn_with_state(metrics, catch_panic)`) turning a handler's panic into a 500.
 pub async fn catch_panic(
@@ -23,7 +23,7 @@ pub async fn catch_panic(
     match AssertUnwindSafe(next.run(req)).catch_unwind().await {
         Ok(response) => response,
         Err(panic) => {
-            let what = record_panic(&metrics, "http_handler", panic.as_ref());
+            let what = record_panic(&metrics, Task::HttpHandler, panic.as_ref());
             ApiError::Internal(format!("a handler panicked: {what}")).into_response()
         }
     }

@@ -28,13 +28,9 @@ pub fn router() -> Routes {
     request_body(content = Option<CreateReport>, description = "Optional; an empty body is the last full week, not sent"),
     responses(
         (status = 200, description = "The generated report", body = ReportBody),
-        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
-        (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
-        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
-        (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody)
+        (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody),
+        crate::api::BodyRefusals,
+        crate::api::Refusals
     ))]
 pub(super) async fn create(
     State(state): State<AppState>,
@@ -89,9 +85,7 @@ pub(super) struct ListQuery {
     responses(
         (status = 200, description = "Reports", body = Vec<ReportListItem>),
         (status = 400, description = "Bad input", body = crate::api::ErrorBody),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody)
+        crate::api::Refusals
     ))]
 pub(super) async fn list(
     State(state): State<AppState>,

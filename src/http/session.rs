@@ -16,7 +16,7 @@ use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
 use super::login_throttle::LoginThrottle;
-use crate::config::Secret;
+use crate::config::{Secret, secure_eq};
 use crate::store::{StoreError, Tree};
 
 /// The session cookie's name.
@@ -184,13 +184,6 @@ pub fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(k, _)| *k == name)
         .map(|(_, v)| v.trim())
-}
-
-/// Constant-time equality (`auth.rs` has the same; this file must not import it: auth
-/// reads sessions).
-fn secure_eq(a: &[u8], b: &[u8]) -> bool {
-    use subtle::ConstantTimeEq;
-    a.len() == b.len() && bool::from(a.ct_eq(b))
 }
 
 fn mac(key: &[u8; 32], payload: &str) -> String {

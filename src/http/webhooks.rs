@@ -48,14 +48,10 @@ pub fn router(state: &AppState) -> Routes {
     responses(
         (status = 200, description = "Every alert stored and decided; investigations follow", body = IntakeSummary),
         (status = 202, description = "Every alert stored; decided after the batches ahead of it (`deferred`)", body = IntakeSummary),
-        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
-        (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
-        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
         (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody),
-        (status = 503, description = "Not stored (a disk fault, or too many bodies being read: webhook.max_inflight_bytes); retry after `Retry-After`", body = crate::api::ErrorBody)
+        (status = 503, description = "Not stored (a disk fault, or too many bodies being read: webhook.max_inflight_bytes); retry after `Retry-After`", body = crate::api::ErrorBody),
+        crate::api::BodyRefusals,
+        crate::api::Refusals
     ))]
 pub(super) async fn grafana(
     State(state): State<AppState>,
@@ -74,14 +70,10 @@ pub(super) async fn grafana(
     responses(
         (status = 200, description = "Every alert stored and decided; investigations follow", body = IntakeSummary),
         (status = 202, description = "Every alert stored; decided after the batches ahead of it (`deferred`)", body = IntakeSummary),
-        (status = 400, description = "Bad input", body = crate::api::ErrorBody),
-        (status = 401, description = "Missing or wrong credentials", body = crate::api::ErrorBody),
-        (status = 408, description = "Took longer than server.request_timeout", body = crate::api::ErrorBody),
-        (status = 413, description = "Body over the limit", body = crate::api::ErrorBody),
-        (status = 415, description = "The body is not declared Content-Type: application/json", body = crate::api::ErrorBody),
-        (status = 431, description = "Headers over the limit", body = crate::api::ErrorBody),
         (status = 500, description = "Internal error (details in the daemon's log)", body = crate::api::ErrorBody),
-        (status = 503, description = "Not stored (a disk fault, or too many bodies being read: webhook.max_inflight_bytes); retry after `Retry-After`", body = crate::api::ErrorBody)
+        (status = 503, description = "Not stored (a disk fault, or too many bodies being read: webhook.max_inflight_bytes); retry after `Retry-After`", body = crate::api::ErrorBody),
+        crate::api::BodyRefusals,
+        crate::api::Refusals
     ))]
 pub(super) async fn alertmanager(
     State(state): State<AppState>,
@@ -125,7 +117,7 @@ async fn receive(
             if matches!(e, ApiError::PayloadTooLarge(_)) {
                 // Senders do not retry a 4xx: these alerts never arrive.
                 tracing::warn!(
-                    source = source.as_str(),
+                    source = source.label(),
                     limit = cfg.max_body_bytes,
                     "webhook body refused with 413: over webhook.max_body_bytes; its alerts are lost"
                 );
@@ -158,19 +150,19 @@ async fn ingest(
     let batch = parse_webhook(source, body).map_err(ApiError::BadRequest)?;
     if batch.capped > 0 {
         tracing::warn!(
-            source = source.as_str(),
+            source = source.label(),
             alerts = batch.capped,
             "alerts with labels or annotations over the intake's bounds were cut to them"
         );
         state
             .metrics
             .alerts_capped
-            .with_label_values(&[source.as_str()])
+            .with_label_values(&[source.label()])
             .inc_by(batch.capped as u64);
     }
     if batch.truncated_alerts > 0 {
         tracing::warn!(
-            source = source.as_str(),
+            source = source.label(),
             truncated = batch.truncated_alerts,
             "sender truncated alerts (max_alerts / maxAlerts)"
         );

@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::{Auth, Upstream, UpstreamError, UpstreamOptions, Upstreams};
 use crate::config::Config;
-use crate::telemetry::Metrics;
 use crate::telemetry::supervise::contained;
+use crate::telemetry::{Metrics, Task};
 
 /// The last health check result of one component.
 #[derive(Clone, Debug, Serialize)]
@@ -161,7 +161,7 @@ impl HealthChecker {
                 _ = token.cancelled() => return,
                 // A probe that panics costs one tick, not the checker.
                 _ = ticker.tick() => {
-                    contained("health_checker", &self.metrics, self.tick_once()).await;
+                    contained(Task::HealthChecker, &self.metrics, self.tick_once()).await;
                 }
             }
         }

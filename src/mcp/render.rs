@@ -17,7 +17,7 @@ pub fn detail(d: &InvestigationDetail) -> String {
         "investigation {}\nstatus: {} · trigger: {} · created: {} · {} steps · {} tokens · ${:.4}\n",
         inv.id,
         inv.status.as_str(),
-        inv.trigger.as_str(),
+        inv.trigger.label(),
         inv.created_at.to_rfc3339(),
         inv.steps,
         inv.tokens.total(),
@@ -70,7 +70,7 @@ pub fn list(page: &InvestigationPage) -> String {
             "{} {} {} {}\n",
             i.id,
             i.status.as_str(),
-            i.trigger.as_str(),
+            i.trigger.label(),
             i.created_at.format("%Y-%m-%dT%H:%M:%SZ"),
         ));
         titles.push_str(&format!("{}: {}\n", i.id, truncate(&i.title, 120)));

@@ -15,6 +15,7 @@ use super::templates::Subject;
 use super::{grafana, webhook};
 use crate::agent::{Investigation, InvestigationStatus};
 use crate::store::StoreError;
+use crate::telemetry::Task;
 use crate::telemetry::supervise::contained;
 
 impl Notifier {
@@ -46,13 +47,7 @@ impl Notifier {
         let mut payloads = Vec::new();
         if inner.mailer.is_some() && !inner.config.notify.email_to.is_empty() {
             payloads.push(Payload::Email(StoredEmail {
-                to: inner
-                    .config
-                    .notify
-                    .email_to
-                    .iter()
-                    .map(|e| e.0.to_string())
-                    .collect(),
+                to: inner.config.notify.email_to.clone(),
                 subject: subject.title(),
                 text: subject.markdown(),
                 html: subject.html(),
@@ -107,7 +102,8 @@ impl Notifier {
             tokio::spawn(async move {
                 loop {
                     // A pass that panics is retried like one that failed.
-                    let drained = contained("notifier", &this.inner.metrics, this.drain_finished());
+                    let drained =
+                        contained(Task::Notifier, &this.inner.metrics, this.drain_finished());
                     let wait = match drained.await {
                         Some(Ok(_)) => None,
                         Some(Err(e)) => {
@@ -129,7 +125,7 @@ impl Notifier {
             })
         };
         loop {
-            let wait = match contained("notifier", &self.inner.metrics, self.send_due()).await {
+            let wait = match contained(Task::Notifier, &self.inner.metrics, self.send_due()).await {
                 Some(Ok(wait)) => wait,
                 Some(Err(e)) => {
                     tracing::error!(error = %e, "notification outbox failed");

@@ -19,16 +19,16 @@ use super::webhook::WebhookRequest;
 use super::{Channel, NotifyError};
 use crate::agent::store::InvestigationStore;
 use crate::alerts::store::AlertStore;
-use crate::config::Config;
+use crate::config::{Config, EmailAddress};
 use crate::integrations::Upstreams;
 use crate::integrations::grafana::GrafanaClient;
 use crate::store::{Store, StoreError, Tree};
 use crate::telemetry::Metrics;
 
-/// A stored email (recipients as text, so it round-trips through JSON).
+/// A stored email.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredEmail {
-    pub to: Vec<String>,
+    pub to: Vec<EmailAddress>,
     pub subject: String,
     pub text: String,
     pub html: String,

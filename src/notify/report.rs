@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::NotifyError;
 use super::email::{EmailMessage, InlineImage};
+use crate::config::EmailAddress;
 use crate::store::StoreError;
 
 /// A report that could not be delivered for this long is given up (the next week's
@@ -30,7 +31,6 @@ pub struct ReportDelivery {
     pub message_id: String,
     /// What built it (`schedule`, `catchup`, `api`, `cli`): the `trigger` label of
     /// `sre_agent_reports_total`, counted when the delivery ends.
-    #[serde(default)]
     pub trigger: String,
 }
 
@@ -45,7 +45,7 @@ pub struct StoredImage {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StoredReport {
     pub delivery: ReportDelivery,
-    pub to: Vec<String>,
+    pub to: Vec<EmailAddress>,
     pub subject: String,
     pub text: String,
     pub html: String,
@@ -57,7 +57,7 @@ impl StoredReport {
     pub fn new(delivery: ReportDelivery, msg: &EmailMessage) -> Self {
         Self {
             delivery,
-            to: msg.to.iter().map(ToString::to_string).collect(),
+            to: msg.to.iter().cloned().map(EmailAddress).collect(),
             subject: msg.subject.clone(),
             text: msg.text.clone(),
             html: msg.html.clone().unwrap_or_default(),
@@ -90,7 +90,7 @@ impl StoredReport {
             })
             .collect::<Result<_, _>>()?;
         Ok(EmailMessage {
-            to: self.to.iter().filter_map(|t| t.parse().ok()).collect(),
+            to: self.to.iter().map(|a| a.0.clone()).collect(),
             subject: self.subject.clone(),
             text: self.text.clone(),
             html: Some(self.html.clone()),
@@ -103,7 +103,7 @@ impl StoredReport {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PeriodHolder {
     pub report_id: String,
-    pub message_id: Option<String>,
+    pub message_id: String,
     /// `queued`, `sending`, `sent` or `unconfirmed`.
     pub state: &'static str,
     /// Sent, or maybe sent (unconfirmed).
@@ -112,11 +112,11 @@ pub struct PeriodHolder {
 
 impl std::fmt::Display for PeriodHolder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "report {} ({}", self.report_id, self.state)?;
-        if let Some(id) = &self.message_id {
-            write!(f, ", Message-ID {id}")?;
-        }
-        f.write_str(")")
+        write!(
+            f,
+            "report {} ({}, Message-ID {})",
+            self.report_id, self.state, self.message_id
+        )
     }
 }
 

@@ -75,7 +75,7 @@ impl Notifier {
         };
         tracing::info!(period = %d.period, report = %d.report_id, %holder,
             "the period already has its report email; not sending this one");
-        if holder.message_id.as_deref() != Some(&d.message_id) {
+        if holder.message_id != d.message_id {
             ledger.failed(
                 d,
                 &format!(

@@ -151,7 +151,7 @@ impl Notifier {
                     fatal(NotifyError::Config("smtp.host is no longer set".into()))
                 })?;
                 let msg = EmailMessage {
-                    to: mail.to.iter().filter_map(|t| t.parse().ok()).collect(),
+                    to: mail.to.iter().map(|a| a.0.clone()).collect(),
                     subject: mail.subject.clone(),
                     text: mail.text.clone(),
                     html: Some(mail.html.clone()),

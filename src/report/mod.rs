@@ -35,6 +35,7 @@ use crate::agent::Dispatcher;
 use crate::alerts::store::AlertStore;
 use crate::config::Config;
 use crate::integrations::Upstreams;
+use crate::llm::LlmClient;
 use crate::notify::{Notifier, PeriodHolder, ReportDelivery, ReportLedger};
 use crate::report::store::ReportStore;
 use crate::store::{Store, StoreError};
@@ -68,6 +69,8 @@ pub struct Reporter {
     store: ReportStore,
     metrics: Arc<Metrics>,
     dispatcher: Option<Dispatcher>,
+    /// The dispatcher's LLM client, shared for the narrative.
+    llm: Option<LlmClient>,
     outbox: Option<Notifier>,
     alert_log: AlertStore,
     running: Arc<tokio::sync::Mutex<()>>,
@@ -93,6 +96,7 @@ impl Reporter {
             store,
             metrics,
             dispatcher: None,
+            llm: None,
             outbox: None,
             alert_log,
             running: Arc::new(tokio::sync::Mutex::new(())),
@@ -106,8 +110,10 @@ impl Reporter {
         self
     }
 
-    /// Reads the week's investigations and the daily LLM budget from `dispatcher`.
+    /// Reads the week's investigations and the daily LLM budget from `dispatcher`, and
+    /// writes the narrative with its LLM client.
     pub fn with_dispatcher(mut self, dispatcher: Dispatcher) -> Self {
+        self.llm = dispatcher.llm().cloned();
         self.dispatcher = Some(dispatcher);
         self
     }
@@ -158,12 +164,25 @@ impl Reporter {
         };
         let data = collect::collect_all(&sources, &self.metrics).await;
         let spend = self.dispatcher.as_ref().map(|d| d.spend());
-        let summary = summary::summarise(&self.config.llm, &self.metrics, spend, &data).await;
+        // A reporter without the dispatcher's client builds one for this report.
+        let own;
+        let llm = match &self.llm {
+            Some(shared) => Ok(shared),
+            None => {
+                own = LlmClient::new(&self.config.llm, self.metrics.clone());
+                match &own {
+                    Ok(Some(client)) => Ok(client),
+                    Ok(None) => Err(summary::NOT_CONFIGURED.to_string()),
+                    Err(e) => Err(e.to_string()),
+                }
+            }
+        };
+        let summary = summary::summarise(llm, spend, &data).await;
         let mut report = Report {
             id: uuid::Uuid::now_v7().to_string(),
             trigger: req.trigger,
             window,
-            timezone: self.timezone().name().to_string(),
+            timezone: self.config.report.timezone.clone(),
             created_at: Utc::now(),
             status: ReportStatus::Generated,
             delivery_error: None,
@@ -178,14 +197,14 @@ impl Reporter {
         if report.status != ReportStatus::Queued {
             self.metrics
                 .reports
-                .with_label_values(&[req.trigger.as_str(), report.status.as_str()])
+                .with_label_values(&[req.trigger.label(), report.status.as_str()])
                 .inc();
         }
         self.metrics
             .report_duration
             .observe(started.elapsed().as_secs_f64());
         tracing::info!(
-            id = %report.id, period = %window.period, trigger = req.trigger.as_str(),
+            id = %report.id, period = %window.period, trigger = req.trigger.label(),
             status = report.status.as_str(), "report done"
         );
         Ok(report)
@@ -213,7 +232,7 @@ impl Reporter {
             report_id: report.id.clone(),
             period: period.to_string(),
             message_id,
-            trigger: report.trigger.as_str().to_string(),
+            trigger: report.trigger.label().to_string(),
         };
         if let Some(outbox) = &self.outbox {
             match outbox.enqueue_report(delivery, &msg).await? {

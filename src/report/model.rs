@@ -7,25 +7,17 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::period::ReportWindow;
+use crate::config::TimeZone;
 
-/// What started a report (the `trigger` label of `sre_agent_reports_total`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ReportTrigger {
-    Schedule,
-    Catchup,
-    Api,
-    Cli,
-}
-
-impl ReportTrigger {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Schedule => "schedule",
-            Self::Catchup => "catchup",
-            Self::Api => "api",
-            Self::Cli => "cli",
-        }
+crate::telemetry::labelled! {
+    /// What started a report (the `trigger` label of `sre_agent_reports_total`).
+    #[derive(Serialize, Deserialize, utoipa::ToSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum ReportTrigger {
+        Schedule => "schedule",
+        Catchup => "catchup",
+        Api => "api",
+        Cli => "cli",
     }
 }
 
@@ -349,7 +341,7 @@ pub struct Report {
     pub id: String,
     pub trigger: ReportTrigger,
     pub window: ReportWindow,
-    pub timezone: String,
+    pub timezone: TimeZone,
     pub created_at: DateTime<Utc>,
     pub status: ReportStatus,
     pub delivery_error: Option<String>,
@@ -360,7 +352,7 @@ pub struct Report {
 impl Report {
     /// "sre-agent weekly report 2026-W47 (Nov 16 – Nov 23)".
     pub fn title(&self) -> String {
-        let tz: chrono_tz::Tz = self.timezone.parse().unwrap_or(chrono_tz::UTC);
+        let tz = self.timezone.0;
         format!(
             "sre-agent weekly report {} ({})",
             self.window.period,
@@ -376,7 +368,18 @@ pub fn total(values: impl IntoIterator<Item = f64>) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::total;
+    use super::{ReportTrigger, total};
+
+    #[test]
+    fn every_trigger_is_stored_by_its_label_and_has_its_series_before_any_report() {
+        for t in ReportTrigger::ALL {
+            assert_eq!(serde_json::to_value(t).unwrap(), t.label());
+            assert!(
+                crate::telemetry::REPORT_TRIGGERS.contains(&t.label()),
+                "{t:?}"
+            );
+        }
+    }
 
     #[test]
     fn the_total_of_nothing_is_a_positive_zero_that_prints_as_0() {

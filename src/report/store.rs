@@ -17,13 +17,11 @@ const REPORTS: &str = "reports";
 const PERIODS: &str = "report_periods";
 
 /// Where the report of a period is on its way out.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum PeriodState {
     Queued,
     Sending,
-    /// Records written before the ledger had states were all sent.
-    #[default]
     Sent,
     Unconfirmed,
 }
@@ -33,10 +31,8 @@ pub enum PeriodState {
 pub struct DeliveredPeriod {
     pub report_id: String,
     pub at: DateTime<Utc>,
-    #[serde(default)]
     pub state: PeriodState,
-    #[serde(default)]
-    pub message_id: Option<String>,
+    pub message_id: String,
 }
 
 impl DeliveredPeriod {
@@ -45,9 +41,9 @@ impl DeliveredPeriod {
         matches!(self.state, PeriodState::Sent | PeriodState::Unconfirmed)
     }
 
-    /// Whether this is the record of `d` (records from before Message-IDs are no one's).
+    /// Whether this is the record of `d`.
     fn is_of(&self, d: &ReportDelivery) -> bool {
-        self.message_id.as_deref() == Some(&d.message_id)
+        self.message_id == d.message_id
     }
 
     fn holder(&self) -> PeriodHolder {
@@ -179,7 +175,7 @@ impl ReportStore {
                     report_id: d.report_id.clone(),
                     at: Utc::now(),
                     state,
-                    message_id: Some(d.message_id.clone()),
+                    message_id: d.message_id.clone(),
                 }),
             }
         })?;
@@ -227,9 +223,8 @@ impl ReportLedger for ReportStore {
 
     fn failed(&self, d: &ReportDelivery, error: &str) -> Result<(), StoreError> {
         // The period is free again: the next start's catch-up may generate it anew.
-        self.periods.update(&d.period, |old| {
-            old.filter(|p| p.went_out() || p.message_id.as_deref() != Some(&d.message_id))
-        })?;
+        self.periods
+            .update(&d.period, |old| old.filter(|p| p.went_out() || !p.is_of(d)))?;
         self.set_status(&d.report_id, ReportStatus::Failed, Some(error))
     }
 
@@ -285,7 +280,7 @@ mod tests {
         store.sent(&a).unwrap();
         let h = store.holder("2026-W47").unwrap().unwrap();
         assert!(h.went_out);
-        assert_eq!(h.message_id.as_deref(), Some("<a@example.org>"));
+        assert_eq!(h.message_id, "<a@example.org>");
         // Another report of the period neither claims, nor sends, nor frees it.
         assert_eq!(held_by(store.claim(&b).unwrap()).as_deref(), Some("a"));
         assert_eq!(held_by(store.sending(&b).unwrap()).as_deref(), Some("a"));

@@ -5,16 +5,12 @@
 
 use std::fmt::Write as _;
 
-use std::sync::Arc;
-
 use serde_json::json;
 
 use super::model::{ReportData, Summary};
 use super::render::number::fixed;
 use crate::agent::SpendLedger;
-use crate::config::LlmConfig;
 use crate::llm::{ChatMessage, LlmClient};
-use crate::telemetry::Metrics;
 use crate::text::{fence_as, first_chars};
 
 /// Upper bound for the data sent to the LLM.
@@ -58,17 +54,19 @@ pub fn compact(data: &ReportData) -> String {
     }
 }
 
-/// Writes the summary with the LLM, or the automatic one with the reason. With `spend`,
-/// the call must fit today's cost budget.
+/// Why a report has no narrative when `llm.base_url` is unset.
+pub const NOT_CONFIGURED: &str = "LLM not configured (set llm.base_url)";
+
+/// Writes the summary with `llm`, or the automatic one with the reason (`llm`'s error:
+/// why there is no client). With `spend`, the call must fit today's cost budget.
 pub async fn summarise(
-    llm: &LlmConfig,
-    metrics: &Arc<Metrics>,
+    llm: Result<&LlmClient, String>,
     spend: Option<&SpendLedger>,
     data: &ReportData,
 ) -> Summary {
-    let reason = match &llm.base_url {
-        None => "LLM not configured (set llm.base_url)".to_string(),
-        Some(_) => match narrate(llm, metrics, spend, data).await {
+    let reason = match llm {
+        Err(why) => why,
+        Ok(client) => match narrate(client, spend, data).await {
             Ok((text, model)) => {
                 return Summary {
                     text,
@@ -88,8 +86,7 @@ pub async fn summarise(
 
 /// The narrative call within the budget: reserved first, settled to its real cost.
 async fn narrate(
-    llm: &LlmConfig,
-    metrics: &Arc<Metrics>,
+    client: &LlmClient,
     spend: Option<&SpendLedger>,
     data: &ReportData,
 ) -> Result<(String, String), String> {
@@ -104,7 +101,7 @@ async fn narrate(
         }
         None => None,
     };
-    let (answer, cost) = call(llm, metrics, &data).await?;
+    let (answer, cost) = call(client, &data).await?;
     if let Some(claim) = claim
         && let Err(e) = claim.settle(cost)
     {
@@ -116,13 +113,9 @@ async fn narrate(
 /// One call; its answer (or why there is none) and its cost.
 #[allow(clippy::type_complexity)]
 async fn call(
-    llm: &LlmConfig,
-    metrics: &Arc<Metrics>,
+    client: &LlmClient,
     data: &str,
 ) -> Result<(Result<(String, String), String>, f64), String> {
-    let client = LlmClient::new(llm, metrics.clone())
-        .map_err(|e| e.to_string())?
-        .ok_or("LLM not configured (set llm.base_url)")?;
     let messages = [
         ChatMessage::System(SYSTEM.to_string()),
         ChatMessage::User(fence_as("report-data", data)),

@@ -34,21 +34,23 @@ pub const NOTIFICATION_STATES: &[&str] = &["sent", "failed", "retry", "unconfirm
 /// People's verdicts on findings.
 pub const VERDICTS: &[&str] = &["right", "wrong"];
 
-/// Background tasks that run under `telemetry::supervise` (the `task` of
-/// `sre_agent_panics_total`).
-pub const TASKS: &[&str] = &[
-    "investigation",
-    "investigation_worker",
-    "health_checker",
-    "notifier",
-    "retention",
-    "http_accept",
-    "http_connection",
-    "http_handler",
-    "alert_intake",
-    "alert_submissions",
-    "schedule",
-];
+super::labelled! {
+    /// The background work that runs under `telemetry::supervise`: the `task` label of
+    /// `sre_agent_panics_total`.
+    pub enum Task {
+        Investigation => "investigation",
+        InvestigationWorker => "investigation_worker",
+        HealthChecker => "health_checker",
+        Notifier => "notifier",
+        Retention => "retention",
+        HttpAccept => "http_accept",
+        HttpConnection => "http_connection",
+        HttpHandler => "http_handler",
+        AlertIntake => "alert_intake",
+        AlertSubmissions => "alert_submissions",
+        Schedule => "schedule",
+    }
+}
 
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
@@ -360,8 +362,8 @@ impl Metrics {
         for v in VERDICTS {
             self.feedback.with_label_values(&[v]);
         }
-        for t in TASKS {
-            self.panics.with_label_values(&[t]);
+        for t in Task::ALL {
+            self.panics.with_label_values(&[t.label()]);
         }
         // Always registered, so the tool families are exported before any tool is configured.
         self.init_tool("current_time");

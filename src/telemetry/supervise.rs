@@ -13,7 +13,7 @@ use std::time::Duration;
 use futures::FutureExt;
 use tokio_util::sync::CancellationToken;
 
-use super::Metrics;
+use super::{Metrics, Task};
 
 /// The pause before a loop that panicked starts again, so a panic on every pass does not
 /// spin.
@@ -29,16 +29,16 @@ pub fn panic_message(panic: &(dyn Any + Send)) -> String {
 }
 
 /// Logs and counts a panic caught in `task`.
-pub fn record_panic(metrics: &Metrics, task: &str, panic: &(dyn Any + Send)) -> String {
+pub fn record_panic(metrics: &Metrics, task: Task, panic: &(dyn Any + Send)) -> String {
     let what = panic_message(panic);
-    metrics.panics.with_label_values(&[task]).inc();
-    tracing::error!(task, panic = %what, "a task panicked; the daemon keeps serving");
+    metrics.panics.with_label_values(&[task.label()]).inc();
+    tracing::error!(task = task.label(), panic = %what, "a task panicked; the daemon keeps serving");
     what
 }
 
 /// Runs `work`; a panic in it is logged and counted, and `None` is returned instead.
 pub async fn contained<T>(
-    task: &'static str,
+    task: Task,
     metrics: &Metrics,
     work: impl Future<Output = T>,
 ) -> Option<T> {
@@ -54,7 +54,7 @@ pub async fn contained<T>(
 /// Runs the loop `make()` builds until it returns or `token` is cancelled; after a panic it
 /// is logged, counted and built again after [`RESTART_DELAY`].
 pub async fn restarting<F, Fut>(
-    task: &'static str,
+    task: Task,
     metrics: Arc<Metrics>,
     token: CancellationToken,
     mut make: F,
@@ -70,7 +70,7 @@ pub async fn restarting<F, Fut>(
             _ = token.cancelled() => return,
             _ = tokio::time::sleep(RESTART_DELAY) => {}
         }
-        tracing::info!(task, "restarting the task after its panic");
+        tracing::info!(task = task.label(), "restarting the task after its panic");
     }
 }
 
@@ -87,10 +87,16 @@ mod tests {
     #[tokio::test]
     async fn a_contained_panic_is_counted_and_the_caller_goes_on() {
         let metrics = Metrics::new("m");
-        let out = contained("schedule", &metrics, async { panic!("bad input {}", 7) }).await;
+        let out = contained(Task::Schedule, &metrics, async {
+            panic!("bad input {}", 7)
+        })
+        .await;
         assert_eq!(out, None::<()>);
         assert_eq!(panics_of(&metrics, "schedule"), 1);
-        assert_eq!(contained("schedule", &metrics, async { 5 }).await, Some(5));
+        assert_eq!(
+            contained(Task::Schedule, &metrics, async { 5 }).await,
+            Some(5)
+        );
         assert_eq!(panics_of(&metrics, "schedule"), 1);
         assert!(
             metrics
@@ -107,7 +113,7 @@ mod tests {
         let counted = runs.clone();
         let start = tokio::time::Instant::now();
         restarting(
-            "retention",
+            Task::Retention,
             metrics.clone(),
             CancellationToken::new(),
             || {
@@ -136,7 +142,7 @@ mod tests {
         let stop = token.clone();
         let runs = Arc::new(AtomicU32::new(0));
         let counted = runs.clone();
-        restarting("notifier", metrics.clone(), token, move || {
+        restarting(Task::Notifier, metrics.clone(), token, move || {
             if counted.fetch_add(1, Ordering::SeqCst) == 1 {
                 stop.cancel();
             }

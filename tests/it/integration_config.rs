@@ -62,6 +62,43 @@ fn integration_sections_are_validated_naming_the_key() {
 }
 
 #[test]
+fn an_unknown_key_in_pbs_is_refused_naming_every_key_the_section_has() {
+    // `[pbs]` is the `[proxmox]` keys plus its own: every one of them is named, so the
+    // section is one struct serde can list (not one flattened into another).
+    let err = load_err("[pbs]\nbackup_intervall = \"1d\"\n");
+    assert!(
+        err.contains(
+            "pbs.backup_intervall: unknown key (expected one of: url, token_id, \
+             token_secret, token_secret_file, verify_tls, ca_file, timeout, backup_interval)"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn pbs_is_built_from_every_connection_key_of_its_section() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("ca.pem"), "").unwrap();
+    let toml = format!(
+        "[pbs]\nurl = \"https://pbs:8007\"\ntoken_id = \"a@pbs!b\"\ntoken_secret = \"s\"\n\
+         verify_tls = false\nca_file = {:?}\ntimeout = \"7s\"\nbackup_interval = \"2d\"\n",
+        dir.path().join("ca.pem").display().to_string()
+    );
+    let config = test_config(dir.path(), &toml);
+    let api = config.pbs.api();
+    assert_eq!(api.url.unwrap().0.as_str(), "https://pbs:8007/");
+    assert_eq!(api.token_id.as_deref(), Some("a@pbs!b"));
+    assert_eq!(api.token_secret.unwrap().expose(), "s");
+    assert!(!api.verify_tls);
+    assert_eq!(api.ca_file, Some(dir.path().join("ca.pem")));
+    assert_eq!(api.timeout.get(), std::time::Duration::from_secs(7));
+    assert_eq!(
+        config.pbs.backup_interval.get(),
+        std::time::Duration::from_secs(2 * 86_400)
+    );
+}
+
+#[test]
 fn a_bad_kubeconfig_fails_when_the_clients_are_built_naming_the_file() {
     let dir = tempfile::tempdir().unwrap();
     let kc = dir.path().join("kubeconfig");

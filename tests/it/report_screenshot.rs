@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use sre_agent::config::TimeZone;
 use sre_agent::report::model::{
     AlertStat, Availability, HygieneFinding, HygieneIssue, Report, ReportData, ReportStatus,
     ReportTrigger, SloStatus, Summary,
@@ -94,7 +95,7 @@ fn report() -> Report {
             Duration::from_secs(7 * 86_400),
             chrono_tz::UTC,
         ),
-        timezone: "UTC".into(),
+        timezone: TimeZone::default(),
         created_at: now,
         status: ReportStatus::Generated,
         delivery_error: None,

@@ -1,6 +1,7 @@
-//! The report reads Prometheus, Loki and Grafana through the shared integration clients:
-//! every upstream failure lands in the section's note naming the service, the URL and what
-//! happened, and the typed answers (vector, scalar, matrix, streams) are read as such.
+//! The report reads Prometheus, Loki and Grafana through the shared integration clients
+//! (and writes its narrative with the dispatcher's LLM client): every upstream failure
+//! lands in the section's note naming the service, the URL and what happened, and the
+//! typed answers (vector, scalar, matrix, streams) are read as such.
 
 use std::sync::Arc;
 
@@ -173,4 +174,46 @@ async fn a_scalar_slo_answer_and_vector_availability_are_both_read() {
     assert_eq!(s.data.slos[0].met, Some(true));
     assert_eq!(s.data.targets[0].instance, "a:9100");
     assert_eq!(s.data.targets[0].ratio, 0.5);
+}
+
+#[tokio::test]
+async fn the_narrative_is_written_with_the_dispatchers_llm_client() {
+    use sre_agent::agent::Dispatcher;
+    use sre_agent::llm::LlmClient;
+    use sre_agent::tools::ToolRegistry;
+
+    use crate::support::fake_llm::{FakeLlm, answer};
+
+    sre_agent::install_crypto_provider();
+    let llm = FakeLlm::start(vec![answer("A calm week.", (100, 20, 0))]).await;
+    let dir = tempfile::tempdir().unwrap();
+    // The report's own config names no LLM: only the dispatcher's client can write it.
+    let config = test_config(dir.path(), "[report]\ncollector_timeout = \"2s\"\n");
+    let store = Store::open(&config.server.data_dir).unwrap();
+    let metrics = Arc::new(Metrics::new(&config.llm.model));
+    let mut llm_config = config.llm.clone();
+    llm_config.base_url = Some(llm.url.parse().unwrap());
+    let client = LlmClient::new(&llm_config, metrics.clone()).unwrap();
+    let tools = ToolRegistry::new(metrics.clone(), 4000);
+    let dispatcher =
+        Dispatcher::with_parts(&config, &store, metrics.clone(), client, tools).unwrap();
+    let upstreams = sre_agent::integrations::Upstreams::from_config(&config).unwrap();
+    let report = Reporter::new(Arc::new(config), upstreams, &store, metrics)
+        .unwrap()
+        .with_dispatcher(dispatcher)
+        .run(ReportRequest {
+            trigger: ReportTrigger::Cli,
+            period: PeriodSpec::Last,
+            now: Utc::now(),
+            send: false,
+        })
+        .await
+        .unwrap();
+    assert_eq!(report.summary.fallback_reason, None);
+    assert!(
+        report.summary.text.contains("A calm week."),
+        "{:?}",
+        report.summary
+    );
+    assert_eq!(llm.requests().len(), 1);
 }

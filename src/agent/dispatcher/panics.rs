@@ -6,6 +6,7 @@ use chrono::Utc;
 use super::Dispatcher;
 use crate::agent::{Investigation, InvestigationStatus};
 use crate::store::StoreError;
+use crate::telemetry::Task;
 use crate::telemetry::supervise::record_panic;
 
 impl Dispatcher {
@@ -15,7 +16,7 @@ impl Dispatcher {
         mut inv: Investigation,
         panic: &(dyn std::any::Any + Send),
     ) -> Investigation {
-        let what = record_panic(&self.inner.metrics, "investigation", panic);
+        let what = record_panic(&self.inner.metrics, Task::Investigation, panic);
         tracing::error!(id = %inv.id, panic = %what, "investigation panicked");
         if let Ok(Some(stored)) = self.inner.store.get(&inv.id) {
             inv.cost_usd = stored.cost_usd;

@@ -1,11 +1,18 @@
-//! Reading investigations through the dispatcher: one, its timeline, its follow-ups, a page.
+//! Reading through the dispatcher: an investigation, its timeline, its follow-ups, a page;
+//! the LLM client it was built with, which the weekly report shares.
 
 use super::Dispatcher;
 use crate::agent::store::Page;
 use crate::agent::{Event, Investigation, InvestigationStatus};
+use crate::llm::LlmClient;
 use crate::store::StoreError;
 
 impl Dispatcher {
+    /// The LLM client investigations use, when one is configured.
+    pub fn llm(&self) -> Option<&LlmClient> {
+        self.inner.runner.llm()
+    }
+
     /// One investigation.
     pub fn get(&self, id: &str) -> Result<Option<Investigation>, StoreError> {
         self.inner.store.get(id)

@@ -219,7 +219,7 @@ impl Decisions {
     ) {
         self.metrics
             .alerts_received
-            .with_label_values(&[alert.source.as_str(), outcome.as_str()])
+            .with_label_values(&[alert.source.label(), outcome.label()])
             .inc();
         let g = t.group.get_or_insert(GroupState {
             status: alert.status,

@@ -47,8 +47,8 @@ use super::submissions::Submissions;
 use crate::alerts::{AlertSource, WebhookBatch, parse_webhook};
 use crate::store::StoreError;
 use crate::store::inbox::{Backlog, Inbox};
-use crate::telemetry::Metrics;
 use crate::telemetry::supervise::restarting;
+use crate::telemetry::{Metrics, Task};
 
 /// Memory of the parsed batches waiting for the processor at most (each counted by
 /// `WebhookBatch::memory_bytes`: a small alert takes some three times its JSON); past it a
@@ -326,7 +326,7 @@ impl Pipeline {
         let rx = Arc::new(tokio::sync::Mutex::new(rx));
         let (this, tracker) = (self.clone(), tasks.clone());
         tasks.spawn(restarting(
-            "alert_intake",
+            Task::AlertIntake,
             self.metrics.clone(),
             token.clone(),
             move || this.clone().run(rx.clone(), tracker.clone(), token.clone()),

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::pipeline::{CHECKPOINT_EVERY, CHECKPOINT_QUIET, Job, Pipeline};
+use crate::telemetry::Task;
 use crate::telemetry::supervise::contained;
 
 /// The processor's queue, kept across restarts of its loop.
@@ -72,7 +73,7 @@ impl Pipeline {
     /// still waiting, is answered as deferred.
     pub(super) async fn process_contained(&self, job: Job, tasks: &TaskTracker) {
         let seq = job.seq;
-        if contained("alert_intake", &self.metrics, self.process(job, tasks))
+        if contained(Task::AlertIntake, &self.metrics, self.process(job, tasks))
             .await
             .is_none()
         {

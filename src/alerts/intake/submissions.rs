@@ -23,8 +23,8 @@ use crate::alerts::store::AlertStore;
 use crate::alerts::storm::{MEMBER_CAP, StormStatus};
 use crate::config::AlertsConfig;
 use crate::store::StoreError;
-use crate::telemetry::Metrics;
 use crate::telemetry::supervise::contained;
+use crate::telemetry::{Metrics, Task};
 
 /// An effect of a touched group or storm.
 pub(super) enum Action {
@@ -96,7 +96,7 @@ impl Submissions {
 
     /// Runs a batch's `effects` in order (on a task of their own), a panic contained.
     pub(super) async fn run_all(self: Arc<Self>, effects: Vec<Effect>) {
-        contained("alert_submissions", &self.metrics, async {
+        contained(Task::AlertSubmissions, &self.metrics, async {
             for e in effects {
                 self.run(e).await;
             }

@@ -2,30 +2,34 @@
 
 use serde::{Deserialize, Serialize};
 
-/// What happened to one received alert; the `outcome` label of `alerts_received_total`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Queued,
-    Deduped,
-    Cooldown,
-    Budget,
-    Ignored,
-    Resolved,
-    /// Attached to a storm of its alert (`alerts::storm`) instead of its own investigation.
-    Storm,
+crate::telemetry::labelled! {
+    /// What happened to one received alert; the `outcome` label of `alerts_received_total`.
+    #[derive(Serialize, Deserialize, utoipa::ToSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Outcome {
+        Queued => "queued",
+        Deduped => "deduped",
+        Cooldown => "cooldown",
+        Budget => "budget",
+        Ignored => "ignored",
+        Resolved => "resolved",
+        /// Attached to a storm of its alert (`alerts::storm`) instead of its own investigation.
+        Storm => "storm",
+    }
 }
 
-impl Outcome {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Queued => "queued",
-            Self::Deduped => "deduped",
-            Self::Cooldown => "cooldown",
-            Self::Budget => "budget",
-            Self::Ignored => "ignored",
-            Self::Resolved => "resolved",
-            Self::Storm => "storm",
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_outcome_is_stored_by_its_label_and_has_its_series_before_any_alert() {
+        for o in Outcome::ALL {
+            assert_eq!(serde_json::to_value(o).unwrap(), o.label());
+            assert!(
+                crate::telemetry::ALERT_OUTCOMES.contains(&o.label()),
+                "{o:?} is missing from telemetry::ALERT_OUTCOMES"
+            );
         }
     }
 }

@@ -54,12 +54,12 @@ pub async fn page(
                 tbody {
                     @for (g, inv) in &rows {
                         tr {
-                            td { (g.title) br; span.muted { (g.source.as_str()) } }
+                            td { (g.title) br; span.muted { (g.source.label()) } }
                             td { (alert_status(g.status)) }
                             td { (g.firing_count) }
                             td { (g.received) }
                             td { (g.investigations) }
-                            td { (g.last_outcome.as_str()) }
+                            td { (g.last_outcome.label()) }
                             td { (time(g.last_seen)) }
                             td {
                                 @if let Some(inv) = inv {

@@ -52,7 +52,7 @@ pub async fn page(
         t => Some(
             TRIGGERS
                 .into_iter()
-                .find(|x| x.as_str() == t)
+                .find(|x| x.label() == t)
                 .ok_or_else(|| {
                     ApiError::BadRequest(format!("unknown trigger {t:?} (ask, alert, schedule)"))
                 })?,
@@ -153,7 +153,7 @@ fn row(inv: &Investigation) -> Markup {
                 }
             }
             td { (status_badge(inv.status)) }
-            td { (inv.trigger.as_str()) }
+            td { (inv.trigger.label()) }
             td { (time(inv.created_at)) }
             td { (inv.steps) }
             td { (format!("${:.4}", inv.cost_usd)) }
@@ -178,7 +178,7 @@ fn filters(f: &Filters) -> Markup {
                 select id="f-trigger" name="trigger" {
                     option value="" selected[f.trigger.is_empty()] { "any" }
                     @for t in TRIGGERS {
-                        option value=(t.as_str()) selected[f.trigger == t.as_str()] { (t.as_str()) }
+                        option value=(t.label()) selected[f.trigger == t.label()] { (t.label()) }
                     }
                 }
             }

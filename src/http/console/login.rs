@@ -16,8 +16,8 @@ use serde::Deserialize;
 
 use super::page::{Chrome, Csrf, PageError, layout, local_path, respond};
 use crate::app::AppState;
+use crate::config::secure_eq;
 use crate::http::ApiError;
-use crate::http::auth::secure_eq;
 use crate::http::session::{ConsoleKeys, SESSION_COOKIE, SESSION_SECONDS, set_cookie};
 
 #[derive(Deserialize)]

@@ -53,7 +53,7 @@ pub async fn list(
                         tr {
                             td { a href={ "/reports/" (r.id) } { (r.title()) } }
                             td { (r.window.period.to_string()) }
-                            td { (r.trigger.as_str()) }
+                            td { (r.trigger.label()) }
                             td { (r.status.as_str()) }
                             td { (time(r.created_at)) }
                         }

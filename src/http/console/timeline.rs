@@ -122,7 +122,7 @@ fn facts(inv: &Investigation) -> Markup {
     html! {
         dl.facts {
             dt { "Status" } dd id="status" { (status_badge(inv.status)) }
-            dt { "Trigger" } dd { (inv.trigger.as_str()) }
+            dt { "Trigger" } dd { (inv.trigger.label()) }
             dt { "Created" } dd { (time(inv.created_at)) }
             @if let Some(d) = inv.duration() { dt { "Duration" } dd { (format!("{:.1} s", d.as_secs_f64())) } }
             dt { "Model" } dd { (inv.model) }

@@ -56,7 +56,7 @@ impl Counted {
     fn from_store(list: &[Investigation]) -> Self {
         let mut by_trigger_status = BTreeMap::new();
         for i in list {
-            let key = format!("{}/{}", i.trigger.as_str(), i.status.as_str());
+            let key = format!("{}/{}", i.trigger.label(), i.status.as_str());
             *by_trigger_status.entry(key).or_default() += 1.0;
         }
         Self {

@@ -67,6 +67,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::config::TimeZone;
     use crate::report::model::{
         Availability, Delta, JobErrors, ReportData, ReportStatus, ReportTrigger, Summary, ToolUsage,
     };
@@ -83,7 +84,7 @@ mod tests {
                 Duration::from_secs(7 * 86_400),
                 chrono_tz::UTC,
             ),
-            timezone: "UTC".into(),
+            timezone: TimeZone::default(),
             created_at: now,
             status: ReportStatus::Generated,
             delivery_error: None,

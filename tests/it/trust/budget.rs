@@ -380,7 +380,7 @@ async fn a_schedule_over_the_daily_count_is_skipped_and_counted() {
     .await;
     let page = app.state.dispatcher.list(None, 50, None).unwrap();
     assert_eq!(page.items.len(), 1, "only the first fire ran");
-    assert_eq!(page.items[0].trigger.as_str(), "schedule");
+    assert_eq!(page.items[0].trigger.label(), "schedule");
     app.stop().await;
 }
 
