@@ -27,6 +27,9 @@ const UNITS: [&str; 10] = [
 /// hour (sectors, corrected errors, drops); what counts many a second while its peers
 /// count none is work (a busy thread's page faults beside idle threads'), not a fault.
 const MAX_PACE: f64 = 0.1;
+/// Families that break one process's activity down by thread (process-exporter's
+/// `-threads`): a thread counting while its siblings idle is that process at work.
+const BREAKDOWNS: [&str; 1] = ["namedprocess_namegroup_thread_"];
 /// Least growth over the window, as a share of the level before it: a count that grew by
 /// less is a lifetime's tally going on as always (a thread's page faults), not news.
 const MIN_GROWTH: f64 = 0.03;
@@ -55,6 +58,9 @@ pub fn find<'a>(series: &'a HashMap<Labels, Points>, t: &[DateTime<Utc>; 4]) -> 
     let mut groups: HashMap<Group, Vec<&Points>> = HashMap::new();
     for p in series.values() {
         let name = p.labels.get("__name__").cloned().unwrap_or_default();
+        if BREAKDOWNS.iter().any(|b| name.starts_with(b)) {
+            continue;
+        }
         let own = identity(&p.labels);
         for k in own.keys().filter(|k| k.as_str() != "job") {
             let mut rest: BTreeMap<String, String> = own.clone().into_iter().collect();
@@ -67,8 +73,7 @@ pub fn find<'a>(series: &'a HashMap<Labels, Points>, t: &[DateTime<Utc>; 4]) -> 
     }
     let zero = |p: &Points| p.v.iter().all(|x| *x == 0.0);
     // Groups where nearly every member stayed at zero, with their members that did not.
-    let mut mostly_zero: HashMap<&(String, String, BTreeMap<String, String>), Vec<&Points>> =
-        HashMap::new();
+    let mut mostly_zero: HashMap<&Group, Vec<&Points>> = HashMap::new();
     for (key, members) in &groups {
         let loud: Vec<&Points> = members.iter().copied().filter(|p| !zero(p)).collect();
         // One alone above its peers; two or three of many still stand out.
@@ -83,14 +88,13 @@ pub fn find<'a>(series: &'a HashMap<Labels, Points>, t: &[DateTime<Utc>; 4]) -> 
         .iter()
         .filter(|((name, _, _), _)| has_unit(name))
         .flat_map(|((_, label, _), loud)| {
-            loud.iter().filter_map(|p| {
-                Some((label.clone(), p.labels.get(label)?.clone(), instance(p)))
-            })
+            loud.iter()
+                .filter_map(|p| Some((label.clone(), p.labels.get(label)?.clone(), instance(p))))
         })
         .collect();
     let mut found: Vec<(f64, usize, Outlier<'_>)> = Vec::new();
     for (key, loud) in &mostly_zero {
-        let (name, label, rest) = key;
+        let (name, label, _) = key;
         if has_unit(name) {
             continue;
         }
@@ -104,16 +108,7 @@ pub fn find<'a>(series: &'a HashMap<Labels, Points>, t: &[DateTime<Utc>; 4]) -> 
             let rose = v.iter().all(|x| x.is_finite()) && v[3] > 0.0 && v[3] > v[0];
             let rare = pace <= MAX_PACE;
             let news = v[3] - v[0] >= MIN_GROWTH * v[0];
-            // What is loud in the same place of other such groups is a kind that is never
-            // zero (a disk's hours powered on among attributes that are), not an outlier.
-            let own = p.labels.get(label);
-            let repeated = mostly_zero.iter().any(|((n, l, r), others)| {
-                n == name
-                    && l == label
-                    && r != rest
-                    && others.iter().any(|q| q.labels.get(label) == own)
-            });
-            if !rose || !rare || !news || repeated {
+            if !rose || !rare || !news {
                 continue;
             }
             let mut peers: Vec<String> = groups[*key]
@@ -239,11 +234,12 @@ mod tests {
             attr("sdb", "Current_Pending_Sector", [3.0; 4]),
             attr("sdc", "Current_Pending_Sector", [0.0; 4]),
             attr("sdd", "Current_Pending_Sector", [0.0; 4]),
-            // Peers that differ anyway (hours powered on) are no reference.
-            attr("sda", "Power_On_Hours", [100.0, 101.0, 102.0, 103.0]),
+            // Peers that differ anyway (hours powered on) are no reference, and a lifetime's
+            // tally growing by an hour an hour is no news.
+            attr("sda", "Power_On_Hours", [1200.0, 1201.0, 1202.0, 1203.0]),
             attr("sdb", "Power_On_Hours", [9000.0, 9001.0, 9002.0, 9003.0]),
-            attr("sdc", "Power_On_Hours", [50.0, 51.0, 52.0, 53.0]),
-            attr("sdd", "Power_On_Hours", [70.0, 71.0, 72.0, 73.0]),
+            attr("sdc", "Power_On_Hours", [400.0, 401.0, 402.0, 403.0]),
+            attr("sdd", "Power_On_Hours", [700.0, 701.0, 702.0, 703.0]),
         ]
         .into_iter()
         .collect();
