@@ -24,4 +24,5 @@ mod memory;
 mod proxmox_storage;
 mod saturation;
 mod steps;
+mod truenas;
 pub mod world;

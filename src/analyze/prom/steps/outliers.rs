@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 
-use super::{Motion, Points, motion, series_expr, series_name};
+use super::Points;
+use super::describe::{Motion, motion, series_expr, series_name};
 use crate::analyze::prom::{host, identity, labels_map};
 use crate::analyze::{Entity, Fact, FactClass, Quantity, Severity, Source};
 use crate::integrations::prometheus::Labels;
