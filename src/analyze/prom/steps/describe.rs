@@ -23,6 +23,14 @@ pub(super) fn series_name(p: &Points) -> String {
     }
 }
 
+/// The series as a fact's entity: its metric name, on its host, with its labels.
+pub(super) fn series_entity(p: &Points) -> Entity {
+    let name = p.labels.get("__name__").cloned().unwrap_or_default();
+    Entity::new("series", name)
+        .on_host(host(&p.labels))
+        .with_labels(labels_map(&p.labels))
+}
+
 /// The query that reads the one series.
 pub(super) fn series_expr(labels: &Labels) -> String {
     let name = labels.get("__name__").map_or("", String::as_str);
@@ -136,9 +144,7 @@ pub(super) fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -
     Fact::new(
         FactClass::Change,
         analyzer,
-        Entity::new("series", name.clone())
-            .on_host(host(&p.labels))
-            .with_labels(labels_map(&p.labels)),
+        series_entity(p),
         what,
         Severity::Warning,
         Source::promql(&series_expr(&p.labels)),

@@ -10,9 +10,9 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 
 use super::Points;
-use super::describe::{Motion, motion, series_expr, series_name};
-use crate::analyze::prom::{host, identity, labels_map};
-use crate::analyze::{Entity, Fact, FactClass, Quantity, Severity, Source};
+use super::describe::{Motion, motion, series_entity, series_expr, series_name};
+use crate::analyze::prom::identity;
+use crate::analyze::{Fact, FactClass, Quantity, Severity, Source};
 use crate::integrations::prometheus::Labels;
 
 /// Least peers (series differing in the one label) for a series to stand out from them.
@@ -183,9 +183,7 @@ pub fn fact(analyzer: &'static str, o: &Outlier<'_>, t: &[DateTime<Utc>; 4]) -> 
     Fact::new(
         FactClass::Change,
         analyzer,
-        Entity::new("series", name.clone())
-            .on_host(host(&p.labels))
-            .with_labels(labels_map(&p.labels)),
+        series_entity(p),
         format!("stands out: {} ({} {by})", series_name(p), o.label),
         Severity::Warning,
         Source::promql(&series_expr(&p.labels)),
