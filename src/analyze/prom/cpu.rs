@@ -3,7 +3,8 @@
 //! process group on that host (process-exporter `namedprocess_namegroup_cpu_seconds_total`,
 //! every mode summed) and the top container (cAdvisor `container_cpu_usage_seconds_total`),
 //! each its own fact with its share of the host so a finding can name it. CPUs waiting on
-//! I/O name the process groups doing the most I/O there.
+//! I/O name the process groups doing the most I/O there; a VM whose CPU time its
+//! hypervisor gives to others (steal) is told apart from one busy with its own work.
 
 use std::collections::HashMap;
 
@@ -21,6 +22,9 @@ const WARN_PERCENT: f64 = 90.0;
 const CRIT_PERCENT: f64 = 98.0;
 /// Share of CPU time spent waiting on I/O worth a look: the disks, not the CPUs, are slow.
 const IOWAIT_PERCENT: f64 = 20.0;
+/// Share of a VM's CPU time its hypervisor gave to others worth a look (the guest is slow
+/// for reasons on its node).
+const STEAL_PERCENT: f64 = 10.0;
 /// Share of the host a consumer must use to be listed in the host's fact.
 const NAMED_PERCENT: f64 = 5.0;
 /// Share of the host a consumer must use to be its own fact, named as what keeps it busy.
@@ -28,7 +32,6 @@ const CONSUMER_PERCENT: f64 = 20.0;
 
 const BUSY: &str = r#"sum without (cpu, mode) (rate(node_cpu_seconds_total{mode!="idle"}[5m]))"#;
 const ALL: &str = "sum without (cpu, mode) (rate(node_cpu_seconds_total[5m]))";
-const IOWAIT: &str = r#"sum without (cpu, mode) (rate(node_cpu_seconds_total{mode="iowait"}[5m]))"#;
 const CPUS: &str = r#"count without (cpu, mode) (node_cpu_seconds_total{mode="idle"})"#;
 const PROCESSES: &str =
     "sum by (instance, job, groupname) (rate(namedprocess_namegroup_cpu_seconds_total[5m]))";
@@ -60,7 +63,8 @@ impl Analyzer for CpuSaturation {
             return Ok(Vec::new());
         }
         let all = by_identity(self.0.vector(ALL).await?);
-        let iowait = by_identity(self.0.vector(IOWAIT).await?);
+        let iowait = by_identity(self.0.vector(&mode_rate("iowait")).await?);
+        let steal = by_identity(self.0.vector(&mode_rate("steal")).await?);
         let cpus = by_identity(self.0.vector(CPUS).await?);
         let mut facts = Vec::new();
         let mut consumers: Option<HashMap<String, Vec<Consumer>>> = None;
@@ -75,32 +79,51 @@ impl Analyzer for CpuSaturation {
             let n = cpus.get(&key).copied().unwrap_or(total);
             let share = 100.0 * s.value / total;
             let wait = 100.0 * iowait.get(&key).copied().unwrap_or(0.0) / total;
-            if wait >= IOWAIT_PERCENT {
+            let stolen = 100.0 * steal.get(&key).copied().unwrap_or(0.0) / total;
+            for (mode, percent, threshold, what) in [
+                ("iowait", wait, IOWAIT_PERCENT, "CPU time waiting on I/O"),
+                (
+                    "steal",
+                    stolen,
+                    STEAL_PERCENT,
+                    "CPU time stolen by the hypervisor",
+                ),
+            ] {
+                if percent < threshold {
+                    continue;
+                }
                 let query = format!(
                     "100 * sum without (cpu, mode) (rate(node_cpu_seconds_total{}[5m])) / sum without (cpu, mode) (rate(node_cpu_seconds_total{sel}[5m]))",
-                    with_mode(&sel, "iowait")
+                    with_mode(&sel, mode)
                 );
-                let since = self
-                    .0
-                    .since(&left, &query, scope, |v| v >= IOWAIT_PERCENT)
-                    .await;
-                if io.is_none() {
-                    io = Some(io_consumers::by_host(&self.0).await?);
-                }
+                let since = self.0.since(&left, &query, scope, |v| v >= threshold).await;
                 let mut fact = Fact::new(
                     FactClass::Saturation,
                     self.name(),
                     Entity::new("host", host_name.clone())
                         .on_host(Some(host_name.clone()))
                         .with_labels(labels_map(&s.metric)),
-                    "CPU time waiting on I/O",
+                    what,
                     Severity::Warning,
                     Source::promql(&query),
                 )
-                .value(Quantity::percent(wait))
+                .value(Quantity::percent(percent))
                 .since(since);
-                if let Some(c) = io.as_ref().and_then(|io| io.get(&host_name)) {
-                    fact = fact.detail(io_consumers::named(c));
+                if mode == "iowait" {
+                    if io.is_none() {
+                        io = Some(io_consumers::by_host(&self.0).await?);
+                    }
+                    if let Some(c) = io.as_ref().and_then(|io| io.get(&host_name)) {
+                        fact = fact.detail(io_consumers::named(c));
+                    }
+                } else {
+                    // Stolen time is time the VM was ready to run and its hypervisor ran
+                    // something else: the cause is on the node, not in the guest.
+                    let own = (share - wait - stolen).max(0.0);
+                    fact = fact.detail(format!(
+                        "the guest's own work {} of its CPU time; its vCPUs wait while the hypervisor node runs other guests (a busy or over-committed node)",
+                        Quantity::percent(own)
+                    ));
                 }
                 facts.push(fact);
             }
@@ -183,6 +206,11 @@ impl Analyzer for CpuSaturation {
         }
         Ok(facts)
     }
+}
+
+/// A host's CPU seconds a second in `mode`, every CPU summed.
+fn mode_rate(mode: &str) -> String {
+    format!(r#"sum without (cpu, mode) (rate(node_cpu_seconds_total{{mode="{mode}"}}[5m]))"#)
 }
 
 /// `sel` with `mode="…"` added (`{instance="a"}` → `{instance="a",mode="idle"}`).

@@ -3,17 +3,22 @@
 //! before the change window, at its start, and now), and those whose slope was steady
 //! before and is not since — a gauge that stepped (a fan at 0 rpm, a filesystem read-only,
 //! a process group gone, a latency ten times higher) or a counter that began or stopped
-//! counting (OOM kills, link flaps, errors). No metric name is known in advance: this is
+//! counting (OOM kills, link flaps, errors), or a level that moved just before the window
+//! and held (a cause precedes the alert; `judge.rs` decides). No metric name is known in advance: this is
 //! the sweep's net for failure classes no other analyzer covers. The hosts the trigger
 //! names are read first; in a small fleet the others too, and their clearest steps are
 //! context ("at the same time, …"): a cause on another host; when the trigger names no
 //! host, they are the answer. What changed together on one instance is one fact, with when
 //! its clearest step happened (`describe.rs` tells a series), and counts that climbed
-//! while their peers stayed at zero stand out (`outliers.rs`). The exporters' own
+//! while their peers stayed at zero stand out (`outliers.rs`), as does the member whose
+//! rise is most of its group's (`shares.rs`: the client holding the connections). The
+//! exporters' own
 //! bookkeeping series are left out.
 
 mod describe;
+mod judge;
 mod outliers;
+mod shares;
 
 use std::collections::HashMap;
 
@@ -24,6 +29,7 @@ use super::{Prom, escape};
 use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope, Severity};
 use crate::integrations::prometheus::Labels;
 use describe::{brief, fact, series_expr};
+use judge::{early, is_counter, moved, surprise};
 
 /// Instances reported, by their clearest step (each costs the model tokens).
 const MAX_FACTS: usize = 3;
@@ -39,17 +45,12 @@ const CHANGE_POINTS: u64 = 120;
 const AGE_TOLERANCE: f64 = 0.1;
 /// Series that stand out from peers at zero reported per read.
 const MAX_OUTLIERS: usize = 2;
+/// Members whose rise is most of their group's reported per read.
+const MAX_RISERS: usize = 2;
 /// The other instances are read when there are at most this many (a homelab's), and
 /// their clearest steps reported as context.
 const MAX_OTHER_INSTANCES: usize = 12;
 const MAX_OTHER_FACTS: usize = 2;
-/// How much larger the slope since must differ from the slopes before than they differ
-/// from each other.
-const SURPRISE: f64 = 8.0;
-/// Least change of slope, as a share of the larger slope, that counts.
-const MIN_SLOPE_CHANGE: f64 = 0.1;
-/// Least move of a gauge, as a share of its level, that counts.
-const MIN_LEVEL_CHANGE: f64 = 0.05;
 /// Families that describe the exporter or the scrape, not the host (client_golang,
 /// client_python, promhttp, Prometheus' own scrape series), and clocks that always move.
 const BOOKKEEPING: [&str; 12] = [
@@ -75,6 +76,8 @@ struct Points {
     labels: Labels,
     /// Values at `times[0..4]` (`NaN` when absent).
     v: [f64; 4],
+    /// Its change came in the span just before the window (a level it has held since).
+    early: bool,
 }
 
 #[async_trait]
@@ -147,22 +150,27 @@ impl Steps {
                 let p = series.entry(s.metric.clone()).or_insert_with(|| Points {
                     labels: s.metric.clone(),
                     v: [f64::NAN; 4],
+                    early: false,
                 });
                 p.v[k] = s.value;
             }
         }
+        // A change within the window, else a level that moved just before it and held.
+        let mut scores: HashMap<Labels, f64> = HashMap::new();
+        for p in series.values_mut() {
+            let name = p.labels.get("__name__").map_or("", String::as_str);
+            // A gauge that stepped moved by a share of its level, not by its jitter (a
+            // file-descriptor limit wandering by 1 %).
+            let within = surprise(&p.v, times).filter(|_| is_counter(name, &p.v) || moved(&p.v));
+            let score = within.or_else(|| early(name, &p.v));
+            p.early = within.is_none() && score.is_some();
+            if let Some(s) = score {
+                scores.insert(p.labels.clone(), s);
+            }
+        }
         let mut found: Vec<(f64, &Points)> = series
             .values()
-            .filter_map(|p| {
-                let score = surprise(&p.v, times)?;
-                let name = p.labels.get("__name__").map_or("", String::as_str);
-                // A gauge that stepped moved by a share of its level, not by its jitter
-                // (a file-descriptor limit wandering by 1 %).
-                if !is_counter(name, &p.v) && !moved(&p.v) {
-                    return None;
-                }
-                Some((score, p))
-            })
+            .filter_map(|p| Some((*scores.get(&p.labels)?, p)))
             .collect();
         found.sort_by(|a, b| b.0.total_cmp(&a.0));
         tracing::debug!(
@@ -213,29 +221,40 @@ impl Steps {
             .map(|o| outliers::fact(self.name(), o, times))
             .collect::<Vec<_>>();
         facts.extend(stand_out);
+        // The member whose rise is most of its group's, even when it is the instance's
+        // clearest step: its share is what that fact does not tell.
+        let risers = shares::find(&series);
+        facts.extend(
+            risers
+                .iter()
+                .take(MAX_RISERS)
+                .map(|r| shares::fact(self.name(), r, times)),
+        );
         Ok(facts)
     }
 
     /// When series `p` left its level (a gauge) or its pace (a counter) between the last
     /// two times: read once more over that span, finely (`None` when the read fails).
     async fn changed_at(&self, p: &Points, t: &[DateTime<Utc>; 4]) -> Option<DateTime<Utc>> {
-        let span = (t[3] - t[2]).num_seconds().max(60) as u64;
+        // An early change happened between the two times before; the others since.
+        let (a, b) = if p.early { (1, 2) } else { (2, 3) };
+        let span = (t[b] - t[a]).num_seconds().max(60) as u64;
         let step = std::time::Duration::from_secs((span / CHANGE_POINTS).max(15));
         let expr = series_expr(&p.labels);
         let series = self
             .0
             .client
-            .query_range(&expr, t[2], t[3], step)
+            .query_range(&expr, t[a], t[b], step)
             .await
             .ok()?;
         let values = &series.first()?.values;
         let name = p.labels.get("__name__").map_or("", String::as_str);
         let i = match is_counter(name, &p.v) {
             false => {
-                let half = (p.v[3] - p.v[2]).abs() / 2.0;
+                let half = (p.v[b] - p.v[a]).abs() / 2.0;
                 values
                     .iter()
-                    .position(|(_, x)| (x - p.v[2]).abs() >= half)?
+                    .position(|(_, x)| (x - p.v[a]).abs() >= half)?
             }
             true => {
                 let secs = |a: usize, b: usize| (t[b] - t[a]).num_seconds().max(1) as f64;
@@ -299,117 +318,12 @@ fn bookkeeping(name: &str) -> bool {
         })
 }
 
-/// Whether series `name` with values `v` is a counter: by its name's suffix, or one
-/// without it (`node_vmstat_oom_kill`) that never went down and rose before; a gauge that
-/// rose and fell is a gauge (its values say more than its slope).
-fn is_counter(name: &str, v: &[f64; 4]) -> bool {
-    let suffix = ["_total", "_count", "_sum"]
-        .iter()
-        .any(|x| name.ends_with(x));
-    let unit = ["_bytes", "_seconds", "_percent"]
-        .iter()
-        .any(|x| name.ends_with(x));
-    let never_down = v.windows(2).all(|w| w[1] >= w[0]) && v[1] > v[0];
-    suffix || (never_down && !unit)
-}
-
-/// Whether a gauge's last value differs from the one before by [`MIN_LEVEL_CHANGE`] of
-/// the larger.
-fn moved(v: &[f64; 4]) -> bool {
-    (v[3] - v[2]).abs() >= MIN_LEVEL_CHANGE * v[2].abs().max(v[3].abs())
-}
-
-/// How surprising the series' last slope is given the two before it (`None`: steady, or
-/// too little data). Slopes per second, so unequal spans compare.
-fn surprise(v: &[f64; 4], t: &[DateTime<Utc>; 4]) -> Option<f64> {
-    if v.iter().any(|x| !x.is_finite()) {
-        return None;
-    }
-    let secs = |a: usize, b: usize| (t[b] - t[a]).num_seconds().max(1) as f64;
-    let s = [
-        (v[1] - v[0]) / secs(0, 1),
-        (v[2] - v[1]) / secs(1, 2),
-        (v[3] - v[2]) / secs(2, 3),
-    ];
-    let before = (s[1] - s[0]).abs();
-    let since = (s[2] - s[1]).abs();
-    if since == 0.0 {
-        return None;
-    }
-    // A change must also matter against the series' own size (a byte counter wobbling by
-    // a few bytes a second is not a step).
-    let scale = v.iter().map(|x| x.abs()).fold(0.0, f64::max);
-    let change = (v[3] - v[2] - s[1] * secs(2, 3)).abs();
-    if change < 1e-6 * scale.max(1.0) || since <= SURPRISE * before {
-        return None;
-    }
-    // And against the slope: a counter counting as before, give or take a few percent,
-    // did not change.
-    if since < MIN_SLOPE_CHANGE * s[1].abs().max(s[2].abs()) {
-        return None;
-    }
-    Some(match before {
-        0.0 => 1e6 + change / scale.max(1e-9),
-        b => since / b,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn at(mins_ago: i64) -> DateTime<Utc> {
         DateTime::from_timestamp(1_800_000_000, 0).unwrap() - TimeDelta::minutes(mins_ago)
-    }
-
-    #[test]
-    fn a_step_a_new_count_and_a_stopped_process_are_surprises_and_steady_series_are_not() {
-        let t = [at(210), at(150), at(90), at(0)];
-        // Stepped: a fan at 2400 rpm stops.
-        assert!(surprise(&[2400.0, 2400.0, 2400.0, 0.0], &t).is_some());
-        // A counter that never counted begins (OOM kills).
-        assert!(surprise(&[3.0, 3.0, 3.0, 4.0], &t).is_some());
-        // A counter at a steady rate (bytes at 1 kB/s) is not.
-        let steady = |m: i64| 1e9 + 1000.0 * 60.0 * (300 - m) as f64;
-        assert!(surprise(&[steady(210), steady(150), steady(90), steady(0)], &t).is_none());
-        // Nor one whose rate wobbles a few percent (a CPU-seconds counter of an idle
-        // process), however steady it was before.
-        let cpu = |m: i64, r: f64| 12.0 + r * 60.0 * (300 - m) as f64;
-        let wobble = [
-            cpu(210, 4e-5),
-            cpu(150, 4e-5),
-            cpu(90, 4e-5),
-            cpu(90, 4e-5) + 4.1e-5 * 5400.0,
-        ];
-        assert!(surprise(&wobble, &t).is_none());
-        // A noisy gauge that moved as much before is not.
-        assert!(surprise(&[50.0, 58.0, 49.0, 57.0], &t).is_none());
-        // A flat series is not; a missing point is not judged.
-        assert!(surprise(&[1.0, 1.0, 1.0, 1.0], &t).is_none());
-        assert!(surprise(&[1.0, f64::NAN, 1.0, 0.0], &t).is_none());
-    }
-
-    #[test]
-    fn a_gauge_moves_by_a_share_of_its_level_and_a_counter_by_its_rate() {
-        assert!(moved(&[2400.0, 2400.0, 2400.0, 0.0]));
-        assert!(moved(&[0.0, 0.0, 0.0, 1.0]));
-        // A limit wandering by 1 % is jitter.
-        assert!(!moved(&[
-            2_444_329.0,
-            2_469_688.0,
-            2_493_444.0,
-            2_460_045.0
-        ]));
-        assert!(is_counter("node_vmstat_oom_kill", &[3.0, 4.0, 4.0, 5.0]));
-        assert!(is_counter(
-            "node_network_receive_errs_total",
-            &[9.0, 9.0, 9.0, 9.0]
-        ));
-        assert!(!is_counter(
-            "namedprocess_namegroup_memory_bytes",
-            &[1.0, 2.0, 3.0, 4.0]
-        ));
-        assert!(!is_counter("node_load5", &[0.5, 0.6, 0.5, 36.0]));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! Saturation among calm hosts made of captured node_exporter and process-exporter output:
 //! a host's CPUs busy (with the process that keeps them busy named as its own fact), a
-//! host waiting on a busy disk (with the process doing its I/O), an interface losing packets; decoys below the thresholds.
+//! host waiting on a busy disk (with the process doing its I/O), a VM whose CPU time its
+//! hypervisor gives to others, an interface losing packets; decoys below the thresholds.
 
 use sre_agent::analyze::Severity;
 
@@ -245,4 +246,47 @@ async fn a_node_kept_busy_by_a_container_names_the_container_from_the_kubelets_c
     assert_eq!(top.entity.host.as_deref(), Some("kind-worker"), "{all}");
     let share = top.value.unwrap().value;
     assert!((80.0..90.0).contains(&share), "{all}");
+}
+
+#[tokio::test]
+async fn a_vm_whose_hypervisor_gives_its_cpu_time_to_others_is_told_apart_from_a_busy_one() {
+    let mut defs = calm_hosts(&["elm-vm", "elm-bare"]);
+    // elm-vm: for the last 30 minutes 35 % of its CPU time stolen, its own work unchanged
+    // (a neighbour on its hypervisor node); elm-bare busy with its own work at 60 %, no
+    // steal, and a trace of steal on neither before.
+    cpu_modes(
+        &mut defs,
+        "elm-vm",
+        1800,
+        &[
+            ("idle", 0.58),
+            ("steal", 0.35),
+            ("user", 0.05),
+            ("system", 0.02),
+        ],
+    );
+    cpu_modes(
+        &mut defs,
+        "elm-bare",
+        1800,
+        &[("idle", 0.4), ("user", 0.55), ("system", 0.05)],
+    );
+    let Some(world) = World::build(&defs, 7200, 15).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(1500)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let all = lines(&facts);
+    eprintln!("{all}");
+    let cpu: Vec<_> = facts.iter().filter(|f| f.analyzer == "cpu").collect();
+    assert_eq!(cpu.len(), 1, "{all}");
+    let steal = cpu[0];
+    assert_eq!(steal.what, "CPU time stolen by the hypervisor", "{all}");
+    assert_eq!(steal.entity.name, "elm-vm", "{all}");
+    let v = steal.value.unwrap().value;
+    assert!((33.0..37.0).contains(&v), "{all}");
+    let began = (chrono::Utc::now() - steal.since.expect("since")).num_seconds();
+    assert!((1500..2100).contains(&began), "{all}");
+    let detail = steal.detail.as_deref().unwrap();
+    assert!(detail.starts_with("the guest's own work 7"), "{all}");
 }

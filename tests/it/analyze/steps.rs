@@ -206,3 +206,119 @@ async fn a_question_naming_a_service_reads_the_host_it_runs_on_as_the_one_asked_
     assert_eq!(on("ash-1").severity, Severity::Info, "{all}");
     assert!(on("ash-1").what.starts_with("at the same time"), "{all}");
 }
+
+/// The sweep of an alert on `instance` that fired `ago` seconds ago.
+async fn alert_sweep(world: &World, instance: &str, ago: i64) -> Vec<sre_agent::analyze::Fact> {
+    let now = Utc::now();
+    let started = now - TimeDelta::seconds(ago);
+    let labels = [("instance".to_string(), instance.to_string())]
+        .into_iter()
+        .collect();
+    let scope = Scope::new(now, Some(started)).with_focus(Focus::alert(&labels, Some(started)));
+    let sweep = Sweep::of(sre_agent::analyze::prom::analyzers(world.client()));
+    let report = sweep.run(scope).await;
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+    report
+        .facts
+        .into_iter()
+        .filter(|f| f.analyzer == "steps")
+        .collect()
+}
+
+#[tokio::test]
+async fn the_client_that_took_the_connections_before_the_alert_is_named_with_its_share() {
+    let mut defs = Vec::new();
+    for h in ["fir-db", "fir-app"] {
+        let mut host = node_host(h);
+        calm(&mut host, h);
+        defs.extend(host);
+    }
+    // A database's sessions by user: `wiki` went from 4 to 121 seventy minutes ago and
+    // kept them; refusals began thirty minutes later; the alert fired 38 minutes ago.
+    let db = [("instance", "fir-db:9187"), ("job", "db")];
+    for (user, before, after) in [
+        ("wiki", 4.0, 121.0),
+        ("tasks", 14.0, 14.0),
+        ("ci", 9.0, 9.0),
+        ("grafana", 2.0, 2.0),
+    ] {
+        let mut labels = db.to_vec();
+        labels.push(("user", user));
+        defs.push(series("db_sessions_by_user", &labels, move |ago| {
+            Some(if ago <= 4200 { after } else { before })
+        }));
+    }
+    defs.push(series("db_sessions", &db, |ago| {
+        Some(if ago <= 4200 { 146.0 } else { 29.0 })
+    }));
+    defs.push(series("db_sessions_refused_total", &db, |ago| {
+        Some(0.35 * (2460 - ago).max(0) as f64)
+    }));
+    let Some(world) = World::build(&defs, 8 * 3600, 60).await else {
+        return;
+    };
+    let facts = alert_sweep(&world, "fir-db:9187", 38 * 60).await;
+    let all = lines(&facts);
+    eprintln!("{all}");
+    let riser = facts
+        .iter()
+        .find(|f| f.what.starts_with("most of the rise"))
+        .expect(&all);
+    assert!(riser.what.contains("user wiki"), "{all}");
+    assert_eq!(riser.entity.host.as_deref(), Some("fir-db"));
+    let detail = riser.detail.as_deref().unwrap();
+    assert!(detail.contains("of the rise of all 4 users"), "{all}");
+    // The instance's fact tells the early change beside the refusals the alert is about.
+    let step = facts
+        .iter()
+        .find(|f| f.what == "changed: db_sessions_refused_total")
+        .expect(&all);
+    let detail = step.detail.as_deref().unwrap();
+    assert!(detail.contains("db_sessions 29 → 146 before"), "{all}");
+    // Nothing of the captured hosts stands out or rose.
+    assert!(
+        facts
+            .iter()
+            .all(|f| f.entity.host.as_deref() == Some("fir-db")
+                && f.entity.name.starts_with("db_")),
+        "{all}"
+    );
+}
+
+#[tokio::test]
+async fn a_step_is_found_when_the_store_holds_less_than_the_earliest_read() {
+    let mut defs = Vec::new();
+    for h in ["yew-nas", "yew-gw"] {
+        let mut host = node_host(h);
+        calm(&mut host, h);
+        defs.extend(host);
+    }
+    // A bond lost one of its two links 3 h 10 min ago; the alert fired 3 h ago; the store
+    // holds eight hours (the earliest read, ten hours back, finds nothing).
+    let bond = [
+        ("instance", "yew-nas:9100"),
+        ("job", "node"),
+        ("master", "bond0"),
+    ];
+    defs.push(series("node_bonding_active", &bond, |ago| {
+        Some(if ago <= 11_400 { 1.0 } else { 2.0 })
+    }));
+    defs.push(series("node_bonding_slaves", &bond, |_| Some(2.0)));
+    let Some(world) = World::build(&defs, 8 * 3600, 60).await else {
+        return;
+    };
+    let facts = alert_sweep(&world, "yew-nas:9100", 3 * 3600).await;
+    let all = lines(&facts);
+    eprintln!("{all}");
+    let bond = facts
+        .iter()
+        .find(|f| f.entity.name == "node_bonding_active")
+        .expect(&all);
+    assert_eq!(bond.entity.host.as_deref(), Some("yew-nas"));
+    assert_eq!(bond.value.map(|q| q.value), Some(1.0), "{all}");
+    let began = (Utc::now() - bond.since.expect("since")).num_seconds();
+    assert!((11_000..11_800).contains(&began), "{all}");
+    // The captured hosts' steady series, first seen after the earliest read too, are not
+    // steps.
+    assert_eq!(facts.len(), 1, "{all}");
+}

@@ -87,6 +87,12 @@ pub(super) fn brief(p: &Points, t: &[DateTime<Utc>; 4]) -> String {
             Quantity::seconds(p.v[3]),
             began.format("%H:%M UTC")
         ),
+        Motion::Gauge if p.early => format!(
+            "{} → {} before {}",
+            Quantity::of_metric(name, p.v[1]),
+            Quantity::of_metric(name, p.v[2]),
+            t[2].format("%H:%M UTC")
+        ),
         Motion::Gauge => format!(
             "{} → {}",
             Quantity::of_metric(name, p.v[2]),
@@ -125,20 +131,16 @@ pub(super) fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -
         ),
         Motion::Gauge => {
             let at = |i: usize| Quantity::of_metric(&name, p.v[i]);
-            (
-                at(3),
-                format!(
-                    "{} at {}, {} at {}, {} at {}, {} now",
-                    at(0),
-                    t[0].format("%H:%M"),
-                    at(1),
-                    t[1].format("%H:%M"),
-                    at(2),
-                    t[2].format("%H:%M UTC"),
-                    at(3)
-                ),
-                None,
-            )
+            // The levels read (a series first seen later has no earliest one).
+            let mut levels: Vec<String> = (0..3)
+                .filter(|i| p.v[*i].is_finite())
+                .map(|i| format!("{} at {}", at(i), t[i].format("%H:%M")))
+                .collect();
+            if let Some(last) = levels.last_mut() {
+                last.push_str(" UTC");
+            }
+            levels.push(format!("{} now", at(3)));
+            (at(3), levels.join(", "), None)
         }
     };
     Fact::new(

@@ -51,11 +51,12 @@ fn has_unit(name: &str) -> bool {
     UNITS.iter().any(|u| base.ends_with(u))
 }
 
-/// The series of `series` that rose above peers that all stayed at zero, by how far they
-/// rose (most first).
-pub fn find<'a>(series: &'a HashMap<Labels, Points>, t: &[DateTime<Utc>; 4]) -> Vec<Outlier<'a>> {
-    // Peer groups: the metric and every identity label but one.
-    type Group = (String, String, BTreeMap<String, String>);
+/// Peers: the metric, the one label they differ in, and every other identity label.
+pub(super) type Group = (String, String, BTreeMap<String, String>);
+
+/// The peer groups of `series`: for each series, one group per identity label but `job`
+/// (its peers differ in that label only), without per-thread breakdowns.
+pub(super) fn peer_groups(series: &HashMap<Labels, Points>) -> HashMap<Group, Vec<&Points>> {
     let mut groups: HashMap<Group, Vec<&Points>> = HashMap::new();
     for p in series.values() {
         let name = p.labels.get("__name__").cloned().unwrap_or_default();
@@ -72,6 +73,13 @@ pub fn find<'a>(series: &'a HashMap<Labels, Points>, t: &[DateTime<Utc>; 4]) -> 
                 .push(p);
         }
     }
+    groups
+}
+
+/// The series of `series` that rose above peers that all stayed at zero, by how far they
+/// rose (most first).
+pub fn find<'a>(series: &'a HashMap<Labels, Points>, t: &[DateTime<Utc>; 4]) -> Vec<Outlier<'a>> {
+    let groups = peer_groups(series);
     let zero = |p: &Points| p.v.iter().all(|x| *x == 0.0);
     // Groups where nearly every member stayed at zero, with their members that did not.
     let mut mostly_zero: HashMap<&Group, Vec<&Points>> = HashMap::new();
@@ -206,7 +214,14 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
-        (labels.clone(), Points { labels, v })
+        (
+            labels.clone(),
+            Points {
+                labels,
+                v,
+                early: false,
+            },
+        )
     }
 
     fn attr(device: &str, attribute: &str, v: [f64; 4]) -> (Labels, Points) {
