@@ -67,21 +67,38 @@ pub async fn gather(sweep: &Sweep, inv: &Investigation) -> Option<Gathered> {
     })
 }
 
-/// The first [`SHOWN_FACTS`] of `ranked`, at most [`PER_ENTITY`] about one entity.
+/// The first [`SHOWN_FACTS`] of `ranked`, at most [`PER_ENTITY`] about one entity; of two
+/// facts that say the same about one entity (two integrations see one pod unschedulable),
+/// the one that says more, in the place of the first.
 fn shown(ranked: Vec<Ranked>) -> Vec<Ranked> {
+    let key = |r: &Ranked| {
+        let e = &r.fact.entity;
+        (e.kind.clone(), e.name.clone(), e.host.clone())
+    };
+    let says = |r: &Ranked| r.fact.what.len() + r.fact.detail.as_ref().map_or(0, String::len);
     let mut per: BTreeMap<(String, String, Option<String>), usize> = BTreeMap::new();
-    ranked
-        .into_iter()
-        .filter(|r| {
-            let e = &r.fact.entity;
-            let n = per
-                .entry((e.kind.clone(), e.name.clone(), e.host.clone()))
-                .or_default();
-            *n += 1;
-            *n <= PER_ENTITY
-        })
-        .take(SHOWN_FACTS)
-        .collect()
+    let mut kept: Vec<Ranked> = Vec::new();
+    for r in ranked {
+        let same = kept.iter().position(|k| {
+            key(k) == key(&r)
+                && (k.fact.what.starts_with(&r.fact.what) || r.fact.what.starts_with(&k.fact.what))
+        });
+        if let Some(i) = same {
+            if says(&r) > says(&kept[i]) {
+                kept[i] = r;
+            }
+            continue;
+        }
+        if kept.len() == SHOWN_FACTS {
+            continue;
+        }
+        let n = per.entry(key(&r)).or_default();
+        *n += 1;
+        if *n <= PER_ENTITY {
+            kept.push(r);
+        }
+    }
+    kept
 }
 
 /// The focus of `inv` and when its incident began (an alert's start; a question: the
@@ -316,6 +333,40 @@ mod tests {
             shown.contains(&"svc4 new log pattern".to_string()),
             "{shown:?}"
         );
+    }
+
+    #[test]
+    fn of_two_facts_saying_the_same_about_one_entity_the_fuller_is_shown_in_the_first_place() {
+        let fact = |kind: &str, what: &str, detail: Option<&str>| {
+            let f = Fact::new(
+                FactClass::Kubernetes,
+                "x",
+                Entity::new(kind, "docs/wiki-7f9c-x2"),
+                what,
+                Severity::Critical,
+                Source::promql("x"),
+            );
+            match detail {
+                Some(d) => f.detail(d),
+                None => f,
+            }
+        };
+        let facts = vec![
+            fact("pod", "unschedulable", None),
+            fact("pvc", "ProvisioningFailed", Some("storage class not found")),
+            fact(
+                "pod",
+                "unschedulable, requests cpu 0.25",
+                Some("unbound claims"),
+            ),
+        ];
+        let ranked = rank(facts, &Focus::question("wiki-7f9c-x2"));
+        let shown: Vec<String> = shown(ranked)
+            .iter()
+            .map(|r| format!("{} {}", r.fact.entity.kind, r.fact.what))
+            .collect();
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        assert!(shown.contains(&"pod unschedulable, requests cpu 0.25".to_string()));
     }
 
     #[test]

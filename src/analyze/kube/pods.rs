@@ -38,19 +38,24 @@ impl Analyzer for KubePods {
 
 /// The facts about `pods` given the Warning `events` (oldest first).
 pub fn analyze(pods: &[Pod], events: &[Event], scope: &Scope) -> Vec<Fact> {
+    // Events about pods, and about the claims pods wait for (a claim not provisioned
+    // keeps its pod from being scheduled: its reason is on the claim).
     let mut by_pod: HashMap<(&str, &str), Vec<&Event>> = HashMap::new();
+    let mut by_claim: HashMap<(&str, &str), Vec<&Event>> = HashMap::new();
     for e in events {
         let o = &e.involved_object;
-        if o.kind.as_deref() != Some("Pod") {
-            continue;
-        }
+        let index = match o.kind.as_deref() {
+            Some("Pod") => &mut by_pod,
+            Some("PersistentVolumeClaim") => &mut by_claim,
+            _ => continue,
+        };
         let ns = o
             .namespace
             .as_deref()
             .or(e.metadata.namespace.as_deref())
             .unwrap_or_default();
         if let Some(name) = o.name.as_deref() {
-            by_pod.entry((ns, name)).or_default().push(e);
+            index.entry((ns, name)).or_default().push(e);
         }
     }
     let mut facts = Vec::new();
@@ -59,9 +64,14 @@ pub fn analyze(pods: &[Pod], events: &[Event], scope: &Scope) -> Vec<Fact> {
             pod.metadata.namespace.as_deref().unwrap_or_default(),
             pod.metadata.name.as_deref().unwrap_or_default(),
         );
+        let claims = PodView::claim_names(pod)
+            .into_iter()
+            .map(|c| (c, by_claim.get(&(key.0, c)).cloned().unwrap_or_default()))
+            .collect();
         let view = PodView {
             pod,
             events: by_pod.remove(&key).unwrap_or_default(),
+            claims,
             scope,
         };
         facts.extend(pod_facts(&view));

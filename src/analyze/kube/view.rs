@@ -1,5 +1,5 @@
 //! One pod as the failure classes of `kube_pods` see it (the pod, the Warning events about
-//! it, the window), and what they read from it: events by reason, conditions, waiting
+//! it and about the claims it uses, the window), and what they read from it: events by reason, conditions, waiting
 //! states, when things began.
 
 use chrono::{DateTime, Utc};
@@ -9,10 +9,12 @@ use super::{time, timestamp};
 use crate::analyze::Scope;
 
 /// One pod as the failure classes see it: the pod, the Warning events about it (oldest
-/// first) and the window.
+/// first), those about the volume claims it mounts, and the window.
 pub struct PodView<'a> {
     pub pod: &'a Pod,
     pub events: Vec<&'a Event>,
+    /// The Warning events about the claims its volumes use, by claim (oldest first).
+    pub claims: Vec<(&'a str, Vec<&'a Event>)>,
     pub scope: &'a Scope,
 }
 
@@ -41,6 +43,18 @@ impl PodView<'_> {
             .iter()
             .find(|c| c.type_ == kind && c.status == status)?;
         c.last_transition_time.as_ref().and_then(time)
+    }
+
+    /// The claims the pod's volumes use (`persistentVolumeClaim.claimName`).
+    pub fn claim_names(pod: &Pod) -> Vec<&str> {
+        pod.spec
+            .as_ref()
+            .and_then(|s| s.volumes.as_ref())
+            .into_iter()
+            .flatten()
+            .filter_map(|v| v.persistent_volume_claim.as_ref())
+            .map(|c| c.claim_name.as_str())
+            .collect()
     }
 
     /// When the pod was created.

@@ -59,7 +59,12 @@ impl Analyzer for TargetsDown {
                 Entity::new("target", name)
                     .on_host(host(&s.metric))
                     .with_labels(labels_map(&s.metric)),
-                "scrape target down",
+                // The job says what the target is (`smartctl`, `postgres`): an instance's
+                // address alone does not.
+                match s.metric.get("job") {
+                    Some(job) => format!("scrape target of job {job} down"),
+                    None => "scrape target down".into(),
+                },
                 Severity::Critical,
                 Source::promql(&queries[i]),
             )

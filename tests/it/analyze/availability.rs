@@ -71,6 +71,7 @@ async fn a_target_down_is_reported_with_since_when_and_the_scrape_error_promethe
     let fir = down.iter().find(|f| f.entity.name == "fir-3:9100").unwrap();
     assert_eq!(fir.entity.host.as_deref(), Some("fir-3"));
     assert_eq!(fir.entity.labels["job"], "node");
+    assert_eq!(fir.what, "scrape target of job node down");
     let ago = (chrono::Utc::now() - fir.since.expect("a since")).num_seconds();
     assert!((690..780).contains(&ago), "{ago} s: {}", lines(&facts));
     let detail = fir.detail.as_deref().unwrap_or_default();
