@@ -305,6 +305,21 @@ fn times(scope: &Scope) -> [DateTime<Utc>; 4] {
     [start - span - span, start - span, start, scope.now]
 }
 
+/// A series with `pairs` for labels read as `v` (for the tests of the judges).
+#[cfg(test)]
+fn points(pairs: &[(&str, &str)], v: [f64; 4]) -> (Labels, Points) {
+    let labels: Labels = pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let p = Points {
+        labels: labels.clone(),
+        v,
+        early: false,
+    };
+    (labels, p)
+}
+
 fn bookkeeping(name: &str) -> bool {
     name.is_empty()
         || name.ends_with("_created")

@@ -3,16 +3,11 @@
 
 use sre_agent::analyze::{FactClass, Severity};
 
-use super::world::{World, calm, lines, node_host, set};
+use super::world::{World, calm_hosts, lines, set};
 
 #[tokio::test]
 async fn a_clock_ahead_of_prometheus_and_one_offset_from_ntp_are_found_with_their_offsets() {
-    let mut defs = Vec::new();
-    for h in ["fir-1", "fir-2", "fir-3"] {
-        let mut host = node_host(h);
-        calm(&mut host, h);
-        defs.extend(host);
-    }
+    let mut defs = calm_hosts(&["fir-1", "fir-2", "fir-3"]);
     let now = chrono::Utc::now().timestamp();
     // fir-2's clock jumped 5 minutes ahead 15 minutes ago.
     set(

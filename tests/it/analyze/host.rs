@@ -4,7 +4,7 @@
 
 use sre_agent::analyze::FactClass;
 
-use super::world::{World, calm, lines, node_host, series, set};
+use super::world::{World, calm_hosts, lines, node_host, series, set};
 
 #[tokio::test]
 async fn the_captured_build_machine_reports_its_busy_cpus_naming_rustc_and_its_unsynced_clock() {
@@ -51,12 +51,7 @@ async fn the_captured_build_machine_reports_its_busy_cpus_naming_rustc_and_its_u
 
 #[tokio::test]
 async fn calm_hosts_report_only_their_context_the_one_shortest_of_memory_first() {
-    let mut defs = Vec::new();
-    for h in ["yew-1", "yew-2", "yew-3"] {
-        let mut host = node_host(h);
-        calm(&mut host, h);
-        defs.extend(host);
-    }
+    let mut defs = calm_hosts(&["yew-1", "yew-2", "yew-3"]);
     // yew-2 has the least memory available: 6 GiB of 23.5 GiB, steady.
     set(
         &mut defs,

@@ -3,20 +3,10 @@
 //! a host out of memory and swapping, a container near its limit; decoys that look big
 //! but are not leaks.
 
-use super::world::{Capture, World, calm, lines, node_host, series, set};
+use super::world::{Capture, World, calm_hosts, lines, series, set};
 
 const MIB: f64 = 1024.0 * 1024.0;
 const GIB: f64 = 1024.0 * MIB;
-
-fn calm_hosts(names: &[&str]) -> Vec<super::world::SeriesDef> {
-    let mut defs = Vec::new();
-    for h in names {
-        let mut host = node_host(h);
-        calm(&mut host, h);
-        defs.extend(host);
-    }
-    defs
-}
 
 /// A counter that counted `before` per second until `since` seconds ago and `after` since.
 fn counter(before: f64, after: f64, since: i64) -> impl Fn(i64) -> f64 + Clone {

@@ -5,7 +5,7 @@
 
 use sre_agent::analyze::Severity;
 
-use super::world::{World, calm, lines, node_host, set};
+use super::world::{World, calm_hosts, lines, set};
 
 /// A counter that counted `before` per second until `since` seconds ago and `after` since.
 fn counter(before: f64, after: f64, since: i64) -> impl Fn(i64) -> f64 + Clone {
@@ -34,16 +34,6 @@ fn cpu_modes(defs: &mut [super::world::SeriesDef], h: &str, since: i64, rates: &
             move |_, ago| Some(c(ago)),
         );
     }
-}
-
-fn calm_hosts(names: &[&str]) -> Vec<super::world::SeriesDef> {
-    let mut defs = Vec::new();
-    for h in names {
-        let mut host = node_host(h);
-        calm(&mut host, h);
-        defs.extend(host);
-    }
-    defs
 }
 
 #[tokio::test]

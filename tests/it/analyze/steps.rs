@@ -6,16 +6,11 @@
 use chrono::{TimeDelta, Utc};
 use sre_agent::analyze::{Focus, Scope, Severity, Sweep};
 
-use super::world::{World, calm, lines, node_host, series, set};
+use super::world::{World, calm_hosts, lines, series, set};
 
 #[tokio::test]
 async fn of_two_calm_captured_hosts_only_the_alerting_hosts_step_is_reported() {
-    let mut defs = Vec::new();
-    for h in ["oak-1", "oak-2"] {
-        let mut host = node_host(h);
-        calm(&mut host, h);
-        defs.extend(host);
-    }
+    let mut defs = calm_hosts(&["oak-1", "oak-2"]);
     // oak-1's root filesystem went read-only 20 minutes ago.
     set(
         &mut defs,
@@ -61,12 +56,7 @@ async fn of_two_calm_captured_hosts_only_the_alerting_hosts_step_is_reported() {
 #[tokio::test]
 async fn a_disk_whose_error_count_climbs_while_its_peers_stay_at_zero_stands_out_among_captured_hosts()
  {
-    let mut defs = Vec::new();
-    for h in ["elm-1", "elm-2"] {
-        let mut host = node_host(h);
-        calm(&mut host, h);
-        defs.extend(host);
-    }
+    let mut defs = calm_hosts(&["elm-1", "elm-2"]);
     // A SMART exporter on elm-2: four disks' reallocated sectors and hours powered on; sdb
     // has been climbing steadily (no step), the others are at zero; every disk's hours rise.
     for (disk, hours) in [
@@ -147,12 +137,7 @@ async fn a_disk_whose_error_count_climbs_while_its_peers_stay_at_zero_stands_out
 
 #[tokio::test]
 async fn a_question_naming_a_service_reads_the_host_it_runs_on_as_the_one_asked_about() {
-    let mut defs = Vec::new();
-    for h in ["ash-1", "ash-2"] {
-        let mut host = node_host(h);
-        calm(&mut host, h);
-        defs.extend(host);
-    }
+    let mut defs = calm_hosts(&["ash-1", "ash-2"]);
     // The media server runs on ash-2 (its own exporter says so); ash-1 runs something else.
     defs.push(series(
         "mediaserver_sessions",
@@ -227,12 +212,7 @@ async fn alert_sweep(world: &World, instance: &str, ago: i64) -> Vec<sre_agent::
 
 #[tokio::test]
 async fn the_client_that_took_the_connections_before_the_alert_is_named_with_its_share() {
-    let mut defs = Vec::new();
-    for h in ["fir-db", "fir-app"] {
-        let mut host = node_host(h);
-        calm(&mut host, h);
-        defs.extend(host);
-    }
+    let mut defs = calm_hosts(&["fir-db", "fir-app"]);
     // A database's sessions by user: `wiki` went from 4 to 121 seventy minutes ago and
     // kept them; refusals began thirty minutes later; the alert fired 38 minutes ago.
     let db = [("instance", "fir-db:9187"), ("job", "db")];
@@ -287,12 +267,7 @@ async fn the_client_that_took_the_connections_before_the_alert_is_named_with_its
 
 #[tokio::test]
 async fn a_step_is_found_when_the_store_holds_less_than_the_earliest_read() {
-    let mut defs = Vec::new();
-    for h in ["yew-nas", "yew-gw"] {
-        let mut host = node_host(h);
-        calm(&mut host, h);
-        defs.extend(host);
-    }
+    let mut defs = calm_hosts(&["yew-nas", "yew-gw"]);
     // A bond lost one of its two links 3 h 10 min ago; the alert fired 3 h ago; the store
     // holds eight hours (the earliest read, ten hours back, finds nothing).
     let bond = [

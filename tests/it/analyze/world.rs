@@ -353,6 +353,17 @@ fn calm_cpu_rate(mode: &str) -> f64 {
     }
 }
 
+/// Calm captured hosts named `names` (node_exporter and process-exporter each).
+pub fn calm_hosts(names: &[&str]) -> Vec<SeriesDef> {
+    let mut defs = Vec::new();
+    for h in names {
+        let mut host = node_host(h);
+        calm(&mut host, h);
+        defs.extend(host);
+    }
+    defs
+}
+
 /// The captured host made calm where the capture machine was not: it was compiling (both
 /// CPUs busy, `rustc` the top process) and ran no NTP daemon (sync status 0, maximum error
 /// 16 s). A calm host's CPUs are mostly idle and its clock is synchronised.

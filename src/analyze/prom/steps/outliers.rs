@@ -207,22 +207,8 @@ pub fn fact(analyzer: &'static str, o: &Outlier<'_>, t: &[DateTime<Utc>; 4]) -> 
 
 #[cfg(test)]
 mod tests {
+    use super::super::points;
     use super::*;
-
-    fn points(pairs: &[(&str, &str)], v: [f64; 4]) -> (Labels, Points) {
-        let labels: Labels = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        (
-            labels.clone(),
-            Points {
-                labels,
-                v,
-                early: false,
-            },
-        )
-    }
 
     fn attr(device: &str, attribute: &str, v: [f64; 4]) -> (Labels, Points) {
         points(

@@ -155,26 +155,17 @@ pub fn fact(analyzer: &'static str, r: &Riser<'_>, t: &[DateTime<Utc>; 4]) -> Fa
 
 #[cfg(test)]
 mod tests {
+    use super::super::points;
     use super::*;
 
     fn member(name: &str, label: &str, value: &str, v: [f64; 4]) -> (Labels, Points) {
-        let labels: Labels = [
+        let pairs = [
             ("__name__", name),
             ("instance", "db-7:9104"),
             ("job", "mysql"),
             (label, value),
-        ]
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-        (
-            labels.clone(),
-            Points {
-                labels,
-                v,
-                early: false,
-            },
-        )
+        ];
+        points(&pairs, v)
     }
 
     fn times() -> [DateTime<Utc>; 4] {
