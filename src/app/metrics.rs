@@ -1,14 +1,15 @@
 //! The daemon's metric registry with every known series at 0. The label values that are a
-//! domain type's variants (triggers, statuses, outcomes, budgets, channels, collectors,
-//! verdicts, token kinds) are taken from those types, each declared with `labelled!`, so a
-//! new variant has its series from the start and no list here can miss it.
+//! domain type's variants (triggers, statuses, outcomes, budgets, channels, collectors and
+//! their runs, verdicts, token kinds) are taken from those types, each declared with
+//! `labelled!`, so a new variant has its series from the start and no list here can miss
+//! it.
 
 use crate::agent::{InvestigationStatus, Limit, Spender, Trigger, Verdict};
 use crate::alerts::AlertSource;
 use crate::alerts::store::Outcome;
 use crate::llm::TokenKind;
 use crate::notify::{Channel, Delivered};
-use crate::report::collect::Collector;
+use crate::report::collect::{Collector, CollectorRun};
 use crate::report::model::{ReportStatus, ReportTrigger};
 use crate::telemetry::{Labelled, Metrics};
 
@@ -42,9 +43,11 @@ pub fn daemon_metrics(model: &str) -> Metrics {
         &m.notifications,
         &[&Channel::labels(), &Delivered::labels()],
     );
-    for c in Collector::ALL {
-        m.init_collector(c.label());
-    }
+    Metrics::init_series(&m.report_collector_duration, &[&Collector::labels()]);
+    Metrics::init_series(
+        &m.report_collector_runs,
+        &[&Collector::labels(), &CollectorRun::labels()],
+    );
     m
 }
 
@@ -111,6 +114,14 @@ mod tests {
         assert_eq!(v("notifications_total", "status"), set(Delivered::labels()));
         assert_eq!(
             v("report_collector_runs_total", "collector"),
+            set(Collector::labels())
+        );
+        assert_eq!(
+            v("report_collector_runs_total", "status"),
+            set(CollectorRun::labels())
+        );
+        assert_eq!(
+            v("report_collector_duration_seconds_count", "collector"),
             set(Collector::labels())
         );
         // Every combination, not only every value.

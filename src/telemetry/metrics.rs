@@ -4,6 +4,7 @@
 //! statuses, outcomes, channels, …) by `app::metrics` from those types, through
 //! [`Metrics::init_series`].
 
+use prometheus::core::{MetricVec, MetricVecBuilder};
 use prometheus::{
     CounterVec, Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
     IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
@@ -347,7 +348,7 @@ impl Metrics {
     /// Pre-initialises every series of `family` whose labels take `values` (one list a
     /// label, in the family's label order), at 0, so its rates exist before the first
     /// event. The lists come from the types whose values the labels are (`Labelled`).
-    pub fn init_series(family: &IntCounterVec, values: &[&[&str]]) {
+    pub fn init_series<T: MetricVecBuilder>(family: &MetricVec<T>, values: &[&[&str]]) {
         let mut series: Vec<Vec<&str>> = vec![Vec::new()];
         for label in values {
             series = series
@@ -374,16 +375,6 @@ impl Metrics {
     /// Pre-initialises the restarts of one configured MCP server (`[[mcp.servers]]`).
     pub fn init_mcp_client(&self, server: &str) {
         self.mcp_client_restarts.with_label_values(&[server]);
-    }
-
-    /// Pre-initialises the series of one report collector.
-    pub fn init_collector(&self, collector: &str) {
-        self.report_collector_duration
-            .with_label_values(&[collector]);
-        for s in ["ok", "error", "timeout"] {
-            self.report_collector_runs
-                .with_label_values(&[collector, s]);
-        }
     }
 
     /// The text exposition format 0.0.4.
