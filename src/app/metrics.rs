@@ -70,60 +70,55 @@ mod tests {
         labels.into_iter().map(str::to_string).collect()
     }
 
+    fn of<T: Labelled>() -> BTreeSet<String> {
+        set(T::labels())
+    }
+
     #[test]
     fn every_domain_labelled_family_has_exactly_the_series_of_its_types_variants() {
         let text = daemon_metrics("m").encode();
         let v = |family: &str, label: &str| values(&text, &format!("sre_agent_{family}"), label);
-        let investigations = "investigations_total";
-        assert_eq!(v(investigations, "trigger"), set(Trigger::labels()));
         let finals = InvestigationStatus::ALL
             .into_iter()
             .filter(|s| s.is_final());
-        assert_eq!(
-            v(investigations, "status"),
-            set(finals.map(InvestigationStatus::as_str))
-        );
-        assert_eq!(
-            v("alerts_received_total", "source"),
-            set(AlertSource::labels())
-        );
-        assert_eq!(
-            v("alerts_received_total", "outcome"),
-            set(Outcome::labels())
-        );
-        assert_eq!(
-            v("alerts_capped_total", "source"),
-            set(AlertSource::labels())
-        );
-        assert_eq!(v("budget_rejections_total", "budget"), set(Limit::labels()));
-        assert_eq!(
-            v("budget_rejections_total", "trigger"),
-            set(Spender::labels())
-        );
-        assert_eq!(v("reports_total", "trigger"), set(ReportTrigger::labels()));
-        let counted = ReportStatus::ALL.iter().filter(|s| s.counted());
-        assert_eq!(
-            v("reports_total", "status"),
-            set(counted.map(|s| s.label()))
-        );
+        let finals = set(finals.map(InvestigationStatus::as_str));
         // A queued report is counted by the outbox when its delivery ends.
-        assert!(!v("reports_total", "status").contains("queued"));
-        assert_eq!(v("feedback_total", "verdict"), set(Verdict::labels()));
-        assert_eq!(v("llm_tokens_total", "type"), set(TokenKind::labels()));
-        assert_eq!(v("notifications_total", "channel"), set(Channel::labels()));
-        assert_eq!(v("notifications_total", "status"), set(Delivered::labels()));
-        assert_eq!(
-            v("report_collector_runs_total", "collector"),
-            set(Collector::labels())
-        );
-        assert_eq!(
-            v("report_collector_runs_total", "status"),
-            set(CollectorRun::labels())
-        );
-        assert_eq!(
-            v("report_collector_duration_seconds_count", "collector"),
-            set(Collector::labels())
-        );
+        let counted = ReportStatus::ALL.iter().filter(|s| s.counted());
+        let counted = set(counted.map(|s| s.label()));
+        assert!(!counted.contains("queued"));
+        let expected = [
+            ("investigations_total", "trigger", of::<Trigger>()),
+            ("investigations_total", "status", finals),
+            ("alerts_received_total", "source", of::<AlertSource>()),
+            ("alerts_received_total", "outcome", of::<Outcome>()),
+            ("alerts_capped_total", "source", of::<AlertSource>()),
+            ("budget_rejections_total", "budget", of::<Limit>()),
+            ("budget_rejections_total", "trigger", of::<Spender>()),
+            ("reports_total", "trigger", of::<ReportTrigger>()),
+            ("reports_total", "status", counted),
+            ("feedback_total", "verdict", of::<Verdict>()),
+            ("llm_tokens_total", "type", of::<TokenKind>()),
+            ("notifications_total", "channel", of::<Channel>()),
+            ("notifications_total", "status", of::<Delivered>()),
+            (
+                "report_collector_runs_total",
+                "collector",
+                of::<Collector>(),
+            ),
+            (
+                "report_collector_runs_total",
+                "status",
+                of::<CollectorRun>(),
+            ),
+            (
+                "report_collector_duration_seconds_count",
+                "collector",
+                of::<Collector>(),
+            ),
+        ];
+        for (family, label, want) in expected {
+            assert_eq!(v(family, label), want, "{family}{{{label}}}");
+        }
         // Every combination, not only every value.
         let series = |family: &str| {
             let prefix = format!("sre_agent_{family}{{");
