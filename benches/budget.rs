@@ -71,7 +71,7 @@ async fn main() -> anyhow::Result<()> {
         let mut admits = Vec::with_capacity(1_000);
         for _ in 0..1_000 {
             let t = Instant::now();
-            let claim = d.spend().admit("ask", Utc::now().date_naive())?;
+            let claim = d.spend().admit(Trigger::Ask, Utc::now().date_naive())?;
             claim.settle(0.0001)?;
             admits.push(t.elapsed());
         }

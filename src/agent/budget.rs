@@ -3,17 +3,19 @@
 //! ([`OverBudget`]), and the worst-case cost of an investigation
 //! ([`investigation_reserve`]). The ledger that keeps them is `spend.rs`.
 
+use super::Trigger;
 use crate::config::{Config, price_for};
 use crate::llm::{ContextWindow, Usage, cost_of};
 use crate::store::StoreError;
 
-/// Which daily budget.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Limit {
-    /// `alerts.max_investigations_per_day`.
-    Count,
-    /// `alerts.daily_cost_limit_usd`.
-    Cost,
+crate::telemetry::labelled! {
+    /// Which daily budget: the `budget` label of `sre_agent_budget_rejections_total`.
+    pub enum Limit {
+        /// `alerts.max_investigations_per_day`.
+        Count => "count",
+        /// `alerts.daily_cost_limit_usd`.
+        Cost => "cost",
+    }
 }
 
 impl Limit {
@@ -24,12 +26,25 @@ impl Limit {
             Self::Cost => "alerts.daily_cost_limit_usd",
         }
     }
+}
 
-    /// The `budget` label of `sre_agent_budget_rejections_total`.
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::Count => "count",
-            Self::Cost => "cost",
+crate::telemetry::labelled! {
+    /// What the daily budgets can refuse: an investigation, by its trigger, or the report's
+    /// narrative call (the `trigger` label of `sre_agent_budget_rejections_total`).
+    pub enum Spender {
+        Ask => "ask",
+        Alert => "alert",
+        Schedule => "schedule",
+        Report => "report",
+    }
+}
+
+impl From<Trigger> for Spender {
+    fn from(t: Trigger) -> Self {
+        match t {
+            Trigger::Ask => Self::Ask,
+            Trigger::Alert => Self::Alert,
+            Trigger::Schedule => Self::Schedule,
         }
     }
 }

@@ -12,6 +12,7 @@
 //! Tools keep their registration order in the request, and the same tools are offered at
 //! every step, so a server's prompt cache stays valid.
 
+use crate::analyze::tool_integration;
 use crate::tools::ToolDefinition;
 
 /// Contexts up to this many tokens get a chosen few tools.
@@ -31,11 +32,6 @@ const GENERAL: [&str; 5] = [
     "prometheus_alerts",
     "current_time",
 ];
-
-/// The integration a tool belongs to: its name's prefix (`k8s_list_pods` → `k8s`).
-fn integration(name: &str) -> &str {
-    name.split_once('_').map_or(name, |(p, _)| p)
-}
 
 /// The tools to offer in a context of `context_tokens`, given the integrations of the
 /// health sweep's most relevant facts (`ranked`, most relevant first): all of them in a
@@ -62,15 +58,18 @@ pub fn select_tools(
     for wanted in ranked {
         let mut n = 0;
         for (i, t) in all.iter().enumerate() {
-            if integration(t.name) == wanted && !keep.contains(&i) && n < PER_INTEGRATION {
+            if tool_integration(t.name) == wanted && !keep.contains(&i) && n < PER_INTEGRATION {
                 take(i, &mut keep);
                 n += 1;
             }
         }
     }
-    let mut seen: Vec<&str> = keep.iter().map(|&i| integration(all[i].name)).collect();
+    let mut seen: Vec<&str> = keep
+        .iter()
+        .map(|&i| tool_integration(all[i].name))
+        .collect();
     for (i, t) in all.iter().enumerate() {
-        let family = integration(t.name);
+        let family = tool_integration(t.name);
         if !seen.contains(&family) {
             seen.push(family);
             take(i, &mut keep);
@@ -124,7 +123,7 @@ mod tests {
         assert_eq!(k8s, PER_INTEGRATION, "{got:?}");
         // With no fact from them, the other integrations still have a tool each, as room
         // allows (none is hidden because the trigger lacks a word).
-        let families: Vec<&str> = got.iter().map(|n| integration(n)).collect();
+        let families: Vec<&str> = got.iter().map(|n| tool_integration(n)).collect();
         for other in ["runbook", "loki"] {
             assert!(families.contains(&other), "{other} hidden: {got:?}");
         }

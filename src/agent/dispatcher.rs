@@ -200,7 +200,7 @@ impl Dispatcher {
     /// the daily budgets (`alerts.max_investigations_per_day`, `alerts.daily_cost_limit_usd`)
     /// allow one more: else [`SubmitError::OverBudget`] says which, and nothing is stored.
     pub async fn submit(&self, req: InvestigationRequest) -> Result<Investigation, SubmitError> {
-        let claim = self.inner.spend.admit(req.trigger.label(), today())?;
+        let claim = self.inner.spend.admit(req.trigger, today())?;
         Ok(self.enqueue(req, claim).await?)
     }
 
@@ -279,7 +279,7 @@ impl Dispatcher {
         parent_id: &str,
         req: InvestigationRequest,
     ) -> Result<Investigation, SubmitError> {
-        let claim = self.inner.spend.admit(req.trigger.label(), today())?;
+        let claim = self.inner.spend.admit(req.trigger, today())?;
         Ok(self.enqueue_with(req, Some(parent_id), claim).await?)
     }
 

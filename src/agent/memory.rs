@@ -36,26 +36,19 @@ pub const MAX_FEEDBACK_NOTE_CHARS: usize = 1_000;
 /// models have 8k tokens for everything).
 pub const MAX_RECALL_CHARS: usize = 600;
 
-/// What a person said about a finding.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    Right,
-    Wrong,
+crate::telemetry::labelled! {
+    /// What a person said about a finding (the `verdict` label of `sre_agent_feedback_total`).
+    #[derive(Serialize, Deserialize, utoipa::ToSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Verdict {
+        Right => "right",
+        Wrong => "wrong",
+    }
 }
 
 impl Verdict {
-    pub const ALL: [Self; 2] = [Self::Right, Self::Wrong];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Right => "right",
-            Self::Wrong => "wrong",
-        }
-    }
-
     pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|v| v.as_str() == s)
+        Self::ALL.iter().copied().find(|v| v.label() == s)
     }
 }
 
@@ -114,7 +107,7 @@ impl Recurrence {
         let times = if self.count == 1 { "time" } else { "times" };
         let verdict = self
             .last_verdict
-            .map(|v| format!(", marked {} by a person", v.as_str()))
+            .map(|v| format!(", marked {} by a person", v.label()))
             .unwrap_or_default();
         format!(
             "seen {} {times} before, last on {} (investigation {}){verdict}",
@@ -320,7 +313,7 @@ fn account(same: Vec<Remembered>, similar: Vec<Remembered>, now: DateTime<Utc>) 
     ));
     match &last.feedback {
         Some(f) => {
-            text.push_str(&format!(" Marked {} by a person", f.verdict.as_str()));
+            text.push_str(&format!(" Marked {} by a person", f.verdict.label()));
             match f.note.as_deref().map(str::trim).filter(|n| !n.is_empty()) {
                 Some(note) => text.push_str(&format!(": {}.", truncate(note, 120))),
                 None => text.push('.'),

@@ -34,7 +34,7 @@ pub use alert_context::{
     AlertContext, AlertSample, AlertScope, Context, GroupSummary, StormReinvestigation,
     StormSummary,
 };
-pub use budget::{Budget, Limit, OverBudget, SubmitError, investigation_reserve};
+pub use budget::{Budget, Limit, OverBudget, Spender, SubmitError, investigation_reserve};
 pub use call_log::{CallLog, CallRecord};
 pub use context::{MAX_SMALL_TOOLS, SMALL_CONTEXT_TOKENS, select_tools};
 pub use dispatcher::{Dispatcher, DispatcherError, FeedbackOutcome, build_tools};
@@ -306,7 +306,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_status_reads_back_from_its_name_and_the_final_ones_are_the_metric_labels() {
+    fn every_status_reads_back_from_its_name_and_the_final_ones_are_those_that_ended() {
         for s in InvestigationStatus::ALL {
             assert_eq!(InvestigationStatus::parse(s.as_str()), Some(s));
         }
@@ -320,18 +320,22 @@ mod tests {
             .filter(|s| s.is_final())
             .map(InvestigationStatus::as_str)
             .collect();
-        assert_eq!(finals, crate::telemetry::INVESTIGATION_END_STATES);
+        assert_eq!(
+            finals,
+            [
+                "finished",
+                "inconclusive",
+                "failed",
+                "limit_reached",
+                "cancelled"
+            ]
+        );
     }
 
     #[test]
-    fn every_trigger_is_stored_by_its_label_and_has_its_series_before_any_investigation() {
+    fn every_trigger_is_stored_by_its_label() {
         for t in Trigger::ALL {
             assert_eq!(serde_json::to_value(t).unwrap(), t.label());
-            assert!(crate::telemetry::TRIGGERS.contains(&t.label()), "{t:?}");
-            assert!(
-                crate::telemetry::BUDGET_TRIGGERS.contains(&t.label()),
-                "{t:?}"
-            );
         }
     }
 }

@@ -18,9 +18,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
-use super::InvestigationStatus;
-use super::budget::{Budget, Limit, OverBudget, SubmitError, cap_at, investigation_reserve};
+use super::budget::{
+    Budget, Limit, OverBudget, Spender, SubmitError, cap_at, investigation_reserve,
+};
 use super::store::InvestigationStore;
+use super::{InvestigationStatus, Trigger};
 use crate::config::{Config, ModelPricing, price_for};
 use crate::llm::{CHARS_PER_TOKEN, Usage, cost_of};
 use crate::store::{Store, StoreError, Tree};
@@ -155,12 +157,12 @@ impl SpendLedger {
 
     /// Admits one investigation created on `day` if both budgets allow it: counts it
     /// (durably once the caller flushes) and reserves its worst case.
-    pub fn admit(&self, trigger: &str, day: NaiveDate) -> Result<Claim, SubmitError> {
+    pub fn admit(&self, trigger: Trigger, day: NaiveDate) -> Result<Claim, SubmitError> {
         let mut state = self.lock();
         let budget = self.budget_of(&state);
         if let Some(limit) = budget.exceeded() {
             return Err(self
-                .refuse(limit, budget, budget.reserve_usd, trigger)
+                .refuse(limit, budget, budget.reserve_usd, trigger.into())
                 .into());
         }
         self.count(&mut state, day, 1)?;
@@ -186,11 +188,11 @@ impl SpendLedger {
 
     /// Reserves `estimate_usd` for one call that is not an investigation (the report's
     /// narrative): only the cost limit applies.
-    pub fn reserve_call(&self, trigger: &str, estimate_usd: f64) -> Result<Claim, OverBudget> {
+    pub fn reserve_call(&self, spender: Spender, estimate_usd: f64) -> Result<Claim, OverBudget> {
         let mut state = self.lock();
         let budget = self.budget_of(&state);
         if budget.cost_exceeded(estimate_usd) {
-            return Err(self.refuse(Limit::Cost, budget, estimate_usd, trigger));
+            return Err(self.refuse(Limit::Cost, budget, estimate_usd, spender));
         }
         let today = state.today;
         Ok(self.reserve(&mut state, today, estimate_usd))
@@ -210,11 +212,17 @@ impl SpendLedger {
         self.publish(&state);
     }
 
-    fn refuse(&self, limit: Limit, budget: Budget, needed_usd: f64, trigger: &str) -> OverBudget {
+    fn refuse(
+        &self,
+        limit: Limit,
+        budget: Budget,
+        needed_usd: f64,
+        spender: Spender,
+    ) -> OverBudget {
         self.inner
             .metrics
             .budget_rejections
-            .with_label_values(&[limit.label(), trigger])
+            .with_label_values(&[limit.label(), spender.label()])
             .inc();
         OverBudget {
             limit,

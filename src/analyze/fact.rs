@@ -285,11 +285,13 @@ impl Fact {
     /// The integration the fact came from, by its source tool's prefix (`prometheus`,
     /// `k8s`, `proxmox`, …): which tools are worth offering next to it.
     pub fn integration(&self) -> &str {
-        self.source
-            .tool
-            .split_once('_')
-            .map_or(self.source.tool.as_str(), |(p, _)| p)
+        tool_integration(&self.source.tool)
     }
+}
+
+/// The integration a tool belongs to: its name's prefix (`k8s_list_pods` → `k8s`).
+pub fn tool_integration(tool: &str) -> &str {
+    tool.split_once('_').map_or(tool, |(p, _)| p)
 }
 
 /// Keeps the `max` most severe of `facts`: most severe first and, within a severity, the

@@ -38,7 +38,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 
-pub use fact::{Entity, Fact, FactClass, Rate, Severity, Source, host_of, keep_most_severe};
+pub use fact::{
+    Entity, Fact, FactClass, Rate, Severity, Source, host_of, keep_most_severe, tool_integration,
+};
 pub use pattern::line_pattern;
 pub use quantity::{Quantity, Unit, human_bytes, human_seconds, round_sig};
 pub use rank::{Focus, Ranked, rank};

@@ -1,5 +1,6 @@
 //! The daemon's components, wired in one place. [`Components::build`] builds every one of
-//! them from the configuration (store, metrics, the upstream clients they share,
+//! them from the configuration (store, metrics with every known series, the upstream
+//! clients they share,
 //! dispatcher, intake, reporter, notifier, health checker, scheduler), so a bad setting
 //! fails before anything starts;
 //! [`Components::start`] starts their background work on the one task tracker, and
@@ -10,6 +11,7 @@ pub mod api_token;
 mod daemon;
 pub mod heap;
 mod listener;
+mod metrics;
 mod retention;
 mod state;
 mod watch;
@@ -22,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 pub use daemon::{App, ServeError};
+pub use metrics::daemon_metrics;
 pub use state::AppState;
 
 use crate::agent::Dispatcher;
@@ -36,8 +39,8 @@ use crate::report::Reporter;
 use crate::schedule::Scheduler;
 use crate::store::inbox::Inbox;
 use crate::store::{Store, StoreError};
+use crate::telemetry::Task;
 use crate::telemetry::supervise::restarting;
-use crate::telemetry::{Metrics, Task};
 
 /// A component that could not be built or started.
 #[derive(Debug, thiserror::Error)]
@@ -93,13 +96,7 @@ impl Components {
         let config = Arc::new(config);
         let caches = CacheShares::of(config.store.cache_bytes());
         let store = Store::open_with_cache(&config.server.data_dir, caches.pages)?;
-        let metrics = Arc::new(Metrics::new(&config.llm.model));
-        for c in crate::report::collect::Collector::ALL {
-            metrics.init_collector(c.label());
-        }
-        for c in crate::notify::Channel::ALL {
-            metrics.init_channel(c.label());
-        }
+        let metrics = Arc::new(daemon_metrics(&config.llm.model));
         let tasks = TaskTracker::new();
         // One client per upstream, shared by the tools, the evidence, the health sweep, the
         // report, the health checker and the annotations.

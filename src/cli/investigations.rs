@@ -78,7 +78,7 @@ pub async fn show(config: &Config, id: &str, json: bool) -> anyhow::Result<()> {
             .unwrap_or_default();
         println!(
             "**Feedback:** marked {} on {}{note}\n",
-            fb.verdict.as_str(),
+            fb.verdict.label(),
             fb.at.format("%Y-%m-%d %H:%M UTC")
         );
     }
@@ -114,7 +114,7 @@ pub async fn feedback(
         },
         Backend::Remote(daemon) => {
             let body = serde_json::to_value(FeedbackRequest {
-                verdict: Some(given.verdict.as_str().to_string()),
+                verdict: Some(given.verdict.label().to_string()),
                 note: given.note.clone(),
             })?;
             let path = format!("/api/v1/investigations/{id}/feedback");
@@ -132,7 +132,7 @@ pub async fn feedback(
         }
     };
     backend.flush().await?;
-    println!("investigation {id} marked {}", stored.verdict.as_str());
+    println!("investigation {id} marked {}", stored.verdict.label());
     Ok(())
 }
 

@@ -63,8 +63,8 @@ pub async fn run(config: Config, send: bool, format: &str, period: &str) -> anyh
     }
     if send {
         match &report.delivery_error {
-            Some(e) => eprintln!("report {} {}: {e}", report.id, report.status.as_str()),
-            None => eprintln!("report {} {}", report.id, report.status.as_str()),
+            Some(e) => eprintln!("report {} {}: {e}", report.id, report.status.label()),
+            None => eprintln!("report {} {}", report.id, report.status.label()),
         }
     }
     Ok(())

@@ -68,32 +68,43 @@ pub struct Reservation(#[allow(dead_code)] OwnedSemaphorePermit);
 
 #[cfg(test)]
 mod tests {
+    use tokio::time::Instant;
+
     use super::*;
 
-    #[tokio::test]
-    async fn a_body_that_finds_no_room_is_refused_busy_and_room_comes_back_when_one_is_answered() {
+    // The clock is paused: the waits for room pass at once, and exactly.
+    #[tokio::test(start_paused = true)]
+    async fn a_body_that_finds_no_room_is_refused_busy_after_the_wait_and_goes_on_once_one_is_answered()
+     {
         let room = InflightBodies::new(1000);
         let first = room.reserve(600, ROOM_WAIT).await.unwrap();
-        let refused = room.reserve(600, Duration::from_millis(20)).await;
+        let started = Instant::now();
+        let refused = room.reserve(600, ROOM_WAIT).await;
         assert!(
             matches!(refused, Err(ApiError::Busy { retry_after: 1, .. })),
             "{refused:?}"
         );
+        assert_eq!(started.elapsed(), ROOM_WAIT, "it waited for room first");
         assert_eq!(room.available(), 400);
-        drop(first);
-        let second = room.reserve(600, Duration::from_millis(20)).await;
+        // The first body answered a second into the next one's wait: it goes on then.
+        let started = Instant::now();
+        let answered = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            drop(first);
+        });
+        let second = room.reserve(600, ROOM_WAIT).await;
         assert!(second.is_ok());
+        assert_eq!(started.elapsed(), Duration::from_secs(1));
+        answered.await.unwrap();
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_body_larger_than_the_whole_room_waits_to_be_read_alone() {
         let room = InflightBodies::new(1000);
         let small = room.reserve(10, ROOM_WAIT).await.unwrap();
-        assert!(
-            room.reserve(5_000, Duration::from_millis(20))
-                .await
-                .is_err()
-        );
+        let started = Instant::now();
+        assert!(room.reserve(5_000, ROOM_WAIT).await.is_err());
+        assert_eq!(started.elapsed(), ROOM_WAIT);
         drop(small);
         let alone = room.reserve(5_000, ROOM_WAIT).await.unwrap();
         assert_eq!(room.available(), 0);

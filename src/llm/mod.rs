@@ -85,10 +85,28 @@ pub struct Usage {
     pub cached: u64,
 }
 
+crate::telemetry::labelled! {
+    /// The counts of a [`Usage`]: the `type` label of `sre_agent_llm_tokens_total`.
+    pub enum TokenKind {
+        Prompt => "prompt",
+        Completion => "completion",
+        Cached => "cached",
+    }
+}
+
 impl Usage {
     /// Saturating, like the sums below: a server may report any count.
     pub fn total(&self) -> u64 {
         self.prompt.saturating_add(self.completion)
+    }
+
+    /// The count of one kind.
+    pub fn of(&self, kind: TokenKind) -> u64 {
+        match kind {
+            TokenKind::Prompt => self.prompt,
+            TokenKind::Completion => self.completion,
+            TokenKind::Cached => self.cached,
+        }
     }
 }
 
@@ -303,15 +321,11 @@ impl LlmClient {
         let (content, tool_calls, repairs) =
             normalize::normalize_response(content, tool_calls, &offered);
         let cost_usd = self.cost(usage);
-        m.llm_tokens
-            .with_label_values(&["prompt"])
-            .inc_by(usage.prompt);
-        m.llm_tokens
-            .with_label_values(&["completion"])
-            .inc_by(usage.completion);
-        m.llm_tokens
-            .with_label_values(&["cached"])
-            .inc_by(usage.cached);
+        for &kind in TokenKind::ALL {
+            m.llm_tokens
+                .with_label_values(&[kind.label()])
+                .inc_by(usage.of(kind));
+        }
         m.llm_cost_dollars
             .with_label_values(&[&inner.model])
             .inc_by(cost_usd);

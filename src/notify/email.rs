@@ -11,7 +11,7 @@ use lettre::transport::smtp::authentication::Credentials;
 use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 
-use super::NotifyError;
+use super::{Delivered, NotifyError};
 use crate::config::{SmtpConfig, SmtpSecurity};
 use crate::telemetry::Metrics;
 
@@ -95,7 +95,11 @@ impl Mailer {
         message_id: Option<&str>,
     ) -> Result<(), NotifyError> {
         let result = self.try_send(msg, message_id).await;
-        self.count(if result.is_ok() { "sent" } else { "failed" });
+        self.count(if result.is_ok() {
+            Delivered::Sent
+        } else {
+            Delivered::Failed
+        });
         result
     }
 
@@ -128,17 +132,17 @@ impl Mailer {
         for attempt in 1..=attempts {
             match self.try_send(msg, message_id).await {
                 Ok(()) => {
-                    self.count("sent");
+                    self.count(Delivered::Sent);
                     return Ok(());
                 }
                 Err(e) if attempt < attempts => {
-                    self.count("retry");
+                    self.count(Delivered::Retry);
                     tracing::warn!(error = %e, attempt, ?backoff, "email failed; retrying");
                     tokio::time::sleep(backoff).await;
                     backoff = (backoff * 2).min(Duration::from_secs(300));
                 }
                 Err(e) => {
-                    self.count("failed");
+                    self.count(Delivered::Failed);
                     return Err(e);
                 }
             }
@@ -162,10 +166,10 @@ impl Mailer {
             })
     }
 
-    fn count(&self, status: &str) {
+    fn count(&self, status: Delivered) {
         if let Some(m) = &self.metrics {
             m.notifications
-                .with_label_values(&[super::Channel::Email.label(), status])
+                .with_label_values(&[super::Channel::Email.label(), status.label()])
                 .inc();
         }
     }

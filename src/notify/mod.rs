@@ -24,7 +24,7 @@ pub mod templates;
 pub mod webhook;
 mod worker;
 
-pub use channel::Channel;
+pub use channel::{Channel, Delivered};
 pub use email::{EmailMessage, InlineImage, Mailer};
 pub use markup::safe_url;
 pub use outbox::Notifier;

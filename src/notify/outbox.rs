@@ -16,7 +16,7 @@ use super::email::Mailer;
 use super::grafana::AnnotationRequest;
 use super::report::{ReportLedger, StoredReport};
 use super::webhook::WebhookRequest;
-use super::{Channel, NotifyError};
+use super::{Channel, Delivered, NotifyError};
 use crate::agent::store::InvestigationStore;
 use crate::alerts::store::AlertStore;
 use crate::config::{Config, EmailAddress};
@@ -220,11 +220,11 @@ impl Notifier {
     }
 
     /// Counts one delivery outcome in `sre_agent_notifications_total`.
-    pub(super) fn count(&self, channel: &str, status: &str) {
+    pub(super) fn count(&self, channel: &str, status: Delivered) {
         self.inner
             .metrics
             .notifications
-            .with_label_values(&[channel, status])
+            .with_label_values(&[channel, status.label()])
             .inc();
     }
 

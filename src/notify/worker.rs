@@ -11,11 +11,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::NotifyError;
 use super::email::EmailMessage;
 use super::outbox::{Notifier, OutboxEntry, Payload};
 use super::report;
 use super::report_delivery::ReportCheck;
+use super::{Delivered, NotifyError};
 use super::{grafana, webhook};
 use crate::store::StoreError;
 
@@ -63,7 +63,7 @@ impl Notifier {
                         continue;
                     }
                     ReportCheck::Unconfirmed => {
-                        self.count(channel, "unconfirmed");
+                        self.count(channel, Delivered::Unconfirmed);
                         inner.outbox.remove(&key)?;
                         inner.store.flush().await?;
                         continue;
@@ -72,7 +72,7 @@ impl Notifier {
             }
             match self.attempt(&entry.payload).await {
                 Ok(()) => {
-                    self.count(channel, "sent");
+                    self.count(channel, Delivered::Sent);
                     self.delivered(&entry)?;
                     inner.outbox.remove(&key)?;
                     tracing::info!(channel, about = %entry.about, "delivered");
@@ -80,12 +80,12 @@ impl Notifier {
                 Err(f) => {
                     let attempts = entry.attempts + 1;
                     if !f.retryable || self.gives_up(&entry, attempts) {
-                        self.count(channel, "failed");
+                        self.count(channel, Delivered::Failed);
                         self.failed(&entry, &f.error)?;
                         inner.outbox.remove(&key)?;
                         tracing::error!(channel, attempts, error = %f.error, about = %entry.about, "delivery failed; giving up");
                     } else {
-                        self.count(channel, "retry");
+                        self.count(channel, Delivered::Retry);
                         let backoff = self.backoff(attempts);
                         tracing::warn!(channel, attempts, ?backoff, error = %f.error, about = %entry.about, "delivery failed; retrying");
                         next = next.min(backoff);

@@ -194,10 +194,10 @@ impl Reporter {
             self.deliver(&mut report).await?;
         }
         // A queued report is counted by the outbox when its delivery ends.
-        if report.status != ReportStatus::Queued {
+        if report.status.counted() {
             self.metrics
                 .reports
-                .with_label_values(&[req.trigger.label(), report.status.as_str()])
+                .with_label_values(&[req.trigger.label(), report.status.label()])
                 .inc();
         }
         self.metrics
@@ -205,7 +205,7 @@ impl Reporter {
             .observe(started.elapsed().as_secs_f64());
         tracing::info!(
             id = %report.id, period = %window.period, trigger = req.trigger.label(),
-            status = report.status.as_str(), "report done"
+            status = report.status.label(), "report done"
         );
         Ok(report)
     }

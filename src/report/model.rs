@@ -310,28 +310,27 @@ pub struct Summary {
     pub fallback_reason: Option<String>,
 }
 
-/// Delivery state of a stored report.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ReportStatus {
-    Generated,
-    /// Stored in the outbox, waiting for (or between) delivery attempts.
-    Queued,
-    Sent,
-    Failed,
-    /// sre-agent stopped during the SMTP session: it may have gone out (not resent).
-    Unconfirmed,
+crate::telemetry::labelled! {
+    /// Delivery state of a stored report (the `status` label of `sre_agent_reports_total`,
+    /// once counted).
+    #[derive(Serialize, Deserialize, utoipa::ToSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum ReportStatus {
+        Generated => "generated",
+        /// Stored in the outbox, waiting for (or between) delivery attempts.
+        Queued => "queued",
+        Sent => "sent",
+        Failed => "failed",
+        /// sre-agent stopped during the SMTP session: it may have gone out (not resent).
+        Unconfirmed => "unconfirmed",
+    }
 }
 
 impl ReportStatus {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Self::Generated => "generated",
-            Self::Queued => "queued",
-            Self::Sent => "sent",
-            Self::Failed => "failed",
-            Self::Unconfirmed => "unconfirmed",
-        }
+    /// Whether a report built into this state is counted in `sre_agent_reports_total` now;
+    /// a queued one is counted by the outbox once its delivery ends.
+    pub fn counted(self) -> bool {
+        self != Self::Queued
     }
 }
 
@@ -368,16 +367,15 @@ pub fn total(values: impl IntoIterator<Item = f64>) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use super::{ReportTrigger, total};
+    use super::{ReportStatus, ReportTrigger, total};
 
     #[test]
-    fn every_trigger_is_stored_by_its_label_and_has_its_series_before_any_report() {
+    fn every_trigger_and_status_is_stored_by_its_label() {
         for t in ReportTrigger::ALL {
             assert_eq!(serde_json::to_value(t).unwrap(), t.label());
-            assert!(
-                crate::telemetry::REPORT_TRIGGERS.contains(&t.label()),
-                "{t:?}"
-            );
+        }
+        for s in ReportStatus::ALL {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.label());
         }
     }
 

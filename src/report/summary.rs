@@ -9,7 +9,7 @@ use serde_json::json;
 
 use super::model::{ReportData, Summary};
 use super::render::number::fixed;
-use crate::agent::SpendLedger;
+use crate::agent::{SpendLedger, Spender};
 use crate::llm::{ChatMessage, LlmClient};
 use crate::text::{fence_as, first_chars};
 
@@ -94,7 +94,7 @@ async fn narrate(
     let claim = match spend {
         Some(s) => {
             let estimate = s.call_reserve(SYSTEM.len() + data.len());
-            Some(s.reserve_call("report", estimate).map_err(|e| {
+            Some(s.reserve_call(Spender::Report, estimate).map_err(|e| {
                 tracing::warn!(reason = %e, "report summary written without the LLM");
                 e.to_string()
             })?)

@@ -1,6 +1,10 @@
 //! Every metric family of sre-agent, registered once in one registry. Known label values
-//! are pre-initialised to zero so dashboards and alert rules see series before traffic.
+//! are pre-initialised to zero so dashboards and alert rules see series before traffic:
+//! here the ones this layer knows; the values that are a domain type's variants (triggers,
+//! statuses, outcomes, channels, …) by `app::metrics` from those types, through
+//! [`Metrics::init_series`].
 
+use prometheus::core::{MetricVec, MetricVecBuilder};
 use prometheus::{
     CounterVec, Encoder, Gauge, Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec,
     IntGauge, IntGaugeVec, Opts, Registry, TextEncoder,
@@ -8,31 +12,6 @@ use prometheus::{
 
 /// The `endpoint` label of a request no route matched.
 pub const OTHER_ENDPOINT: &str = "other";
-pub const TRIGGERS: &[&str] = &["ask", "alert", "schedule"];
-/// What can be refused by the daily budget: the investigation triggers and the report's
-/// narrative call.
-pub const BUDGET_TRIGGERS: &[&str] = &["ask", "alert", "schedule", "report"];
-/// The daily budgets: `alerts.max_investigations_per_day` (count) and
-/// `alerts.daily_cost_limit_usd` (cost).
-pub const BUDGETS: &[&str] = &["count", "cost"];
-pub const INVESTIGATION_END_STATES: &[&str] = &[
-    "finished",
-    "inconclusive",
-    "failed",
-    "limit_reached",
-    "cancelled",
-];
-pub const ALERT_SOURCES: &[&str] = &["grafana", "alertmanager"];
-pub const ALERT_OUTCOMES: &[&str] = &[
-    "queued", "deduped", "cooldown", "budget", "ignored", "resolved", "storm",
-];
-pub const TOKEN_TYPES: &[&str] = &["prompt", "completion", "cached"];
-pub const REPORT_TRIGGERS: &[&str] = &["schedule", "catchup", "api", "cli"];
-pub const REPORT_STATES: &[&str] = &["sent", "generated", "failed", "unconfirmed"];
-/// `unconfirmed`: a report whose SMTP session a restart interrupted (not resent).
-pub const NOTIFICATION_STATES: &[&str] = &["sent", "failed", "retry", "unconfirmed"];
-/// People's verdicts on findings.
-pub const VERDICTS: &[&str] = &["right", "wrong"];
 
 super::labelled! {
     /// The background work that runs under `telemetry::supervise`: the `task` label of
@@ -334,34 +313,7 @@ impl Metrics {
         for s in ["ok", "error"] {
             self.llm_calls.with_label_values(&[s]);
         }
-        for t in TOKEN_TYPES {
-            self.llm_tokens.with_label_values(&[t]);
-        }
         self.llm_cost_dollars.with_label_values(&[model]);
-        for t in TRIGGERS {
-            for s in INVESTIGATION_END_STATES {
-                self.investigations.with_label_values(&[t, s]);
-            }
-        }
-        for s in ALERT_SOURCES {
-            self.alerts_capped.with_label_values(&[s]);
-            for o in ALERT_OUTCOMES {
-                self.alerts_received.with_label_values(&[s, o]);
-            }
-        }
-        for b in BUDGETS {
-            for t in BUDGET_TRIGGERS {
-                self.budget_rejections.with_label_values(&[b, t]);
-            }
-        }
-        for t in REPORT_TRIGGERS {
-            for s in REPORT_STATES {
-                self.reports.with_label_values(&[t, s]);
-            }
-        }
-        for v in VERDICTS {
-            self.feedback.with_label_values(&[v]);
-        }
         for t in Task::ALL {
             self.panics.with_label_values(&[t.label()]);
         }
@@ -393,10 +345,19 @@ impl Metrics {
         self.http_in_progress.with_label_values(&[endpoint]);
     }
 
-    /// Pre-initialises the series of one delivery channel.
-    pub fn init_channel(&self, channel: &str) {
-        for s in NOTIFICATION_STATES {
-            self.notifications.with_label_values(&[channel, s]);
+    /// Pre-initialises every series of `family` whose labels take `values` (one list a
+    /// label, in the family's label order), at 0, so its rates exist before the first
+    /// event. The lists come from the types whose values the labels are (`Labelled`).
+    pub fn init_series<T: MetricVecBuilder>(family: &MetricVec<T>, values: &[&[&str]]) {
+        let mut series: Vec<Vec<&str>> = vec![Vec::new()];
+        for label in values {
+            series = series
+                .iter()
+                .flat_map(|s| label.iter().map(move |v| [s.as_slice(), &[*v]].concat()))
+                .collect();
+        }
+        for s in series {
+            family.with_label_values(&s);
         }
     }
 
@@ -414,16 +375,6 @@ impl Metrics {
     /// Pre-initialises the restarts of one configured MCP server (`[[mcp.servers]]`).
     pub fn init_mcp_client(&self, server: &str) {
         self.mcp_client_restarts.with_label_values(&[server]);
-    }
-
-    /// Pre-initialises the series of one report collector.
-    pub fn init_collector(&self, collector: &str) {
-        self.report_collector_duration
-            .with_label_values(&[collector]);
-        for s in ["ok", "error", "timeout"] {
-            self.report_collector_runs
-                .with_label_values(&[collector, s]);
-        }
     }
 
     /// The text exposition format 0.0.4.

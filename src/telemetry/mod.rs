@@ -6,5 +6,6 @@ pub mod logging;
 mod metrics;
 pub mod supervise;
 
+pub use labels::Labelled;
 pub(crate) use labels::labelled;
 pub use metrics::*;

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
+use sre_agent::app::daemon_metrics;
 use sre_agent::config::Config;
-use sre_agent::telemetry::Metrics;
 use sre_agent::tools::catalog::builtin_names;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -60,7 +60,7 @@ pub fn defined_families() -> Vec<String> {
 fn readme_lists_exactly_the_metric_families_the_registry_defines() {
     let families = defined_families();
     // The parse finds what the registry exports.
-    let exported = Metrics::new("m").encode();
+    let exported = daemon_metrics("m").encode();
     let exported: Vec<&str> = exported
         .lines()
         .filter_map(|l| l.strip_prefix("# TYPE "))

@@ -322,7 +322,7 @@ async fn feedback_through_the_api_is_checked_stored_counted_and_reported() {
     assert_eq!(shown["feedback"]["note"], "logs after all");
     let memory = app.state.dispatcher.memory();
     let remembered = memory.get(&ids[0]).unwrap().expect("remembered");
-    assert_eq!(remembered.feedback.unwrap().verdict.as_str(), "wrong");
+    assert_eq!(remembered.feedback.unwrap().verdict.label(), "wrong");
     let metrics = app.metrics().await;
     assert_eq!(
         metric_value(&metrics, "sre_agent_feedback_total{verdict=\"right\"}"),

@@ -31,7 +31,7 @@ impl Dispatcher {
         self.inner
             .metrics
             .feedback
-            .with_label_values(&[feedback.verdict.as_str()])
+            .with_label_values(&[feedback.verdict.label()])
             .inc();
         Ok(FeedbackOutcome::Stored(Box::new(inv)))
     }

@@ -31,9 +31,9 @@ fn concurrent_claims_cannot_overshoot_the_cost_limit() {
     let fits = (0.1 / reserve).floor() as usize;
     let mut claims = Vec::new();
     for _ in 0..fits {
-        claims.push(l.admit("ask", today()).unwrap());
+        claims.push(l.admit(Trigger::Ask, today()).unwrap());
     }
-    let Err(SubmitError::OverBudget(e)) = l.admit("ask", today()) else {
+    let Err(SubmitError::OverBudget(e)) = l.admit(Trigger::Ask, today()) else {
         panic!("one more than fits was admitted");
     };
     assert_eq!(e.limit, Limit::Cost);
@@ -45,22 +45,25 @@ fn concurrent_claims_cannot_overshoot_the_cost_limit() {
     let b = l.budget();
     assert!((b.spent_usd - 0.001 * fits as f64).abs() < 1e-9, "{b:?}");
     assert_eq!(b.reserved_usd, 0.0);
-    assert!(l.admit("ask", today()).is_ok());
+    assert!(l.admit(Trigger::Ask, today()).is_ok());
 }
 
 #[test]
 fn a_dropped_claim_releases_its_reservation_and_a_refund_its_count() {
     let dir = tempfile::tempdir().unwrap();
     let (l, _store) = ledger(dir.path(), 2, 1.0);
-    let claim = l.admit("ask", today()).unwrap();
+    let claim = l.admit(Trigger::Ask, today()).unwrap();
     assert!(l.budget().reserved_usd > 0.0);
     drop(claim); // an error path, a panic, a cancelled task
     assert_eq!(l.budget().reserved_usd, 0.0);
     assert_eq!(l.budget().investigations, 1);
-    l.admit("schedule", today()).unwrap().refund().unwrap();
+    l.admit(Trigger::Schedule, today())
+        .unwrap()
+        .refund()
+        .unwrap();
     assert_eq!(l.budget().investigations, 1);
-    let _second = l.admit("ask", today()).unwrap();
-    let Err(SubmitError::OverBudget(e)) = l.admit("ask", today()) else {
+    let _second = l.admit(Trigger::Ask, today()).unwrap();
+    let Err(SubmitError::OverBudget(e)) = l.admit(Trigger::Ask, today()) else {
         panic!("the count limit did not hold");
     };
     assert_eq!(e.limit, Limit::Count);
@@ -77,9 +80,9 @@ fn held_alert_decisions_count_until_released() {
     let (l, _store) = ledger(dir.path(), 1, 0.0);
     l.hold();
     assert_eq!(l.budget().exceeded(), Some(Limit::Count));
-    assert!(l.admit("ask", today()).is_err());
+    assert!(l.admit(Trigger::Ask, today()).is_err());
     l.release_hold();
-    assert!(l.admit("ask", today()).is_ok());
+    assert!(l.admit(Trigger::Ask, today()).is_ok());
 }
 
 #[test]
@@ -101,9 +104,9 @@ fn settled_spend_survives_a_restart_and_reservations_do_not() {
     let dir = tempfile::tempdir().unwrap();
     {
         let (l, _store) = ledger(dir.path(), 50, 2.0);
-        l.admit("ask", today()).unwrap().settle(0.5).unwrap();
+        l.admit(Trigger::Ask, today()).unwrap().settle(0.5).unwrap();
         // Running when the process stops: nothing of its reservation is stored.
-        let _running = l.admit("ask", today()).unwrap();
+        let _running = l.admit(Trigger::Ask, today()).unwrap();
     }
     let (l, _store) = ledger(dir.path(), 50, 2.0);
     let b = l.budget();
@@ -143,7 +146,7 @@ fn the_first_start_builds_today_from_the_stored_investigations_once() {
     let b = l.budget();
     // Cancelled ones do not count; a running one's cost settles when it ends.
     assert_eq!((b.investigations, b.spent_usd), (2, 0.25));
-    l.admit("ask", today()).unwrap().settle(0.1).unwrap();
+    l.admit(Trigger::Ask, today()).unwrap().settle(0.1).unwrap();
     drop(l);
     drop(_store);
     let (l, _store) = ledger(dir.path(), 50, 2.0);
@@ -154,10 +157,13 @@ fn the_first_start_builds_today_from_the_stored_investigations_once() {
 fn a_call_that_does_not_fit_the_cost_limit_is_refused_and_counted() {
     let dir = tempfile::tempdir().unwrap();
     let (l, _store) = ledger(dir.path(), 50, 0.5);
-    l.admit("ask", today()).unwrap().settle(0.5).unwrap();
+    l.admit(Trigger::Ask, today()).unwrap().settle(0.5).unwrap();
     let estimate = l.call_reserve(6_000);
     assert!(estimate > 0.0);
-    let e = l.reserve_call("report", estimate).err().expect("refused");
+    let e = l
+        .reserve_call(Spender::Report, estimate)
+        .err()
+        .expect("refused");
     assert_eq!(e.limit, Limit::Cost);
     assert_eq!(
         l.inner

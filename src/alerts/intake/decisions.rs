@@ -14,6 +14,7 @@ use tokio::sync::Mutex;
 use super::storms::Storms;
 use super::submissions::{Action, Effect};
 use super::{BadMatcher, IntakeSummary, Investigator};
+use crate::agent::Spender;
 use crate::alerts::grouping::{self, Budget, InvState};
 use crate::alerts::store::{AlertGroup, AlertRecord, AlertStore, GroupState, Outcome};
 use crate::alerts::{Alert, AlertStatus, WebhookBatch};
@@ -202,7 +203,7 @@ impl Decisions {
         if let (Outcome::Budget, Some(limit)) = (outcome, seen.and_then(|b| b.exceeded())) {
             self.metrics
                 .budget_rejections
-                .with_label_values(&[limit.label(), "alert"])
+                .with_label_values(&[limit.label(), Spender::Alert.label()])
                 .inc();
         }
         outcome

@@ -110,11 +110,11 @@ fn form(inv: &Investigation, csrf: &Csrf) -> Markup {
             input type="hidden" name="_csrf" value=(csrf.0);
             fieldset.verdict {
                 legend { "Was this finding right?" }
-                @for v in Verdict::ALL {
-                    @let id = format!("verdict-{}", v.as_str());
-                    input type="radio" id=(id) name="verdict" value=(v.as_str()) required
+                @for &v in Verdict::ALL {
+                    @let id = format!("verdict-{}", v.label());
+                    input type="radio" id=(id) name="verdict" value=(v.label()) required
                         checked[current == Some(v)];
-                    label for=(id) { (v.as_str()) }
+                    label for=(id) { (v.label()) }
                 }
             }
             p {
@@ -132,7 +132,7 @@ fn form(inv: &Investigation, csrf: &Csrf) -> Markup {
 }
 
 fn verdict_badge(v: Verdict) -> Markup {
-    html! { span class={ "badge v-" (v.as_str()) } { (v.as_str()) } }
+    html! { span class={ "badge v-" (v.label()) } { (v.label()) } }
 }
 
 #[cfg(test)]

@@ -54,7 +54,7 @@ pub async fn list(
                             td { a href={ "/reports/" (r.id) } { (r.title()) } }
                             td { (r.window.period.to_string()) }
                             td { (r.trigger.label()) }
-                            td { (r.status.as_str()) }
+                            td { (r.status.label()) }
                             td { (time(r.created_at)) }
                         }
                     }
@@ -83,7 +83,7 @@ pub async fn page(
     let body = html! {
         h1 { (title) }
         p {
-            "Delivery: " (report.status.as_str())
+            "Delivery: " (report.status.label())
             @if let Some(e) = &report.delivery_error { " (" span.error { (e) } ")" }
             " · also as " a href={ "/api/v1/reports/" (report.id) "?format=markdown" } { "markdown" }
             " or " a href={ "/api/v1/reports/" (report.id) } { "JSON" }

@@ -86,6 +86,17 @@ crate::telemetry::labelled! {
     }
 }
 
+crate::telemetry::labelled! {
+    /// How one collector run ended: the `status` label of
+    /// `sre_agent_report_collector_runs_total`.
+    pub enum CollectorRun {
+        Ok => "ok",
+        /// Finished with notes of what it could not collect.
+        Error => "error",
+        Timeout => "timeout",
+    }
+}
+
 /// Runs every collector concurrently, each under its own timeout.
 pub async fn collect_all(ctx: &CollectContext, metrics: &Metrics) -> ReportData {
     let timeout = ctx.config.report.collector_timeout.get();
@@ -142,14 +153,15 @@ async fn timed<T: Default>(
 ) -> Section<T> {
     let name = collector.label();
     let started = Instant::now();
-    let (section, status) = match tokio::time::timeout(timeout, fut).await {
-        Ok(s) if s.notes.is_empty() => (s, "ok"),
-        Ok(s) => (s, "error"),
+    let (section, run) = match tokio::time::timeout(timeout, fut).await {
+        Ok(s) if s.notes.is_empty() => (s, CollectorRun::Ok),
+        Ok(s) => (s, CollectorRun::Error),
         Err(_) => (
             Section::failed(format!("{name} collector timed out after {timeout:?}")),
-            "timeout",
+            CollectorRun::Timeout,
         ),
     };
+    let status = run.label();
     metrics
         .report_collector_duration
         .with_label_values(&[name])
@@ -158,7 +170,7 @@ async fn timed<T: Default>(
         .report_collector_runs
         .with_label_values(&[name, status])
         .inc();
-    if status != "ok" {
+    if run != CollectorRun::Ok {
         tracing::warn!(collector = name, status, notes = ?section.notes, "report collector incomplete");
     }
     section

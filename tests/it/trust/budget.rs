@@ -266,7 +266,7 @@ async fn a_claim_is_released_when_the_llm_fails_so_the_next_ask_is_admitted() {
 
 #[tokio::test]
 async fn a_report_over_the_cost_budget_is_sent_with_its_plain_summary_saying_why() {
-    use sre_agent::agent::Dispatcher;
+    use sre_agent::agent::{Dispatcher, Trigger};
     use sre_agent::report::model::{ReportStatus, ReportTrigger};
     use sre_agent::report::period::PeriodSpec;
     use sre_agent::report::{ReportRequest, Reporter};
@@ -318,7 +318,7 @@ async fn a_report_over_the_cost_budget_is_sent_with_its_plain_summary_saying_why
 
     // Spend the rest of the day's budget.
     spend
-        .admit("ask", Utc::now().date_naive())
+        .admit(Trigger::Ask, Utc::now().date_naive())
         .unwrap()
         .settle(0.5)
         .unwrap();
