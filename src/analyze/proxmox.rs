@@ -1,4 +1,5 @@
-//! Analyzers over Proxmox VE (`ProxmoxClient`). `proxmox_guests`: nodes offline; guests
+//! Analyzers over Proxmox VE (`ProxmoxClient`). `proxmox_guests`: nodes offline, nodes
+//! whose CPUs are busy with their busiest guests (`proxmox_load.rs`); guests
 //! stopped by a task in the window (since the task's end, with its type, user and status)
 //! or stopped against an expectation the API states (an HA resource that should be
 //! started, `onboot=1`); tasks that failed in the window; and what changed: the other
@@ -16,6 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::prom::{slope, space_severity};
+use super::proxmox_load::busy_node;
 use super::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
     keep_most_severe,
@@ -63,7 +65,7 @@ struct GuestConfig {
     onboot: Option<Value>,
 }
 
-fn vmid(g: &PveGuest) -> String {
+pub(super) fn vmid(g: &PveGuest) -> String {
     match &g.vmid {
         Value::String(s) => s.clone(),
         other => other.to_string(),
@@ -88,7 +90,7 @@ fn guest_entity(node: &str, kind: &str, g: &PveGuest) -> Entity {
         .with_labels(labels)
 }
 
-fn node_entity(node: &str) -> Entity {
+pub(super) fn node_entity(node: &str) -> Entity {
     Entity::new("node", node)
         .on_host(Some(node.to_string()))
         .with_labels(BTreeMap::from([("node".to_string(), node.to_string())]))
@@ -145,6 +147,8 @@ impl Analyzer for ProxmoxGuests {
                 continue;
             }
             let guests = c.guests(&n.node).await?;
+            let window = scope.window().num_seconds();
+            facts.extend(busy_node(self.name(), &n, &guests, window));
             let tasks = c.tasks(&n.node, false, Some(since)).await?;
             let tasks_source = Source::new("proxmox_tasks", json!({ "since": since }));
             let by_id: HashMap<String, (&str, &PveGuest)> =

@@ -100,8 +100,12 @@ pub struct PveGuest {
     pub status: String,
     #[serde(default)]
     pub uptime: Option<u64>,
+    /// Share (0–1) of its own vCPUs the guest keeps busy.
     #[serde(default)]
     pub cpu: Option<f64>,
+    /// Its vCPUs (a container's CPU limit may be fractional).
+    #[serde(default)]
+    pub cpus: Option<f64>,
     #[serde(default)]
     pub mem: Option<u64>,
     #[serde(default)]
