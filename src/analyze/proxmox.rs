@@ -65,11 +65,8 @@ struct GuestConfig {
     onboot: Option<Value>,
 }
 
-pub(super) fn vmid(g: &PveGuest) -> String {
-    match &g.vmid {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+fn vmid(g: &PveGuest) -> String {
+    g.id()
 }
 
 fn at(secs: Option<i64>) -> Option<DateTime<Utc>> {
@@ -90,7 +87,7 @@ fn guest_entity(node: &str, kind: &str, g: &PveGuest) -> Entity {
         .with_labels(labels)
 }
 
-pub(super) fn node_entity(node: &str) -> Entity {
+fn node_entity(node: &str) -> Entity {
     Entity::new("node", node)
         .on_host(Some(node.to_string()))
         .with_labels(BTreeMap::from([("node".to_string(), node.to_string())]))
@@ -148,7 +145,13 @@ impl Analyzer for ProxmoxGuests {
             }
             let guests = c.guests(&n.node).await?;
             let window = scope.window().num_seconds();
-            facts.extend(busy_node(self.name(), &n, &guests, window));
+            facts.extend(busy_node(
+                self.name(),
+                node_entity(&n.node),
+                &n,
+                &guests,
+                window,
+            ));
             let tasks = c.tasks(&n.node, false, Some(since)).await?;
             let tasks_source = Source::new("proxmox_tasks", json!({ "since": since }));
             let by_id: HashMap<String, (&str, &PveGuest)> =

@@ -7,8 +7,7 @@
 
 use serde_json::json;
 
-use super::proxmox::{node_entity, vmid};
-use super::{Fact, FactClass, Quantity, Severity, Source, human_seconds, round_sig};
+use super::{Entity, Fact, FactClass, Quantity, Severity, Source, human_seconds, round_sig};
 use crate::integrations::proxmox::{PveGuest, PveNode};
 
 /// Share of a node's CPUs busy from which it is saturated (a warning)…
@@ -18,11 +17,12 @@ pub const VERY_BUSY: f64 = 0.98;
 /// Most guests named.
 const SHOWN: usize = 3;
 
-/// The saturation fact of `node` when its CPUs are at least [`BUSY`] busy; `guests` are its
+/// The saturation fact of `node` (as `entity`) when its CPUs are at least [`BUSY`] busy; `guests` are its
 /// guests as `ProxmoxClient::guests` lists them, `window_secs` the sweep's window (a guest
 /// up for less than that started during it, and says so).
 pub fn busy_node(
     analyzer: &str,
+    entity: Entity,
     node: &PveNode,
     guests: &[(&str, PveGuest)],
     window_secs: i64,
@@ -74,7 +74,7 @@ pub fn busy_node(
         Fact::new(
             FactClass::Saturation,
             analyzer,
-            node_entity(&node.node),
+            entity,
             "CPU busy",
             severity,
             Source::new("proxmox_nodes", json!({})),
@@ -86,7 +86,7 @@ pub fn busy_node(
 
 /// "build-runner (VM 118) 8 vCPUs at 97 %, started 52 min ago".
 fn guest_text(kind: &str, g: &PveGuest, window_secs: i64) -> String {
-    let id = vmid(g);
+    let id = g.id();
     let name = g.name.as_deref().filter(|n| !n.is_empty()).unwrap_or(&id);
     let kind = if kind == "lxc" { "CT" } else { "VM" };
     let cpus = g.cpus.map_or_else(|| "?".into(), round_sig);
@@ -112,6 +112,10 @@ mod tests {
         serde_json::from_value(json!({"node": "hv-east-2", "status": "online", "cpu": cpu,
             "maxcpu": maxcpu, "mem": 1, "maxmem": 2, "uptime": 4_000_000}))
         .unwrap()
+    }
+
+    fn entity() -> Entity {
+        Entity::new("node", "hv-east-2")
     }
 
     fn guest(v: Value) -> PveGuest {
@@ -162,7 +166,14 @@ mod tests {
 
     #[test]
     fn a_busy_node_names_its_busiest_running_guests_and_that_its_vcpus_are_over_committed() {
-        let f = busy_node("proxmox_guests", &node(0.953, Some(16)), &guests(), 3900).unwrap();
+        let f = busy_node(
+            "proxmox_guests",
+            entity(),
+            &node(0.953, Some(16)),
+            &guests(),
+            3900,
+        )
+        .unwrap();
         assert_eq!(
             (f.class, f.severity, f.what.as_str()),
             (FactClass::Saturation, Severity::Warning, "CPU busy")
@@ -172,7 +183,6 @@ mod tests {
             (f.entity.kind.as_str(), f.entity.name.as_str()),
             ("node", "hv-east-2")
         );
-        assert_eq!(f.entity.labels.keys().collect::<Vec<_>>(), ["node"]);
         assert_eq!(
             f.detail.as_deref(),
             Some(
@@ -185,15 +195,15 @@ mod tests {
 
     #[test]
     fn a_node_below_nine_tenths_busy_says_nothing_and_one_at_98_percent_is_critical() {
-        assert!(busy_node("p", &node(0.89, Some(16)), &guests(), 3600).is_none());
-        assert!(busy_node("p", &node(f64::NAN, Some(16)), &guests(), 3600).is_none());
-        let f = busy_node("p", &node(0.985, Some(16)), &guests(), 3600).unwrap();
+        assert!(busy_node("p", entity(), &node(0.89, Some(16)), &guests(), 3600).is_none());
+        assert!(busy_node("p", entity(), &node(f64::NAN, Some(16)), &guests(), 3600).is_none());
+        let f = busy_node("p", entity(), &node(0.985, Some(16)), &guests(), 3600).unwrap();
         assert_eq!(f.severity, Severity::Critical);
     }
 
     #[test]
     fn a_node_with_room_for_its_guests_vcpus_is_not_called_over_committed() {
-        let f = busy_node("p", &node(0.92, Some(64)), &guests(), 3600).unwrap();
+        let f = busy_node("p", entity(), &node(0.92, Some(64)), &guests(), 3600).unwrap();
         let d = f.detail.unwrap();
         assert!(
             d.starts_with("64 CPUs; guests' vCPUs 19 of 64; busiest"),
@@ -213,7 +223,7 @@ mod tests {
                 guest(json!({"vmid": 2, "name": "", "status": "running", "cpu": 0.0})),
             ),
         ];
-        let f = busy_node("p", &node(0.97, None), &idle, 3600).unwrap();
+        let f = busy_node("p", entity(), &node(0.97, None), &idle, 3600).unwrap();
         assert_eq!(
             f.detail.as_deref(),
             Some("guests' vCPUs 2.5; no running guest reports CPU use")
@@ -222,7 +232,7 @@ mod tests {
             "lxc",
             guest(json!({"vmid": 7, "name": "", "status": "running", "cpu": 0.5, "cpus": 2})),
         )];
-        let f = busy_node("p", &node(0.97, Some(4)), &unnamed, 3600).unwrap();
+        let f = busy_node("p", entity(), &node(0.97, Some(4)), &unnamed, 3600).unwrap();
         assert!(
             f.detail
                 .unwrap()

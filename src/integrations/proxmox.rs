@@ -114,6 +114,16 @@ pub struct PveGuest {
     pub template: Option<serde_json::Value>,
 }
 
+impl PveGuest {
+    /// Its id as text (`vmid` is a number, or a string for some containers).
+    pub fn id(&self) -> String {
+        match &self.vmid {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// `GET /nodes/{node}/storage` item.
 #[derive(Clone, Debug, Deserialize)]
 pub struct PveStorage {

@@ -96,6 +96,8 @@ async fn a_busy_node_names_the_guest_that_started_eating_its_cpus_and_ranks_for_
         "{all}"
     );
     assert!((f.value.unwrap().value - 96.7).abs() < 0.01, "{all}");
+    // The entity names the node and nothing else (no token, no address).
+    assert_eq!(f.entity.labels.keys().collect::<Vec<_>>(), ["node"]);
     let detail = f.detail.as_deref().unwrap();
     assert!(
         detail.starts_with("24 CPUs; guests' vCPUs 28 of 24 (over-committed); busiest running guests: render-batch (VM 412) 16 vCPUs at 99 %, started 40 min ago; "),
