@@ -17,15 +17,18 @@
 //! - `prom/`: analyzers over Prometheus (node_exporter, process-exporter, cAdvisor,
 //!   kube-state-metrics, blackbox);
 //! - `kube/`: analyzers over the Kubernetes API (pods, nodes, rollouts);
-//! - `proxmox.rs`, `pbs.rs`, `truenas.rs`: analyzers over the appliances' APIs.
+//! - `proxmox.rs` (with `proxmox_load.rs`), `pbs.rs` (with `pbs_attempts.rs`), `truenas.rs`:
+//!   analyzers over the appliances' APIs.
 
 mod fact;
 pub mod kube;
 pub mod logs;
 mod pattern;
 pub mod pbs;
+mod pbs_attempts;
 pub mod prom;
 pub mod proxmox;
+mod proxmox_load;
 mod quantity;
 pub mod rank;
 mod readable;

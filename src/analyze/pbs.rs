@@ -6,7 +6,9 @@
 //! `pbs_backups`: backup groups whose newest snapshot is older than their datastore's
 //! rhythm allows: more than `pbs.backup_interval` (26 h by default: a daily backup that
 //! missed one run) and more than [`STALE_FACTOR`] times the median age of the store's
-//! groups (so a store backed up weekly is not flagged every day).
+//! groups (so a store backed up weekly is not flagged every day), with what the group's
+//! backup tasks since its last snapshot did (`pbs_attempts.rs`: how many, the last one's
+//! status, one still running and for how long), from one task list for all of them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,12 +18,13 @@ use async_trait::async_trait;
 use chrono::DateTime;
 use serde_json::json;
 
+use super::pbs_attempts::{BACKUP_TASK, attempts_text};
 use super::prom::{slope, space_severity};
 use super::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
     keep_most_severe,
 };
-use crate::integrations::pbs::{PbsClient, PbsDatastoreUsage};
+use crate::integrations::pbs::{PbsBackupGroup, PbsClient, PbsDatastoreUsage};
 
 /// A group is stale past this many times the median age of its datastore's groups.
 pub const STALE_FACTOR: f64 = 2.5;
@@ -29,6 +32,8 @@ pub const STALE_FACTOR: f64 = 2.5;
 const MAX_STORES: usize = 10;
 /// Most facts per analyzer.
 const MAX_FACTS: usize = 40;
+/// Most backup tasks read for the attempts of overdue groups (a list this long may be cut).
+const MAX_ATTEMPT_TASKS: usize = 500;
 
 /// The Proxmox Backup Server analyzers.
 /// `backup_interval`: the age past which a group is overdue at the least.
@@ -234,6 +239,8 @@ impl Analyzer for PbsBackups {
         let readable = stores
             .iter()
             .filter(|d| d.error.as_deref().is_none_or(str::is_empty));
+        // (store, group, age, limit) of each overdue group.
+        let mut overdue: Vec<(&str, PbsBackupGroup, f64, f64)> = Vec::new();
         for d in readable.take(MAX_STORES) {
             let groups = self.client.groups(&d.store).await?;
             let mut ages: Vec<f64> = groups
@@ -246,30 +253,50 @@ impl Analyzer for PbsBackups {
             ages.sort_by(f64::total_cmp);
             let median = ages[ages.len() / 2];
             let limit = self.min_stale.as_secs_f64().max(STALE_FACTOR * median);
-            for g in &groups {
+            for g in groups {
                 let age = now.saturating_sub(g.last_backup).max(0) as f64;
-                if age <= limit {
-                    continue;
+                if age > limit {
+                    overdue.push((&d.store, g, age, limit));
                 }
-                let mut detail = format!("{} snapshots", g.backup_count.unwrap_or(0));
-                if let Some(c) = g.comment.as_deref().filter(|c| !c.is_empty()) {
-                    detail = format!("{c}: {detail}");
-                }
-                facts.push(
-                    Fact::new(
-                        FactClass::Appliance,
-                        self.name(),
-                        group_entity(&d.store, &g.backup_type, &g.backup_id, g.comment.as_deref()),
-                        "last backup age",
-                        Severity::Warning,
-                        Source::new("pbs_backups", json!({})),
-                    )
-                    .value(Quantity::seconds(age))
-                    .limit(Quantity::seconds(limit))
-                    .since(DateTime::from_timestamp(g.last_backup, 0))
-                    .detail(detail),
-                );
             }
+        }
+        // The backup tasks since the oldest overdue snapshot, in one call: what each
+        // group's attempts did. Without them the facts stand on the snapshots alone.
+        let tasks = match overdue.iter().map(|o| o.1.last_backup).min() {
+            Some(since) => self
+                .client
+                .tasks_of_type(BACKUP_TASK, since, MAX_ATTEMPT_TASKS)
+                .await
+                .ok(),
+            None => None,
+        };
+        let complete = tasks.as_ref().is_some_and(|t| t.len() < MAX_ATTEMPT_TASKS);
+        for (store, g, age, limit) in overdue {
+            let mut detail = format!("{} snapshots", g.backup_count.unwrap_or(0));
+            if let Some(c) = g.comment.as_deref().filter(|c| !c.is_empty()) {
+                detail = format!("{c}: {detail}");
+            }
+            let group = (store, g.backup_type.as_str(), g.backup_id.as_str());
+            if let Some(a) = tasks
+                .as_deref()
+                .and_then(|t| attempts_text(t, group, g.last_backup, now, complete))
+            {
+                detail = format!("{detail}; {a}");
+            }
+            facts.push(
+                Fact::new(
+                    FactClass::Appliance,
+                    self.name(),
+                    group_entity(store, &g.backup_type, &g.backup_id, g.comment.as_deref()),
+                    "last backup age",
+                    Severity::Warning,
+                    Source::new("pbs_backups", json!({})),
+                )
+                .value(Quantity::seconds(age))
+                .limit(Quantity::seconds(limit))
+                .since(DateTime::from_timestamp(g.last_backup, 0))
+                .detail(detail),
+            );
         }
         facts.sort_by(|a, b| {
             let age = |f: &Fact| f.value.map_or(0.0, |v| v.value);

@@ -1,4 +1,5 @@
-//! Analyzers over Proxmox VE (`ProxmoxClient`). `proxmox_guests`: nodes offline; guests
+//! Analyzers over Proxmox VE (`ProxmoxClient`). `proxmox_guests`: nodes offline, nodes
+//! whose CPUs are busy with their busiest guests (`proxmox_load.rs`); guests
 //! stopped by a task in the window (since the task's end, with its type, user and status)
 //! or stopped against an expectation the API states (an HA resource that should be
 //! started, `onboot=1`); tasks that failed in the window; and what changed: the other
@@ -16,6 +17,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::prom::{slope, space_severity};
+use super::proxmox_load::busy_node;
 use super::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
     keep_most_severe,
@@ -64,10 +66,7 @@ struct GuestConfig {
 }
 
 fn vmid(g: &PveGuest) -> String {
-    match &g.vmid {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
+    g.id()
 }
 
 fn at(secs: Option<i64>) -> Option<DateTime<Utc>> {
@@ -145,6 +144,14 @@ impl Analyzer for ProxmoxGuests {
                 continue;
             }
             let guests = c.guests(&n.node).await?;
+            let window = scope.window().num_seconds();
+            facts.extend(busy_node(
+                self.name(),
+                node_entity(&n.node),
+                &n,
+                &guests,
+                window,
+            ));
             let tasks = c.tasks(&n.node, false, Some(since)).await?;
             let tasks_source = Source::new("proxmox_tasks", json!({ "since": since }));
             let by_id: HashMap<String, (&str, &PveGuest)> =

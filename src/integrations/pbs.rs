@@ -108,4 +108,21 @@ impl PbsClient {
         }
         self.api.get("nodes/localhost/tasks", &q).await
     }
+
+    /// Tasks of type `kind` (`backup`, `verificationjob`, …) started since `since`, running
+    /// ones included, newest first, at most `limit`. PBS matches `typefilter` as a
+    /// substring: callers keep the exact type.
+    pub async fn tasks_of_type(
+        &self,
+        kind: &str,
+        since: i64,
+        limit: usize,
+    ) -> Result<Vec<ProxmoxTask>, UpstreamError> {
+        let q = [
+            ("typefilter", kind.to_string()),
+            ("since", since.to_string()),
+            ("limit", limit.to_string()),
+        ];
+        self.api.get("nodes/localhost/tasks", &q).await
+    }
 }

@@ -100,14 +100,28 @@ pub struct PveGuest {
     pub status: String,
     #[serde(default)]
     pub uptime: Option<u64>,
+    /// Share (0–1) of its own vCPUs the guest keeps busy.
     #[serde(default)]
     pub cpu: Option<f64>,
+    /// Its vCPUs (a container's CPU limit may be fractional).
+    #[serde(default)]
+    pub cpus: Option<f64>,
     #[serde(default)]
     pub mem: Option<u64>,
     #[serde(default)]
     pub maxmem: Option<u64>,
     #[serde(default)]
     pub template: Option<serde_json::Value>,
+}
+
+impl PveGuest {
+    /// Its id as text (`vmid` is a number, or a string for some containers).
+    pub fn id(&self) -> String {
+        match &self.vmid {
+            serde_json::Value::String(s) => s.clone(),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// `GET /nodes/{node}/storage` item.

@@ -1,26 +1,31 @@
 //! Failing blackbox probes (`probe_success == 0`) and why, from what blackbox_exporter
 //! records of the failed probe: the HTTP status code and when it changed ("200 → 502"),
 //! no address for the target (`probe_ip_protocol` 0 after the lookup: DNS), a body that
-//! did not match (`probe_failed_due_to_regex`), or no answer at all (refused or timed out,
-//! told apart by whether the connect phase completed). Since when comes from the history
-//! of each failing probe only.
+//! did not match (`probe_failed_due_to_regex`), a TLS certificate that expired (blackbox
+//! stops reporting `probe_ssl_earliest_cert_expiry` when the handshake fails: the last
+//! certificate seen in the window expired before now), or no answer (connected but no
+//! response, when the connect phase completed; else no HTTP response, which blackbox does
+//! not tell apart from a refused connection). Since when comes from the history of each
+//! failing probe only.
 
 use std::collections::HashMap;
 
 use async_trait::async_trait;
 
-use super::history::last_transition;
+use super::history::{last_transition, time_of};
 use super::{Prom, by_identity, host, identity, labels_map, selector};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
     human_seconds,
 };
-use crate::integrations::prometheus::Labels;
+use crate::integrations::prometheus::{Labels, Sample};
 
 /// The failing probes.
 const FAILING: &str = "probe_success == 0";
 /// What a probe failing on its HTTP status is.
 const STATUS_FAILURE: &str = "failing with HTTP status";
+/// What a probe whose last certificate expired is.
+const EXPIRED: &str = "failing: TLS certificate expired";
 
 pub struct ProbeFailures(pub Prom);
 
@@ -32,6 +37,9 @@ struct Evidence {
     duration: HashMap<Labels, f64>,
     dns: HashMap<Labels, f64>,
     connect: HashMap<Labels, f64>,
+    /// The notAfter of the last certificate seen in the window, for probes that no longer
+    /// report one.
+    last_cert: HashMap<Labels, f64>,
 }
 
 #[async_trait]
@@ -46,7 +54,18 @@ impl Analyzer for ProbeFailures {
             return Ok(Vec::new());
         }
         failing.sort_by(|a, b| a.metric.cmp(&b.metric));
-        let ev = self.evidence().await?;
+        let ev = self.evidence(scope).await?;
+        let now = scope.now.timestamp_millis() as f64 / 1000.0;
+        let expired: HashMap<Labels, f64> = ev
+            .last_cert
+            .iter()
+            .filter(|(_, not_after)| **not_after <= now)
+            .map(|(k, v)| (k.clone(), *v))
+            .collect();
+        let chains = match expired.is_empty() {
+            true => Vec::new(),
+            false => self.last_chains(scope).await,
+        };
         let mut queries = Vec::new();
         for s in &failing {
             let sel = selector(id_pairs(&s.metric));
@@ -67,9 +86,24 @@ impl Analyzer for ProbeFailures {
             };
             let failing_since = last_transition(history(0)).map(|(t, _)| t);
             let code = ev.status.get(&key).copied();
-            let (what, detail) = ev.explain(&key);
+            let expiry = expired.get(&key).copied();
+            let (what, detail) = match expiry {
+                Some(not_after) if ev.tls_failed(&key) => (
+                    EXPIRED.to_string(),
+                    expired_detail(not_after, now, &key, &chains),
+                ),
+                _ => ev.explain(&key),
+            };
             // The status is the figure only when it is what failed (not a body mismatch).
             let code = code.filter(|c| *c > 0.0 && what == STATUS_FAILURE);
+            let query = match what == EXPIRED {
+                true => format!(
+                    "last_over_time(probe_ssl_earliest_cert_expiry{}{})",
+                    selector(id_pairs(&s.metric)),
+                    scope.promql_range()
+                ),
+                false => queries[2 * i + usize::from(code.is_some())].clone(),
+            };
             let mut fact = Fact::new(
                 FactClass::Availability,
                 self.name(),
@@ -81,7 +115,7 @@ impl Analyzer for ProbeFailures {
                 .with_labels(labels_map(&s.metric)),
                 what,
                 Severity::Critical,
-                Source::promql(&queries[2 * i + usize::from(code.is_some())]),
+                Source::promql(&query),
             )
             .since(failing_since);
             let mut detail = detail;
@@ -104,7 +138,7 @@ impl Analyzer for ProbeFailures {
 
 impl ProbeFailures {
     /// The series blackbox_exporter writes next to `probe_success`, for failing probes only.
-    async fn evidence(&self) -> Result<Evidence, AnalyzeError> {
+    async fn evidence(&self, scope: &Scope) -> Result<Evidence, AnalyzeError> {
         let q: Vec<String> = [
             "probe_http_status_code",
             "probe_ip_protocol",
@@ -116,13 +150,21 @@ impl ProbeFailures {
         .iter()
         .map(|m| format!("{m} and {FAILING}"))
         .collect();
-        let (status, ip, regex, duration, dns, connect) = tokio::join!(
+        // The last certificate of each failing probe that reports none now (blackbox
+        // drops the series when the TLS handshake fails); a failed read only loses it.
+        let range = scope.promql_range();
+        let last_cert = format!(
+            "(last_over_time(probe_ssl_earliest_cert_expiry{range}) unless \
+             probe_ssl_earliest_cert_expiry) and {FAILING}"
+        );
+        let (status, ip, regex, duration, dns, connect, cert) = tokio::join!(
             self.0.vector(&q[0]),
             self.0.vector(&q[1]),
             self.0.vector(&q[2]),
             self.0.vector(&q[3]),
             self.0.vector(&q[4]),
             self.0.vector(&q[5]),
+            self.0.vector(&last_cert),
         );
         Ok(Evidence {
             status: by_identity(status?),
@@ -131,11 +173,56 @@ impl ProbeFailures {
             duration: by_identity(duration?),
             dns: by_identity(dns?),
             connect: by_identity(connect?),
+            last_cert: by_identity(cert.unwrap_or_default()),
         })
+    }
+
+    /// The last TLS chain each failing probe saw in the window (`probe_ssl_last_chain_info`,
+    /// whose labels name the subject and issuer); none when the read fails.
+    async fn last_chains(&self, scope: &Scope) -> Vec<Sample> {
+        let q = format!(
+            "last_over_time(probe_ssl_last_chain_info{}) and on(instance, job) ({FAILING})",
+            scope.promql_range()
+        );
+        self.0.vector(&q).await.unwrap_or_default()
     }
 }
 
+/// "the last certificate the probe saw expired at … (2.0 days ago); no TLS session since;
+/// subject CN=…, issuer CN=…" (subject and issuer when every chain seen agrees on them).
+fn expired_detail(not_after: f64, now: f64, key: &Labels, chains: &[Sample]) -> String {
+    let at = time_of(not_after).map_or_else(
+        || "?".into(),
+        |t| t.format("%Y-%m-%d %H:%M UTC").to_string(),
+    );
+    let mut d = format!(
+        "the last certificate the probe saw expired at {at} ({} ago); no TLS session since",
+        human_seconds((now - not_after).max(0.0))
+    );
+    let mut seen: Vec<(Option<&String>, Option<&String>)> = chains
+        .iter()
+        .filter(|c| key.iter().all(|(k, v)| c.metric.get(k) == Some(v)))
+        .map(|c| (c.metric.get("subject"), c.metric.get("issuer")))
+        .collect();
+    seen.sort();
+    seen.dedup();
+    if let [(subject, issuer)] = seen.as_slice() {
+        for (name, v) in [("subject", subject), ("issuer", issuer)] {
+            if let Some(v) = v.filter(|v| !v.is_empty()) {
+                d.push_str(&format!("; {name} {v}"));
+            }
+        }
+    }
+    d
+}
+
 impl Evidence {
+    /// Whether the probe may have failed in its TLS handshake: it resolved an address
+    /// and got no HTTP response (a status code above 0 means TLS worked).
+    fn tls_failed(&self, key: &Labels) -> bool {
+        self.ip_protocol.get(key) != Some(&0.0) && self.status.get(key).is_none_or(|c| *c <= 0.0)
+    }
+
     /// What failed ("failing: DNS lookup failed") and the figures that show it.
     fn explain(&self, key: &Labels) -> (String, String) {
         let took = |m: &HashMap<Labels, f64>| m.get(key).map(|d| human_seconds(*d));
@@ -161,9 +248,13 @@ impl Evidence {
                 "failing: connected but no answer".into(),
                 format!("no HTTP response; probe gave up after {duration}"),
             ),
+            // Blackbox records the same figures for a refused connection, a failed TLS
+            // handshake and a reset: which one is not in the data.
             Some(_) => (
-                "failing: connection failed".into(),
-                format!("no connection (refused or unreachable) after {duration}"),
+                "failing: no HTTP response".into(),
+                format!(
+                    "no status code and no connect phase recorded; probe failed after {duration}"
+                ),
             ),
             None => ("failing".into(), format!("probe failed after {duration}")),
         }
@@ -184,5 +275,118 @@ fn status_text(code: f64) -> String {
     match code {
         c if c.is_finite() && c >= 0.0 && c.fract() == 0.0 => format!("{c:.0}"),
         c => format!("{c}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> Labels {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    /// What blackbox recorded of one failing probe `key`: `(metric, value)` pairs.
+    fn evidence(key: &Labels, figures: &[(&str, f64)]) -> Evidence {
+        let mut ev = Evidence {
+            status: HashMap::new(),
+            ip_protocol: HashMap::new(),
+            regex: HashMap::new(),
+            duration: HashMap::new(),
+            dns: HashMap::new(),
+            connect: HashMap::new(),
+            last_cert: HashMap::new(),
+        };
+        for (name, v) in figures {
+            let map = match *name {
+                "status" => &mut ev.status,
+                "ip_protocol" => &mut ev.ip_protocol,
+                "regex" => &mut ev.regex,
+                "duration" => &mut ev.duration,
+                "connect" => &mut ev.connect,
+                other => panic!("{other}"),
+            };
+            map.insert(key.clone(), *v);
+        }
+        ev
+    }
+
+    #[test]
+    fn no_status_code_and_no_connect_phase_is_no_http_response_not_a_refused_connection() {
+        let key = labels(&[("instance", "https://pay.internal/"), ("job", "bb")]);
+        let ev = evidence(
+            &key,
+            &[
+                ("status", 0.0),
+                ("ip_protocol", 4.0),
+                ("duration", 0.008),
+                ("connect", 0.0),
+            ],
+        );
+        let (what, detail) = ev.explain(&key);
+        assert_eq!(what, "failing: no HTTP response");
+        assert!(
+            !detail.contains("refused") && !detail.contains("unreachable"),
+            "{detail}"
+        );
+        assert!(detail.ends_with("probe failed after 8 ms"), "{detail}");
+        assert!(ev.tls_failed(&key));
+        // Connected, then nothing: still told apart.
+        let ev = evidence(
+            &key,
+            &[("status", 0.0), ("duration", 5.0), ("connect", 0.002)],
+        );
+        assert_eq!(ev.explain(&key).0, "failing: connected but no answer");
+    }
+
+    #[test]
+    fn a_probe_that_got_a_status_or_resolved_no_address_did_not_fail_in_tls() {
+        let key = labels(&[("instance", "https://pay.internal/")]);
+        assert!(!evidence(&key, &[("status", 503.0)]).tls_failed(&key));
+        assert!(!evidence(&key, &[("status", 0.0), ("ip_protocol", 0.0)]).tls_failed(&key));
+        assert!(evidence(&key, &[]).tls_failed(&key));
+    }
+
+    #[test]
+    fn an_expired_certificate_says_when_it_expired_and_the_subject_and_issuer_its_chains_agree_on()
+    {
+        let key = labels(&[("instance", "https://pay.internal/"), ("job", "bb")]);
+        let not_after = 1_795_600_000.0; // 2026-11-25 09:46:40 UTC
+        let now = not_after + 2.0 * 86400.0;
+        let chain = |fp: &str, subject: &str, instance: &str| Sample {
+            metric: labels(&[
+                ("instance", instance),
+                ("job", "bb"),
+                ("fingerprint_sha256", fp),
+                ("subject", subject),
+                ("issuer", "CN=Corp Issuing CA 2,O=Corp"),
+            ]),
+            value: 1.0,
+            ts: now,
+        };
+        // Two chains of the same subject (a renewal earlier in the window), and another
+        // probe's.
+        let chains = [
+            chain("aa11", "CN=pay.internal", "https://pay.internal/"),
+            chain("bb22", "CN=pay.internal", "https://pay.internal/"),
+            chain("cc33", "CN=wiki.internal", "https://wiki.internal/"),
+        ];
+        assert_eq!(
+            expired_detail(not_after, now, &key, &chains),
+            "the last certificate the probe saw expired at 2026-11-25 09:46 UTC (48.0 h \
+             ago); no TLS session since; subject CN=pay.internal; issuer CN=Corp Issuing CA \
+             2,O=Corp"
+        );
+        // Chains that disagree name nothing; none at all neither.
+        let other = chain("dd44", "CN=old.pay.internal", "https://pay.internal/");
+        let mixed = [chains[0].clone(), other];
+        let plain = "the last certificate the probe saw expired at 2026-11-25 09:46 UTC (48.0 h \
+                     ago); no TLS session since";
+        assert_eq!(expired_detail(not_after, now, &key, &mixed), plain);
+        assert_eq!(expired_detail(not_after, now, &key, &[]), plain);
+        assert!(expired_detail(f64::NAN, now, &key, &[]).contains("expired at ?"));
     }
 }
