@@ -81,7 +81,8 @@ fn shown(ranked: Vec<Ranked>) -> Vec<Ranked> {
     for r in ranked {
         let same = kept.iter().position(|k| {
             key(k) == key(&r)
-                && (k.fact.what.starts_with(&r.fact.what) || r.fact.what.starts_with(&k.fact.what))
+                && (lower(&k.fact.what).starts_with(&lower(&r.fact.what))
+                    || lower(&r.fact.what).starts_with(&lower(&k.fact.what)))
         });
         if let Some(i) = same {
             if says(&r) > says(&kept[i]) {
@@ -99,6 +100,10 @@ fn shown(ranked: Vec<Ranked>) -> Vec<Ranked> {
         }
     }
     kept
+}
+
+fn lower(s: &str) -> String {
+    s.to_lowercase()
 }
 
 /// The focus of `inv` and when its incident began (an alert's start; a question: the
@@ -356,7 +361,7 @@ mod tests {
             fact("pvc", "ProvisioningFailed", Some("storage class not found")),
             fact(
                 "pod",
-                "unschedulable, requests cpu 0.25",
+                "Unschedulable, requests cpu 0.25",
                 Some("unbound claims"),
             ),
         ];
@@ -366,7 +371,7 @@ mod tests {
             .map(|r| format!("{} {}", r.fact.entity.kind, r.fact.what))
             .collect();
         assert_eq!(shown.len(), 2, "{shown:?}");
-        assert!(shown.contains(&"pod unschedulable, requests cpu 0.25".to_string()));
+        assert!(shown.contains(&"pod Unschedulable, requests cpu 0.25".to_string()));
     }
 
     #[test]

@@ -136,6 +136,12 @@ pub trait Analyzer: Send + Sync {
     /// The facts found: only what is worth a person's attention (an empty list when all
     /// is well).
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError>;
+    /// Whether it reads around the incident's start (the log lines of its first minutes):
+    /// such an analyzer runs again around the onset of a state the trigger is about when
+    /// that began well before the trigger did.
+    fn reads_around_start(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -104,13 +104,81 @@ impl Sweep {
         self.analyzers.is_empty()
     }
 
-    /// Runs every analyzer in parallel over `scope`.
+    /// Runs every analyzer in parallel over `scope`; then, when a state the trigger is
+    /// about began well before the trigger (an alert fires when a threshold is crossed,
+    /// hours after the cause), those that read around the start read around that onset.
     pub async fn run(&self, scope: Scope) -> SweepReport {
         let start = Instant::now();
         let scope = self.resolver.resolve(scope).await;
         let focus = scope.focus.clone();
+        let mut report = self.run_all(&scope, |_| true).await;
+        if let Some(onset) = onset(&report.facts, &scope) {
+            let mut earlier = Scope::new(scope.now, Some(onset));
+            earlier.focus = scope.focus.clone();
+            let again = self.run_all(&earlier, |a| a.reads_around_start()).await;
+            report.facts.extend(again.facts);
+            report.notes.extend(again.notes);
+        }
+        self.logged_as_it_began(&mut report.facts, &scope).await;
+        report.elapsed = start.elapsed();
+        report.focus = focus;
+        report
+    }
+
+    /// A critical state on a host the trigger does not name (a unit failed on the
+    /// directory server a login question never mentions) says what that host logged as it
+    /// began: the bad-looking lines the analyzers that read around a start find there,
+    /// added to the fact, so the cause travels with the state it explains.
+    async fn logged_as_it_began(&self, facts: &mut [Fact], scope: &Scope) {
+        let Some(focus) = scope.focus.as_ref() else {
+            return;
+        };
+        let mut picked: Vec<usize> = (0..facts.len())
+            .filter(|i| {
+                let f = &facts[*i];
+                f.severity == super::Severity::Critical
+                    && f.since.is_some()
+                    && f.entity.host.is_some()
+                    && !focus.is_about(&f.entity)
+            })
+            .collect();
+        picked.sort_by_key(|i| std::cmp::Reverse(facts[*i].since));
+        let mut hosts = std::collections::BTreeSet::new();
+        picked.retain(|i| hosts.insert(facts[*i].entity.host.clone()));
+        picked.truncate(MAX_LOGGED_HOSTS);
+        let reads = picked.iter().map(|i| {
+            let (host, since) = (facts[*i].entity.host.clone(), facts[*i].since);
+            let labels = [("host".to_string(), host.clone().unwrap_or_default())].into();
+            let mut around = Scope::new(scope.now, since);
+            around.focus = Some(Arc::new(super::Focus::alert(&labels, since)));
+            async move {
+                let found = self.run_all(&around, |a| a.reads_around_start()).await;
+                let said: Vec<String> = found
+                    .facts
+                    .into_iter()
+                    .filter(|f| f.entity.host == host)
+                    .filter_map(|f| f.detail)
+                    .collect();
+                said.join(" | ")
+            }
+        });
+        let said = futures::future::join_all(reads).await;
+        for (i, text) in picked.into_iter().zip(said) {
+            if text.is_empty() {
+                continue;
+            }
+            let f = &mut facts[i];
+            let host = f.entity.host.clone().unwrap_or_default();
+            let detail = f.detail.take().map_or(String::new(), |d| format!("{d}; "));
+            f.detail = Some(format!("{detail}{host} logged as it began: {text}"));
+        }
+    }
+
+    /// Runs the analyzers `which` picks in parallel over `scope`.
+    async fn run_all(&self, scope: &Scope, which: impl Fn(&dyn Analyzer) -> bool) -> SweepReport {
         let limit = self.time_limit.unwrap_or(ANALYZER_TIME_LIMIT);
-        let runs = self.analyzers.iter().map(|a| {
+        let picked = self.analyzers.iter().filter(|a| which(a.as_ref()));
+        let runs = picked.map(|a| {
             let a = a.clone();
             let scope = scope.clone();
             async move {
@@ -136,10 +204,29 @@ impl Sweep {
                 Err(why) => report.notes.push(format!("{name}: skipped ({why})")),
             }
         }
-        report.elapsed = start.elapsed();
-        report.focus = focus;
         report
     }
+}
+
+/// Most hosts of critical states elsewhere whose logs are read as those states began.
+const MAX_LOGGED_HOSTS: usize = 2;
+
+/// How long before the trigger's start a state must have begun for its onset to be read
+/// around too (what is nearer is read around the start already).
+const ONSET_LEAD: chrono::TimeDelta = chrono::TimeDelta::minutes(45);
+
+/// The earliest start of a state that `facts` say the trigger is about (its entity matches
+/// the focus, a warning or worse), when it began more than [`ONSET_LEAD`] before the
+/// trigger's start.
+fn onset(facts: &[Fact], scope: &Scope) -> Option<chrono::DateTime<chrono::Utc>> {
+    let focus = scope.focus.as_ref()?;
+    let before = scope.started.checked_sub_signed(ONSET_LEAD)?;
+    facts
+        .iter()
+        .filter(|f| f.severity >= super::Severity::Warning && focus.is_about(&f.entity))
+        .filter_map(|f| f.since)
+        .filter(|s| *s < before)
+        .min()
 }
 
 #[cfg(test)]

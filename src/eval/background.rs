@@ -15,7 +15,8 @@
 //! was busy building, every CPU near 100 %): CPU-time counters other than idle grow at
 //! [`CALM_CPU`] of their captured rate and idle takes the rest of each CPU, and processes
 //! and the host itself started at least a day before the window (the exporters were
-//! captured seconds after they started).
+//! captured seconds after they started), and its clock is synchronised (the capture
+//! machine ran no NTP daemon: every background host would be an unsynchronised decoy).
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -419,7 +420,21 @@ pub fn series(spec: &BackgroundSpec) -> Result<Vec<BackgroundSeries>, String> {
         }
     }
     calm_cpus(&mut out);
+    synced_clocks(&mut out);
     Ok(out)
+}
+
+/// The kernel's clock discipline as on a host whose NTP daemon keeps it synchronised:
+/// sync status 1, errors of milliseconds (a scenario's own series still replace these).
+fn synced_clocks(series: &mut [BackgroundSeries]) {
+    for s in series.iter_mut() {
+        s.value = match s.name.as_str() {
+            "node_timex_sync_status" => 1.0,
+            "node_timex_maxerror_seconds" => 0.0165,
+            "node_timex_estimated_error_seconds" => 0.000_02,
+            _ => continue,
+        };
+    }
 }
 
 /// Scales busy CPU-time counters down to [`CALM_CPU`] of their rate; each node CPU's idle

@@ -122,3 +122,54 @@ pub fn fact(
 fn images(r: &Revision) -> String {
     r.images.values().cloned().collect::<Vec<_>>().join(", ")
 }
+
+/// Most rollouts whose new pods' logs are read per sweep, lines read from each log's end,
+/// and the time for all the reads.
+const MAX_LOG_READS: usize = 2;
+const LOG_TAIL: i64 = 60;
+const LOG_TIME_LIMIT: std::time::Duration = std::time::Duration::from_millis(2000);
+
+/// A rollout whose new pods log errors is a suspect change, Ready or not (a health check
+/// that does not touch the database passes while every real request fails): adds to the
+/// newest rollouts' facts the bad-looking lines of one pod of their new ReplicaSet, and
+/// makes them warnings. A log that cannot be read leaves the fact as it was.
+pub async fn new_pods_log(
+    client: &crate::integrations::kubernetes::KubeClient,
+    facts: &mut [Fact],
+) {
+    let mut rollouts: Vec<usize> = (0..facts.len())
+        .filter(|i| facts[*i].what == "rolled out revision")
+        .collect();
+    rollouts.sort_by_key(|i| std::cmp::Reverse(facts[*i].since));
+    rollouts.truncate(MAX_LOG_READS);
+    let reads = rollouts.iter().map(|i| {
+        let labels = facts[*i].entity.labels.clone();
+        async move {
+            let ns = labels.get("namespace")?;
+            let set = labels.get("replicaset")?;
+            let pods = client.pods(Some(ns), None).await.ok()?;
+            let pod = pods.into_iter().find(|p| {
+                p.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|o| o.kind == "ReplicaSet" && &o.name == set)
+            })?;
+            let name = pod.metadata.name.clone()?;
+            let log = client.logs(ns, &name, None, false, LOG_TAIL).await.ok()?;
+            let lines = super::pod_logs::bad_lines(&log);
+            (!lines.is_empty()).then(|| format!("its new pod {name} logs: {}", lines.join(" | ")))
+        }
+    });
+    let Ok(said) = tokio::time::timeout(LOG_TIME_LIMIT, futures::future::join_all(reads)).await
+    else {
+        return;
+    };
+    for (i, text) in rollouts.into_iter().zip(said) {
+        let Some(text) = text else { continue };
+        let f = &mut facts[i];
+        let detail = f.detail.take().map_or(String::new(), |d| format!("{d}; "));
+        f.detail = Some(format!("{detail}{text}"));
+        f.severity = Severity::Warning;
+    }
+}

@@ -142,6 +142,13 @@ fn failed_run(pod: &Pod, named: Option<&String>) -> Option<(String, bool)> {
     })
 }
 
+/// The lines of `log` that look bad, as [`worst_lines`] quotes them (none when no line
+/// looks bad: a healthy log says nothing).
+pub(super) fn bad_lines(log: &str) -> Vec<String> {
+    let bad = log.lines().any(|l| signal(l) > Signal::None);
+    if bad { worst_lines(log) } else { Vec::new() }
+}
+
 /// The lines of `log` to quote: the last [`QUOTED`] distinct lines of the worst signal
 /// present (the last lines when none looks bad), oldest first, made readable and cut.
 fn worst_lines(log: &str) -> Vec<String> {
@@ -184,8 +191,11 @@ mod tests {
             worst_lines(log),
             vec!["level=error msg=\"c\"", "level=error msg=\"d\""]
         );
-        // Nothing looks bad: the last lines are what the container said last.
+        // Nothing looks bad: the last lines are what the container said last, and no line
+        // is bad.
         assert_eq!(worst_lines("one\ntwo\nthree\n"), vec!["two", "three"]);
+        assert!(bad_lines("one\ntwo\nthree\n").is_empty());
+        assert_eq!(bad_lines(log).len(), 2);
         assert!(worst_lines("\n\n").is_empty());
     }
 

@@ -2,7 +2,7 @@
 //! (`Progressing=False`, `ProgressDeadlineExceeded`), still in progress (fewer updated
 //! replicas than desired, or a StatefulSet between revisions), or short of available
 //! replicas; and, from the Deployments' ReplicaSets, the rollouts done in the window with
-//! the images they changed (`changes.rs`).
+//! the images they changed and what their new pods log that looks bad (`changes.rs`).
 
 use std::sync::Arc;
 
@@ -105,6 +105,7 @@ impl Analyzer for KubeRollouts {
                 None,
             ));
         }
+        changes::new_pods_log(&self.0, &mut facts).await;
         keep_most_severe(&mut facts, MAX_FACTS);
         Ok(facts)
     }

@@ -70,6 +70,10 @@ impl Analyzer for LogsAtStart {
         "logs_at_start"
     }
 
+    fn reads_around_start(&self) -> bool {
+        true
+    }
+
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
         let Some(focus) = &scope.focus else {
             return Ok(Vec::new());

@@ -25,6 +25,7 @@ mod process_memory;
 mod reloads;
 mod restarts;
 mod rollouts;
+mod since;
 mod stale_jobs;
 mod steps;
 mod systemd;
@@ -272,24 +273,6 @@ pub(crate) fn slope(points: &[(f64, f64)]) -> Option<f64> {
     (den > 0.0 && s.is_finite()).then_some(s)
 }
 
-/// The first time of the last run of points where `bad` holds: when the current bad state
-/// began (`None` when the last point is not bad or the series is empty). A run that fills
-/// the whole window began at or before the window's start, its first point.
-pub fn run_start(values: &[(f64, f64)], bad: impl Fn(f64) -> bool) -> Option<DateTime<Utc>> {
-    let (_, last) = *values.last()?;
-    if !bad(last) {
-        return None;
-    }
-    let first = values
-        .iter()
-        .rposition(|(_, v)| !bad(*v))
-        .map_or(0, |i| i + 1);
-    let (t, _) = values.get(first)?;
-    DateTime::from_timestamp_millis((t * 1000.0) as i64)
-}
-
-/// Points a `since` range query asks for over the window.
-const SINCE_POINTS: u32 = 240;
 /// How many `since` range queries one analyzer run may make, so a fleet in the same bad
 /// state (fifty hosts without NTP) stays within the time limit; the rest are reported
 /// without since.
@@ -316,24 +299,6 @@ impl Lookups {
 }
 
 impl Prom {
-    /// When the state `bad` of the one series `expr` began, over the scope's window (`None`
-    /// when unknown or no lookup is `left`; a failed query only loses the time, not the
-    /// fact).
-    pub async fn since(
-        &self,
-        left: &Lookups,
-        expr: &str,
-        scope: &Scope,
-        bad: impl Fn(f64) -> bool,
-    ) -> Option<DateTime<Utc>> {
-        if !left.take() {
-            return None;
-        }
-        let series = self.range(expr, scope, SINCE_POINTS).await.ok()?;
-        let s = series.first()?;
-        run_start(&s.values, bad)
-    }
-
     /// `deriv(metric[span])` for each span in seconds, by identity: how fast each series
     /// moves over the last ten minutes, the last hour, the window.
     pub async fn slopes(
@@ -419,15 +384,6 @@ mod tests {
             ]),
             r#"{instance="a\"b\\c",mountpoint="/ü"}"#
         );
-    }
-
-    #[test]
-    fn a_bad_state_starts_at_the_first_point_of_its_last_run() {
-        let v = [(60.0, 95.0), (120.0, 50.0), (180.0, 96.0), (240.0, 99.0)];
-        assert_eq!(run_start(&v, |x| x > 90.0).unwrap().timestamp(), 180);
-        assert_eq!(run_start(&v[..2], |x| x > 90.0), None);
-        assert_eq!(run_start(&v[2..], |x| x > 90.0).unwrap().timestamp(), 180);
-        assert_eq!(run_start(&[], |x| x > 90.0), None);
     }
 
     #[test]

@@ -196,7 +196,7 @@ impl Steps {
         let mut shown: Vec<&Labels> = Vec::new();
         for (instance, group) in groups {
             let group = varied(group);
-            shown.push(&group[0].labels);
+            shown.extend(group.iter().map(|p| &p.labels));
             let mut fact = fact(self.name(), group[0], times);
             if fact.since.is_none() {
                 fact.since = self.changed_at(group[0], times).await;
@@ -211,8 +211,8 @@ impl Steps {
             }
             facts.push(fact);
         }
-        // Peers at zero show what no step does (a steady climb); a series already shown as
-        // an instance's clearest step is not told twice.
+        // Peers at zero show what no step does (a steady climb); a series already told in
+        // an instance's fact is not told twice.
         let outliers = outliers::find(&series, times);
         let stand_out = outliers
             .iter()

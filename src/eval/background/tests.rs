@@ -61,7 +61,8 @@ fn node_background_relabels_every_series_and_counters_grow_at_their_captured_rat
 }
 
 #[test]
-fn a_background_host_is_calm_and_up_since_before_the_window_whatever_the_capture_did() {
+fn a_background_host_is_calm_synchronised_and_up_since_before_the_window_whatever_the_capture_did()
+{
     let bg = series(&spec("node", &["cedar-07"])).unwrap();
     // Per CPU, the busy modes share what idle leaves of one second per second.
     let mut per_cpu: BTreeMap<String, (f64, f64)> = BTreeMap::new();
@@ -84,6 +85,10 @@ fn a_background_host_is_calm_and_up_since_before_the_window_whatever_the_capture
             "cpu {cpu}: {idle} + {busy}"
         );
     }
+    // Its clock is synchronised, with an error of milliseconds.
+    let value = |name: &str| bg.iter().find(|s| s.name == name).unwrap().value;
+    assert_eq!(value("node_timex_sync_status"), 1.0);
+    assert!(value("node_timex_maxerror_seconds") < 0.1);
     let (start, now) = (1_999_990_000, 2_000_000_000);
     for name in ["node_boot_time_seconds", "process_start_time_seconds"] {
         let s = bg.iter().find(|s| s.name == name).unwrap();

@@ -1,5 +1,6 @@
 //! Clock analyzers among calm hosts made of captured node_exporter output: a clock that
-//! jumped ahead of Prometheus' time and one the kernel reports offset, with since when.
+//! jumped ahead of Prometheus' time and one the kernel reports offset, with since when;
+//! a clock unsynchronised for hours before the alert, with when that began.
 
 use sre_agent::analyze::{FactClass, Severity};
 
@@ -54,4 +55,37 @@ async fn a_clock_ahead_of_prometheus_and_one_offset_from_ntp_are_found_with_thei
     assert!((offset.value.unwrap().value + 0.2).abs() < 1e-9, "{all}");
     let began = (chrono::Utc::now() - offset.since.expect("since")).num_seconds();
     assert!((500..700).contains(&began), "{all}");
+}
+
+#[tokio::test]
+async fn a_clock_unsynchronised_long_before_the_alert_says_when_synchronisation_was_lost() {
+    let mut defs = calm_hosts(&["pine-1", "pine-2"]);
+    // pine-2 lost synchronisation 9 h 40 min ago (its NTP queries blocked); the alert that
+    // asks fired 30 minutes ago, when the kernel's maximum error reached its limit.
+    set(
+        &mut defs,
+        "node_timex_sync_status",
+        &[("instance", "pine-2:9100")],
+        |_, ago| Some(if ago <= 34_800 { 0.0 } else { 1.0 }),
+    );
+    set(
+        &mut defs,
+        "node_timex_maxerror_seconds",
+        &[("instance", "pine-2:9100")],
+        |_, ago| Some(if ago <= 34_800 { 16.0 } else { 0.01 }),
+    );
+    let Some(world) = World::build(&defs, 14 * 3600, 60).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(1800)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let all = lines(&facts);
+    eprintln!("{all}");
+    let unsynced = facts
+        .iter()
+        .find(|f| f.entity.name == "pine-2" && f.what == "clock not synchronised")
+        .expect(&all);
+    // Read back past the window (1.5 h) and finely around the change.
+    let began = (chrono::Utc::now() - unsynced.since.expect("since")).num_seconds();
+    assert!((34_700..35_000).contains(&began), "{began} s: {all}");
 }

@@ -79,7 +79,8 @@ pub fn find(series: &HashMap<Labels, Points>) -> Vec<Riser<'_>> {
             continue;
         }
         let own = at(top, 3) - at(top, 1);
-        if own < MIN_SHARE * rise || at(top, 3) < 2.0 * at(top, 1) {
+        // A flag that went from 0 to 1 is a state, told by the step; a share is of counts.
+        if own < MIN_SHARE * rise || at(top, 3) < 2.0 * at(top, 1) || own <= 1.0 {
             continue;
         }
         let mut others: Vec<(String, f64)> = members
@@ -217,6 +218,15 @@ mod tests {
         .into_iter()
         .collect();
         assert!(find(&small).is_empty());
+        // A condition flag of one node among four turning on is a state, not a share.
+        let flags: HashMap<Labels, Points> = [
+            member("node_ready_unknown", "node", "a", [0.0, 0.0, 1.0, 1.0]),
+            member("node_ready_unknown", "node", "b", [0.0; 4]),
+            member("node_ready_unknown", "node", "c", [0.0; 4]),
+        ]
+        .into_iter()
+        .collect();
+        assert!(find(&flags).is_empty());
         // Counters rise as they work; their rates, not their totals, would say who.
         let counters: HashMap<Labels, Points> = [
             member("db_queries_total", "client", "a", [1.0, 1.0, 900.0, 900.0]),
