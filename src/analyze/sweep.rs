@@ -367,4 +367,93 @@ mod tests {
             ]
         );
     }
+
+    /// What a first round finds: a state of the alert's host that began ten hours ago and
+    /// a critical one on another host two hours ago.
+    struct States;
+
+    #[async_trait]
+    impl Analyzer for States {
+        fn name(&self) -> &'static str {
+            "states"
+        }
+        async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+            let fact = |kind: &str, name: &str, host: &str, sev, hours| {
+                Fact::new(
+                    FactClass::Context,
+                    "states",
+                    Entity::new(kind, name).on_host(Some(host.into())),
+                    "bad",
+                    sev,
+                    Source::promql("x"),
+                )
+                .since(Some(scope.now - chrono::TimeDelta::hours(hours)))
+            };
+            Ok(vec![
+                fact("host", "web1", "web1", Severity::Warning, 10),
+                fact("unit", "slapd.service", "dirsrv", Severity::Critical, 2),
+            ])
+        }
+    }
+
+    /// Log lines around whatever start it is given, on the hosts its focus names.
+    struct AroundStart;
+
+    #[async_trait]
+    impl Analyzer for AroundStart {
+        fn name(&self) -> &'static str {
+            "around"
+        }
+        fn reads_around_start(&self) -> bool {
+            true
+        }
+        async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+            let focus = scope.focus.clone().expect("a focus");
+            let ago = (scope.now - scope.started).num_hours();
+            Ok(["web1", "dirsrv"]
+                .into_iter()
+                .filter(|h| focus.names_host(h))
+                .map(|h| {
+                    Fact::new(
+                        FactClass::Logs,
+                        "around",
+                        Entity::new("logs", h).on_host(Some(h.into())),
+                        "lines",
+                        Severity::Warning,
+                        Source::promql("x"),
+                    )
+                    .detail(format!("lines {ago} h ago"))
+                })
+                .collect())
+        }
+    }
+
+    #[tokio::test]
+    async fn logs_are_read_around_an_early_onset_and_around_a_critical_state_elsewhere() {
+        let now = Utc::now();
+        let started = now - chrono::TimeDelta::minutes(30);
+        let labels = [("instance".to_string(), "web1:9100".to_string())].into();
+        let scope = Scope::new(now, Some(started))
+            .with_focus(crate::analyze::Focus::alert(&labels, Some(started)));
+        let sweep = Sweep::of(vec![Arc::new(States), Arc::new(AroundStart)]);
+        let report = sweep.run(scope).await;
+        assert_eq!(report.ran, 2);
+        let around: Vec<&str> = report
+            .facts
+            .iter()
+            .filter(|f| f.analyzer == "around")
+            .filter_map(|f| f.detail.as_deref())
+            .collect();
+        // Around the alert's start, and again around the web1 state's onset.
+        assert_eq!(around, ["lines 0 h ago", "lines 10 h ago"]);
+        let slapd = report
+            .facts
+            .iter()
+            .find(|f| f.entity.name == "slapd.service")
+            .unwrap();
+        assert_eq!(
+            slapd.detail.as_deref(),
+            Some("dirsrv logged as it began: lines 2 h ago")
+        );
+    }
 }

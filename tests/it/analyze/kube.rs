@@ -390,3 +390,30 @@ async fn what_controllers_complained_about_other_objects_is_reported_once_per_ob
             .all(|f| f.analyzer != "kube_events" || f.entity.kind != "pod")
     );
 }
+
+#[tokio::test]
+async fn a_rollout_whose_new_pod_logs_errors_says_so_and_is_a_warning() {
+    let now = Utc::now();
+    let logs = [(
+        "shop/checkout-84d5f7b9c6-w7x2k".to_string(),
+        "listening on :8080\nERROR checkout: payment provider rejected the request: column orders.voucher does not exist\nGET /healthz 200\n".to_string(),
+    )]
+    .into();
+    let cluster = Cluster::with_logs(objects(now), &[], logs).await;
+    let sweep = Sweep::of(sre_agent::analyze::kube::analyzers(cluster.client.clone()));
+    let report = sweep
+        .run(Scope::new(now, Some(now - TimeDelta::minutes(20))))
+        .await;
+    let all = lines(&report.facts);
+    let change = report
+        .facts
+        .iter()
+        .find(|f| f.what == "rolled out revision")
+        .expect(&all);
+    assert_eq!(change.severity, Severity::Warning, "{all}");
+    let detail = change.detail.as_deref().unwrap();
+    assert!(
+        detail.ends_with("; its new pod checkout-84d5f7b9c6-w7x2k logs: ERROR checkout: payment provider rejected the request: column orders.voucher does not exist"),
+        "{detail}"
+    );
+}

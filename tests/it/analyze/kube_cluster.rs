@@ -406,8 +406,17 @@ pub struct Cluster {
 
 impl Cluster {
     pub async fn start(objects: Vec<Value>, namespaces: &[&str]) -> Self {
+        Self::with_logs(objects, namespaces, BTreeMap::new()).await
+    }
+
+    /// The cluster whose pods log `logs` (by `namespace/pod`).
+    pub async fn with_logs(
+        objects: Vec<Value>,
+        namespaces: &[&str],
+        logs: BTreeMap<String, String>,
+    ) -> Self {
         sre_agent::install_crypto_provider();
-        let server = FakeServer::start(kubernetes_router(objects, BTreeMap::new()))
+        let server = FakeServer::start(kubernetes_router(objects, logs))
             .await
             .unwrap();
         let dir = tempfile::tempdir().unwrap();
