@@ -314,7 +314,7 @@ impl LlmClient {
         };
         let m = &inner.metrics;
         m.llm_call_duration.observe(start.elapsed().as_secs_f64());
-        let status = if result.is_ok() { "ok" } else { "error" };
+        let status = crate::telemetry::CallStatus::of(result.is_ok()).label();
         m.llm_calls.with_label_values(&[status]).inc();
         let (content, tool_calls, usage) = result?;
         let offered: Vec<&str> = tools.iter().map(|t| t.name).collect();

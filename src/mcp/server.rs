@@ -93,7 +93,7 @@ impl McpService {
     }
 
     fn count(&self, tool: &str, ok: bool, start: Instant) {
-        let status = if ok { "ok" } else { "error" };
+        let status = crate::telemetry::CallStatus::of(ok).label();
         self.metrics
             .mcp_server_calls
             .with_label_values(&[self.via, tool, status])

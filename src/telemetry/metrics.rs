@@ -31,6 +31,21 @@ super::labelled! {
     }
 }
 
+super::labelled! {
+    /// How a call ended: the `status` label of the LLM, tool and MCP server call counters.
+    pub enum CallStatus {
+        Ok => "ok",
+        Error => "error",
+    }
+}
+
+impl CallStatus {
+    /// The status of a call that succeeded when `ok`.
+    pub fn of(ok: bool) -> Self {
+        if ok { Self::Ok } else { Self::Error }
+    }
+}
+
 const LATENCY_BUCKETS: &[f64] = &[
     0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
 ];
@@ -310,8 +325,8 @@ impl Metrics {
     fn init_known_labels(&self, model: &str) {
         self.init_endpoint(OTHER_ENDPOINT);
         self.http_requests.with_label_values(&["/healthz", "200"]);
-        for s in ["ok", "error"] {
-            self.llm_calls.with_label_values(&[s]);
+        for s in CallStatus::ALL {
+            self.llm_calls.with_label_values(&[s.label()]);
         }
         self.llm_cost_dollars.with_label_values(&[model]);
         for t in Task::ALL {
@@ -334,8 +349,8 @@ impl Metrics {
     /// Pre-initialises the series of one tool so its rates exist before its first call.
     pub fn init_tool(&self, tool: &str) {
         self.tool_call_duration.with_label_values(&[tool]);
-        for s in ["ok", "error"] {
-            self.tool_calls.with_label_values(&[tool, s]);
+        for s in CallStatus::ALL {
+            self.tool_calls.with_label_values(&[tool, s.label()]);
         }
     }
 
@@ -366,8 +381,9 @@ impl Metrics {
     pub fn init_mcp_server<'a>(&self, via: &str, tools: impl IntoIterator<Item = &'a str>) {
         self.mcp_server_call_duration.with_label_values(&[via]);
         for tool in tools {
-            for s in ["ok", "error"] {
-                self.mcp_server_calls.with_label_values(&[via, tool, s]);
+            for s in CallStatus::ALL {
+                self.mcp_server_calls
+                    .with_label_values(&[via, tool, s.label()]);
             }
         }
     }

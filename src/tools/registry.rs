@@ -125,7 +125,7 @@ impl ToolRegistry {
         } else {
             "unknown"
         };
-        let status = if result.is_ok() { "ok" } else { "error" };
+        let status = crate::telemetry::CallStatus::of(result.is_ok()).label();
         self.metrics
             .tool_call_duration
             .with_label_values(&[label])
