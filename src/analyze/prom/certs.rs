@@ -188,13 +188,7 @@ fn name(labels: &Labels) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::analyze::prom::labels;
 
     #[test]
     fn a_certificate_is_named_by_subject_secret_or_target() {

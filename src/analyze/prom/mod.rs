@@ -358,6 +358,15 @@ pub fn by_host(v: &[Sample]) -> HashMap<String, f64> {
     out
 }
 
+/// A label set of `pairs` (for tests).
+#[cfg(test)]
+pub(crate) fn labels(pairs: &[(&str, &str)]) -> Labels {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

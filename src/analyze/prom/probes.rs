@@ -281,13 +281,7 @@ fn status_text(code: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn labels(pairs: &[(&str, &str)]) -> Labels {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use crate::analyze::prom::labels;
 
     /// What blackbox recorded of one failing probe `key`: `(metric, value)` pairs.
     fn evidence(key: &Labels, figures: &[(&str, f64)]) -> Evidence {

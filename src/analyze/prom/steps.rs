@@ -308,10 +308,7 @@ fn times(scope: &Scope) -> [DateTime<Utc>; 4] {
 /// A series with `pairs` for labels read as `v` (for the tests of the judges).
 #[cfg(test)]
 fn points(pairs: &[(&str, &str)], v: [f64; 4]) -> (Labels, Points) {
-    let labels: Labels = pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
+    let labels = super::labels(pairs);
     let p = Points {
         labels: labels.clone(),
         v,
