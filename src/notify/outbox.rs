@@ -229,14 +229,16 @@ impl Notifier {
     }
 
     /// `sre_agent_reports_total{trigger,status}` once a report's delivery has ended.
-    pub(super) fn count_report(&self, d: &super::report::ReportDelivery, status: &str) {
-        if !d.trigger.is_empty() {
-            self.inner
-                .metrics
-                .reports
-                .with_label_values(&[d.trigger.as_str(), status])
-                .inc();
-        }
+    pub(super) fn count_report(
+        &self,
+        d: &super::report::ReportDelivery,
+        status: super::report::ReportStatus,
+    ) {
+        self.inner
+            .metrics
+            .reports
+            .with_label_values(&[d.trigger.label(), status.label()])
+            .inc();
     }
 
     /// The wait before attempt `attempts + 1`: `retry_backoff` doubled per attempt, capped.

@@ -17,6 +17,42 @@ use super::email::{EmailMessage, InlineImage};
 use crate::config::EmailAddress;
 use crate::store::StoreError;
 
+crate::telemetry::labelled! {
+    /// What started a report (the `trigger` label of `sre_agent_reports_total`).
+    #[derive(Serialize, Deserialize, utoipa::ToSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum ReportTrigger {
+        Schedule => "schedule",
+        Catchup => "catchup",
+        Api => "api",
+        Cli => "cli",
+    }
+}
+
+crate::telemetry::labelled! {
+    /// Delivery state of a stored report (the `status` label of `sre_agent_reports_total`,
+    /// once counted).
+    #[derive(Serialize, Deserialize, utoipa::ToSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum ReportStatus {
+        Generated => "generated",
+        /// Stored in the outbox, waiting for (or between) delivery attempts.
+        Queued => "queued",
+        Sent => "sent",
+        Failed => "failed",
+        /// sre-agent stopped during the SMTP session: it may have gone out (not resent).
+        Unconfirmed => "unconfirmed",
+    }
+}
+
+impl ReportStatus {
+    /// Whether a report built into this state is counted in `sre_agent_reports_total` now;
+    /// a queued one is counted by the outbox once its delivery ends.
+    pub fn counted(self) -> bool {
+        self != Self::Queued
+    }
+}
+
 /// A report that could not be delivered for this long is given up (the next week's
 /// report is due by then).
 pub const DEADLINE: TimeDelta = TimeDelta::days(7);
@@ -29,9 +65,9 @@ pub struct ReportDelivery {
     pub period: String,
     /// The `Message-ID` header, `<…@domain>`, recorded before the first attempt.
     pub message_id: String,
-    /// What built it (`schedule`, `catchup`, `api`, `cli`): the `trigger` label of
-    /// `sre_agent_reports_total`, counted when the delivery ends.
-    pub trigger: String,
+    /// What built it: the `trigger` label of `sre_agent_reports_total`, counted when the
+    /// delivery ends.
+    pub trigger: ReportTrigger,
 }
 
 /// An inline image, base64 in the stored entry.

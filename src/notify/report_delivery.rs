@@ -4,7 +4,7 @@
 
 use super::email::EmailMessage;
 use super::outbox::{Notifier, OutboxEntry, Payload};
-use super::report::{PeriodHolder, ReportDelivery, StoredReport};
+use super::report::{PeriodHolder, ReportDelivery, ReportStatus, StoredReport};
 use crate::store::StoreError;
 
 /// What the worker does with a due report entry.
@@ -67,7 +67,7 @@ impl Notifier {
                 "sre-agent stopped while this report was being sent; it is not sent again \
                  (at most once): look for this Message-ID in the recipients' mail");
             ledger.unconfirmed(d)?;
-            self.count_report(d, "unconfirmed");
+            self.count_report(d, ReportStatus::Unconfirmed);
             return Ok(ReportCheck::Unconfirmed);
         }
         let Some(holder) = ledger.sending(d)? else {

@@ -119,7 +119,7 @@ impl Notifier {
     fn delivered(&self, entry: &OutboxEntry) -> Result<(), StoreError> {
         if let (Payload::Report(r), Some(ledger)) = (&entry.payload, &self.inner.reports) {
             ledger.sent(&r.delivery)?;
-            self.count_report(&r.delivery, "sent");
+            self.count_report(&r.delivery, report::ReportStatus::Sent);
             self.inner
                 .metrics
                 .last_report_timestamp
@@ -131,7 +131,7 @@ impl Notifier {
     fn failed(&self, entry: &OutboxEntry, error: &NotifyError) -> Result<(), StoreError> {
         if let (Payload::Report(r), Some(ledger)) = (&entry.payload, &self.inner.reports) {
             ledger.failed(&r.delivery, &error.to_string())?;
-            self.count_report(&r.delivery, "failed");
+            self.count_report(&r.delivery, report::ReportStatus::Failed);
         }
         Ok(())
     }

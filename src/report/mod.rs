@@ -232,7 +232,7 @@ impl Reporter {
             report_id: report.id.clone(),
             period: period.to_string(),
             message_id,
-            trigger: report.trigger.label().to_string(),
+            trigger: report.trigger,
         };
         if let Some(outbox) = &self.outbox {
             match outbox.enqueue_report(delivery, &msg).await? {

@@ -8,18 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::period::ReportWindow;
 use crate::config::TimeZone;
-
-crate::telemetry::labelled! {
-    /// What started a report (the `trigger` label of `sre_agent_reports_total`).
-    #[derive(Serialize, Deserialize, utoipa::ToSchema)]
-    #[serde(rename_all = "lowercase")]
-    pub enum ReportTrigger {
-        Schedule => "schedule",
-        Catchup => "catchup",
-        Api => "api",
-        Cli => "cli",
-    }
-}
+pub use crate::notify::report::{ReportStatus, ReportTrigger};
 
 /// A section's data plus the notes of what could not be collected.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -308,30 +297,6 @@ pub struct Summary {
     pub model: Option<String>,
     /// Why the LLM was not used, when it was not.
     pub fallback_reason: Option<String>,
-}
-
-crate::telemetry::labelled! {
-    /// Delivery state of a stored report (the `status` label of `sre_agent_reports_total`,
-    /// once counted).
-    #[derive(Serialize, Deserialize, utoipa::ToSchema)]
-    #[serde(rename_all = "lowercase")]
-    pub enum ReportStatus {
-        Generated => "generated",
-        /// Stored in the outbox, waiting for (or between) delivery attempts.
-        Queued => "queued",
-        Sent => "sent",
-        Failed => "failed",
-        /// sre-agent stopped during the SMTP session: it may have gone out (not resent).
-        Unconfirmed => "unconfirmed",
-    }
-}
-
-impl ReportStatus {
-    /// Whether a report built into this state is counted in `sre_agent_reports_total` now;
-    /// a queued one is counted by the outbox once its delivery ends.
-    pub fn counted(self) -> bool {
-        self != Self::Queued
-    }
 }
 
 /// A generated report, as stored and served by the API.

@@ -245,13 +245,14 @@ impl ReportLedger for ReportStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::model::ReportTrigger;
 
     fn delivery(id: &str) -> ReportDelivery {
         ReportDelivery {
             report_id: id.into(),
             period: "2026-W47".into(),
             message_id: format!("<{id}@example.org>"),
-            trigger: "schedule".into(),
+            trigger: ReportTrigger::Schedule,
         }
     }
 
