@@ -72,7 +72,7 @@ impl LabelMatcher {
     }
 }
 
-/// A label set from `(name, value)` pairs (for tests of matchers and grouping).
+/// A label set from `(name, value)` pairs (for tests of matchers, grouping and analyzers).
 #[cfg(test)]
 pub(crate) fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

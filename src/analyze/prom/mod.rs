@@ -360,12 +360,7 @@ pub fn by_host(v: &[Sample]) -> HashMap<String, f64> {
 
 /// A label set of `pairs` (for tests).
 #[cfg(test)]
-pub(crate) fn labels(pairs: &[(&str, &str)]) -> Labels {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
+pub(crate) use crate::config::matcher::labels;
 
 #[cfg(test)]
 mod tests {
