@@ -165,6 +165,14 @@ impl Focus {
         (shared, host_hit, name_hit)
     }
 
+    /// Whether a name of the trigger matches one of `e`'s label values among `distinct`.
+    fn names_label_of(&self, e: &Entity, distinct: &BTreeSet<String>) -> bool {
+        label_names(e)
+            .iter()
+            .filter(|n| distinct.contains(*n))
+            .any(|n| self.names.iter().any(|m| similar(m, n)))
+    }
+
     /// Whether a word of the trigger (four letters or more) is a word of `what`.
     fn describes(&self, what: &str) -> bool {
         what.split(|c: char| !c.is_alphanumeric())
@@ -231,10 +239,21 @@ impl Focus {
 
 /// `facts` ordered by relevance to `focus` (ties: more severe first, then sweep order).
 pub fn rank(facts: Vec<Fact>, focus: &Focus) -> Vec<Ranked> {
+    let distinct = distinctive_values(&facts);
     let mut ranked: Vec<Ranked> = facts
         .into_iter()
         .map(|fact| {
-            let (score, about_trigger) = focus.score(&fact);
+            let (mut score, mut about_trigger) = focus.score(&fact);
+            // A question's name that matches a label value only this entity (or one other)
+            // carries names what the fact is about: the replication task, queue or dataset
+            // an appliance's alert or a series is of, whatever the entity is called.
+            if !about_trigger
+                && focus.is_question()
+                && focus.names_label_of(&fact.entity, &distinct)
+            {
+                score += 6;
+                about_trigger = true;
+            }
             let near_start = focus.near_start(&fact);
             Ranked {
                 fact,
@@ -250,6 +269,37 @@ pub fn rank(facts: Vec<Fact>, focus: &Focus) -> Vec<Ranked> {
             .then(b.fact.severity.cmp(&a.fact.severity))
     });
     ranked
+}
+
+/// The names label values give (the whole value and its parts, as `entity_names`) that at
+/// most [`MAX_ENTITIES_PER_VALUE`] entities among `facts` carry: a value many entities
+/// share (`job=node`, `level=CRITICAL`, `mode=user`) singles none out.
+fn distinctive_values(facts: &[Fact]) -> BTreeSet<String> {
+    let mut carriers: BTreeMap<String, BTreeSet<(&str, &str, Option<&str>)>> = BTreeMap::new();
+    for f in facts {
+        let e = &f.entity;
+        let id = (e.kind.as_str(), e.name.as_str(), e.host.as_deref());
+        for n in label_names(e) {
+            carriers.entry(n).or_default().insert(id);
+        }
+    }
+    carriers
+        .into_iter()
+        .filter(|(_, ids)| ids.len() <= MAX_ENTITIES_PER_VALUE)
+        .map(|(n, _)| n)
+        .collect()
+}
+
+/// How many entities may share a label value that still names them.
+const MAX_ENTITIES_PER_VALUE: usize = 2;
+
+/// The names an entity's label values give (not its metric name: that is what it measures).
+fn label_names(e: &Entity) -> BTreeSet<String> {
+    e.labels
+        .iter()
+        .filter(|(k, _)| k.as_str() != "__name__")
+        .flat_map(|(_, v)| entity_names(v))
+        .collect()
 }
 
 /// Lowercase, without separators (`Home-Assistant` → `homeassistant`).
@@ -452,6 +502,48 @@ mod tests {
             &Focus::question("Who is short of memory?"),
         );
         assert_eq!(r[0].fact.entity.name, "gw7");
+    }
+
+    #[test]
+    fn a_question_naming_what_one_entity_is_of_in_its_labels_ranks_it_first() {
+        let pool = fact(
+            "pool",
+            "tank2",
+            "nas4",
+            &[("pool", "tank2")],
+            Severity::Critical,
+        );
+        let pool_alert = fact(
+            "alert",
+            "ZpoolStatus",
+            "nas4",
+            &[("level", "CRITICAL"), ("volume", "tank2")],
+            Severity::Critical,
+        );
+        let task = fact(
+            "alert",
+            "ReplicationFailed",
+            "nas4",
+            &[("level", "CRITICAL"), ("name", "music-to-attic")],
+            Severity::Critical,
+        );
+        let q = Focus::question("Did last night's copy of the music to the attic box work?");
+        let r = rank(vec![pool.clone(), pool_alert.clone(), task.clone()], &q);
+        assert_eq!(r[0].fact.entity.name, "ReplicationFailed");
+        assert!(r[0].about_trigger && !r[1].about_trigger);
+        // A value three entities share names none of them: the question's "critical" is
+        // not a name.
+        let smart = fact(
+            "alert",
+            "SMARTTestFailed",
+            "nas4",
+            &[("level", "CRITICAL"), ("disk", "sdc")],
+            Severity::Critical,
+        );
+        let q = Focus::question("anything critical on the nas?");
+        let r = rank(vec![pool, pool_alert, task, smart], &q);
+        assert!(r.iter().all(|r| !r.about_trigger));
+        assert_eq!(r[0].fact.entity.name, "tank2");
     }
 
     #[test]
