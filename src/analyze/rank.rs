@@ -275,7 +275,7 @@ pub fn rank(facts: Vec<Fact>, focus: &Focus) -> Vec<Ranked> {
 /// most [`MAX_ENTITIES_PER_VALUE`] entities among `facts` carry: a value many entities
 /// share (`job=node`, `level=CRITICAL`, `mode=user`) singles none out.
 fn distinctive_values(facts: &[Fact]) -> BTreeSet<String> {
-    let mut carriers: BTreeMap<String, BTreeSet<(&str, &str, Option<&str>)>> = BTreeMap::new();
+    let mut carriers: BTreeMap<String, BTreeSet<EntityId>> = BTreeMap::new();
     for f in facts {
         let e = &f.entity;
         let id = (e.kind.as_str(), e.name.as_str(), e.host.as_deref());
@@ -289,6 +289,9 @@ fn distinctive_values(facts: &[Fact]) -> BTreeSet<String> {
         .map(|(n, _)| n)
         .collect()
 }
+
+/// An entity told apart from others: its kind, name and host.
+type EntityId<'a> = (&'a str, &'a str, Option<&'a str>);
 
 /// How many entities may share a label value that still names them.
 const MAX_ENTITIES_PER_VALUE: usize = 2;
