@@ -39,6 +39,8 @@ pub struct Gathered {
     pub notes: Vec<String>,
     pub elapsed: Duration,
     pub window: TimeDelta,
+    /// When the alert began (`None` for a question): facts tell their start against it.
+    pub alert_start: Option<DateTime<Utc>>,
 }
 
 /// Runs `sweep` for `inv` (nothing when no analyzer is configured).
@@ -64,6 +66,7 @@ pub async fn gather(sweep: &Sweep, inv: &Investigation) -> Option<Gathered> {
         notes: report.notes,
         elapsed: report.elapsed,
         window: scope.window(),
+        alert_start: focus.start(),
     })
 }
 
@@ -174,7 +177,7 @@ impl Gathered {
                     "{} [{}] {}",
                     Self::id(i),
                     r.fact.severity.as_str(),
-                    r.fact.line(now)
+                    r.fact.line_beside(now, self.alert_start)
                 )
             })
             .collect();
@@ -208,7 +211,7 @@ impl Gathered {
                 name: r.fact.source.tool.clone(),
                 arguments: r.fact.source.arguments.clone(),
                 ok: true,
-                output: r.fact.line(now),
+                output: r.fact.line_beside(now, self.alert_start),
                 repeat_of: None,
                 facts: vec![r.fact.clone()],
             })
@@ -393,6 +396,7 @@ mod tests {
             notes: Vec::new(),
             elapsed: Duration::ZERO,
             window: TimeDelta::hours(1),
+            alert_start: None,
         };
         let m = g.message(now);
         assert!(m.starts_with("Health sweep: 9 checks"), "{m}");

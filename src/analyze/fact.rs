@@ -254,6 +254,14 @@ impl Fact {
     /// One line: "filesystem /var/lib/vz on pve1: used 94.1 % of 1.0 TiB, falling 48.6 GiB
     /// per day, full in 30.1 h (since 2026-11-26 10:02 UTC): <detail>".
     pub fn line(&self, now: DateTime<Utc>) -> String {
+        self.line_beside(now, None)
+    }
+
+    /// [`Fact::line`], with when its state began told against `alert_start` ("6 min
+    /// before the alert", "as the alert began", "20 min after the alert began"): a cause
+    /// precedes its alert, a consequence follows it, and a small model does not subtract
+    /// times reliably.
+    pub fn line_beside(&self, now: DateTime<Utc>, alert_start: Option<DateTime<Utc>>) -> String {
         let mut s = format!("{}: {}", self.entity.describe(), self.what);
         if let Some(v) = &self.value {
             let _ = write!(s, " {v}");
@@ -271,9 +279,12 @@ impl Fact {
             let ago = (now - t).num_seconds().max(0) as f64;
             let _ = write!(
                 s,
-                " (since {}, {} ago)",
+                " (since {}, {} ago{})",
                 t.format("%Y-%m-%d %H:%M UTC"),
-                human_seconds(ago)
+                human_seconds(ago),
+                alert_start
+                    .map(|a| relative_to_alert(t, a))
+                    .unwrap_or_default()
             );
         }
         if let Some(d) = &self.detail {
@@ -286,6 +297,22 @@ impl Fact {
     /// `k8s`, `proxmox`, …): which tools are worth offering next to it.
     pub fn integration(&self) -> &str {
         tool_integration(&self.source.tool)
+    }
+}
+
+/// How far apart two starts may be and still be told as one ("as the alert began").
+const WITH_ALERT_SECS: i64 = 120;
+
+/// ", 6 min before the alert" / ", as the alert began" / ", 20 min after the alert began".
+fn relative_to_alert(since: DateTime<Utc>, alert: DateTime<Utc>) -> String {
+    let apart = (alert - since).num_seconds();
+    match apart {
+        a if a.abs() <= WITH_ALERT_SECS => ", as the alert began".into(),
+        a if a > 0 => format!(", {} before the alert", human_seconds(a as f64)),
+        a => format!(
+            ", {} after the alert began",
+            human_seconds(a.unsigned_abs() as f64)
+        ),
     }
 }
 
@@ -351,6 +378,29 @@ mod tests {
              hour, full in 30.0 h (since 2026-11-26 11:13 UTC, 47 min ago)"
         );
         assert_eq!(f.integration(), "prometheus");
+    }
+
+    #[test]
+    fn beside_an_alert_a_fact_says_whether_it_began_before_with_or_after_it() {
+        let now = Utc.with_ymd_and_hms(2026, 11, 26, 12, 0, 0).unwrap();
+        let at = |minutes_ago: i64| {
+            Fact::new(
+                FactClass::Availability,
+                "t",
+                Entity::new("service", "mq"),
+                "refusing logins",
+                Severity::Warning,
+                Source::promql("x"),
+            )
+            .since(Some(now - chrono::TimeDelta::minutes(minutes_ago)))
+        };
+        let alert = Some(now - chrono::TimeDelta::minutes(40));
+        let told = |f: Fact| f.line_beside(now, alert);
+        assert!(told(at(47)).ends_with("47 min ago, 7 min before the alert)"));
+        assert!(told(at(41)).ends_with("41 min ago, as the alert began)"));
+        assert!(told(at(10)).ends_with("10 min ago, 30 min after the alert began)"));
+        assert!(told(at(60 * 24 * 19)).contains("19.0 days before the alert"));
+        assert_eq!(at(47).line_beside(now, None), at(47).line(now));
     }
 
     #[test]
