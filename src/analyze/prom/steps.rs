@@ -29,7 +29,7 @@ use super::{Prom, escape};
 use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope, Severity};
 use crate::integrations::prometheus::Labels;
 use describe::{brief, fact, series_expr};
-use judge::{early, is_counter, moved, surprise};
+use judge::{counted, early, is_counter, moved, surprise};
 
 /// Instances reported, by their clearest step (each costs the model tokens).
 const MAX_FACTS: usize = 3;
@@ -153,6 +153,12 @@ impl Steps {
                     early: false,
                 });
                 p.v[k] = s.value;
+            }
+        }
+        for p in series.values_mut() {
+            let name = p.labels.get("__name__").map_or("", String::as_str);
+            if is_counter(name, &p.v) {
+                p.v = counted(&p.v);
             }
         }
         // A change within the window, else a level that moved just before it and held.

@@ -11,20 +11,49 @@ use chrono::{DateTime, Utc};
 const SURPRISE: f64 = 8.0;
 /// Least change of slope, as a share of the larger slope, that counts.
 const MIN_SLOPE_CHANGE: f64 = 0.1;
+/// A counter that went down to at most this share of its value restarted (from zero, plus
+/// what it counted since).
+const RESET_SHARE: f64 = 0.5;
 /// Least move of a gauge, as a share of its level, that counts.
 const MIN_LEVEL_CHANGE: f64 = 0.05;
 /// Whether series `name` with values `v` is a counter: by its name's suffix, or one
 /// without it (`node_vmstat_oom_kill`) that never went down and rose before; a gauge that
-/// rose and fell is a gauge (its values say more than its slope).
+/// rose and fell is a gauge (its values say more than its slope). A suffixed series that
+/// went down without falling to a restart's low is a gauge whose name happens to end so
+/// (`pg_stat_activity_count`, a count of connections): a counter only drops when its
+/// process restarts, to a small part of what it had.
 pub(super) fn is_counter(name: &str, v: &[f64; 4]) -> bool {
+    let dropped_but_not_reset = v
+        .windows(2)
+        .any(|w| w[1] < w[0] && w[1] > RESET_SHARE * w[0]);
     let suffix = ["_total", "_count", "_sum"]
         .iter()
-        .any(|x| name.ends_with(x));
+        .any(|x| name.ends_with(x))
+        && !dropped_but_not_reset;
     let unit = ["_bytes", "_seconds", "_percent"]
         .iter()
         .any(|x| name.ends_with(x));
     let never_down = v.windows(2).all(|w| w[1] >= w[0]) && v[1] > v[0];
     suffix || (never_down && !unit)
+}
+
+/// What a counter counted by each read, across restarts (as `increase()` reads it): after
+/// a drop, its new value is what it counted since it restarted. A restart is not a change
+/// of pace, and a counter's pace is never negative.
+pub(super) fn counted(v: &[f64; 4]) -> [f64; 4] {
+    let mut out = *v;
+    for i in 1..4 {
+        // Not read before (a series first seen later): counting starts here.
+        if !(v[i - 1].is_finite() && out[i - 1].is_finite()) {
+            continue;
+        }
+        let step = match v[i] < v[i - 1] {
+            true => v[i],
+            false => v[i] - v[i - 1],
+        };
+        out[i] = out[i - 1] + step;
+    }
+    out
 }
 
 /// Whether a gauge's last value differs from the one before by [`MIN_LEVEL_CHANGE`] of
@@ -178,5 +207,29 @@ mod tests {
             &[1.0, 2.0, 3.0, 4.0]
         ));
         assert!(!is_counter("node_load5", &[0.5, 0.6, 0.5, 36.0]));
+        // A count of connections that fell from 21 to 14 is a gauge; a counter that
+        // restarted falls to what it counted since its restart.
+        assert!(!is_counter(
+            "pg_stat_activity_count",
+            &[21.0, 21.0, 21.0, 14.0]
+        ));
+        assert!(is_counter(
+            "http_requests_total",
+            &[9_000.0, 9_500.0, 10_000.0, 300.0]
+        ));
+    }
+
+    #[test]
+    fn a_counter_that_restarted_counts_on_from_what_it_had_and_a_flat_one_stays_flat() {
+        assert_eq!(
+            counted(&[9_000.0, 9_500.0, 10_000.0, 300.0]),
+            [9_000.0, 9_500.0, 10_000.0, 10_300.0]
+        );
+        let flat = counted(&[20.0, 20.0, 20.0, 0.0]);
+        assert_eq!(flat, [20.0, 20.0, 20.0, 20.0]);
+        assert_eq!(surprise(&flat, &[at(240), at(180), at(60), at(0)]), None);
+        let late = counted(&[f64::NAN, 5.0, 5.0, 9.0]);
+        assert!(late[0].is_nan());
+        assert_eq!(late[1..], [5.0, 5.0, 9.0]);
     }
 }
