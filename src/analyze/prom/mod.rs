@@ -25,6 +25,7 @@ mod process_memory;
 mod reloads;
 mod restarts;
 mod rollouts;
+mod settings;
 mod since;
 mod stale_jobs;
 mod steps;
@@ -69,6 +70,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(versions::VersionChanges(p.clone())),
         Arc::new(restarts::ProcessRestarts(p.clone())),
         Arc::new(reloads::ConfigReloads(p.clone())),
+        Arc::new(settings::SettingChanges(p.clone())),
         Arc::new(rollouts::Rollouts(p.clone())),
         Arc::new(kube_state::KubeStatePods(p.clone())),
         Arc::new(kube_state_workloads::KubeStateNodes(p.clone())),

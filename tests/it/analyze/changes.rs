@@ -1,6 +1,7 @@
-//! `version_changes`, `process_restarts`, `config_reloads`: what changed in the window and
-//! when, on the real `/metrics` of Prometheus, Alertmanager and node_exporter for several
-//! hosts, where most targets did not change at all.
+//! `version_changes`, `process_restarts`, `config_reloads`, `setting_changes`: what changed
+//! in the window and when, on the real `/metrics` of Prometheus, Alertmanager,
+//! kube-state-metrics and node_exporter for several hosts, where most targets did not
+//! change at all.
 
 use sre_agent::analyze::{Fact, FactClass, Severity};
 
@@ -377,4 +378,73 @@ async fn a_rollout_its_new_image_and_a_stuck_rollout_are_dated_on_kube_state_met
         image.detail.as_deref(),
         Some("image registry.example.net/shop/api:1.4.2 → registry.example.net/shop/api:1.5.0")
     );
+}
+
+#[tokio::test]
+async fn a_lowered_setting_is_one_dated_fact_per_target_and_measurements_named_like_settings_are_not()
+ {
+    // Calm captured hosts (node_exporter, process-exporter), a Prometheus and a
+    // kube-state-metrics: every setting-like name they hold (`…_limit`, `…_max_…`,
+    // `node_filefd_maximum`, resource limits) held still.
+    let mut defs = super::world::calm_hosts(&["oak-1", "oak-2"]);
+    defs.extend(service(
+        "prometheus_self.prom",
+        "mon-3:9090",
+        "prometheus",
+        3 * DAY,
+        None,
+    ));
+    defs.extend(target(
+        &[("instance", "mon-3:8080"), ("job", "kube-state-metrics")],
+        vec![(always(), "kube_state_metrics.prom")],
+    ));
+    // A database whose connection limit was lowered 200 → 50 and its buffers raised
+    // 35 minutes ago (postgres_exporter's names), and one whose settings did not change.
+    let pg = [
+        ("instance", "db-7:9187"),
+        ("job", "postgres"),
+        ("server", "db-7:5432"),
+    ];
+    defs.push(series("pg_settings_max_connections", &pg, |ago| {
+        Some(if ago < 2100 { 50.0 } else { 200.0 })
+    }));
+    defs.push(series("pg_settings_shared_buffers_bytes", &pg, |ago| {
+        Some(if ago < 2100 {
+            2.0 * 1024.0 * 1024.0 * 1024.0
+        } else {
+            128.0 * 1024.0 * 1024.0
+        })
+    }));
+    let other = [
+        ("instance", "db-8:9187"),
+        ("job", "postgres"),
+        ("server", "db-8:5432"),
+    ];
+    defs.push(series("pg_settings_max_connections", &other, |_| {
+        Some(100.0)
+    }));
+    // A measurement whose name carries a setting word: the longest transaction moves all
+    // the time.
+    defs.push(series("pg_stat_activity_max_tx_duration", &pg, |ago| {
+        Some((ago % 600) as f64)
+    }));
+    let Some(world) = World::build(&defs, 3 * 3600, 60).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(1200)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let settings = of(&facts, "setting_changes");
+    assert_eq!(settings.len(), 1, "{}", lines(&facts));
+    let f = settings[0];
+    assert_eq!(f.class, FactClass::Change);
+    assert_eq!(f.entity.name, "postgres");
+    assert_eq!(f.entity.host.as_deref(), Some("db-7"));
+    assert_eq!(f.what, "2 settings changed");
+    let detail = f.detail.as_deref().unwrap();
+    assert!(
+        detail.contains("pg_settings_max_connections{server=db-7:5432} 200 → 50 at"),
+        "{detail}"
+    );
+    assert!(detail.contains("128.0 MiB → 2.0 GiB"), "{detail}");
+    assert!((33.0..37.0).contains(&mins_ago(f)), "{}", lines(&facts));
 }
