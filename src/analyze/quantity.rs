@@ -21,6 +21,12 @@ pub enum Unit {
     PerSecond,
     /// A number without a unit (an HTTP status code, a version).
     Plain,
+    Volts,
+    Amperes,
+    Celsius,
+    Watts,
+    Joules,
+    Hertz,
 }
 
 /// A value and its unit.
@@ -36,18 +42,29 @@ impl Quantity {
     }
 
     /// A value of metric `name` in the unit its name states (Prometheus' naming: base
-    /// units as suffixes): `_bytes` bytes, `_seconds` seconds, `_percent` percent, else a
-    /// plain number.
+    /// units as suffixes): `_bytes` bytes, `_seconds` seconds, `_percent` and `_pct`
+    /// percent, a `_ratio` between 0 and 1 as percent, `_volts`, `_amperes`, `_celsius`,
+    /// `_watts`, `_joules`, `_hertz` in their units, else a plain number.
     pub fn of_metric(name: &str, value: f64) -> Self {
-        let unit = if name.ends_with("_bytes") {
-            Unit::Bytes
-        } else if name.ends_with("_seconds") {
-            Unit::Seconds
-        } else if name.ends_with("_percent") {
-            Unit::Percent
-        } else {
-            Unit::Plain
-        };
+        const SUFFIXES: [(&str, Unit); 10] = [
+            ("_bytes", Unit::Bytes),
+            ("_seconds", Unit::Seconds),
+            ("_percent", Unit::Percent),
+            ("_pct", Unit::Percent),
+            ("_volts", Unit::Volts),
+            ("_amperes", Unit::Amperes),
+            ("_celsius", Unit::Celsius),
+            ("_watts", Unit::Watts),
+            ("_joules", Unit::Joules),
+            ("_hertz", Unit::Hertz),
+        ];
+        if name.ends_with("_ratio") && (0.0..=1.0).contains(&value) {
+            return Self::percent(100.0 * value);
+        }
+        let unit = SUFFIXES
+            .iter()
+            .find(|(suffix, _)| name.ends_with(suffix))
+            .map_or(Unit::Plain, |(_, u)| *u);
         Self::new(value, unit)
     }
 
@@ -98,6 +115,12 @@ impl fmt::Display for Quantity {
             }
             Unit::PerSecond => write!(f, "{}/s", round_sig(v)),
             Unit::Count | Unit::Plain => f.write_str(&round_sig(v)),
+            Unit::Volts => f.write_str(&si(v, "V")),
+            Unit::Amperes => f.write_str(&si(v, "A")),
+            Unit::Celsius => write!(f, "{} °C", round_sig(v)),
+            Unit::Watts => f.write_str(&si(v, "W")),
+            Unit::Joules => f.write_str(&si(v, "J")),
+            Unit::Hertz => f.write_str(&si(v, "Hz")),
         }
     }
 }
@@ -115,6 +138,15 @@ pub fn human_bytes(v: f64) -> String {
     match i {
         0 => format!("{sign}{x:.0} B"),
         _ => format!("{sign}{x:.1} {}", UNITS[i]),
+    }
+}
+
+/// `232 V`, `2.4 GHz`, `1.5 MJ`: a base unit with a decimal prefix from a thousand up.
+fn si(v: f64, unit: &str) -> String {
+    const PREFIXES: [(f64, &str); 4] = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+    match PREFIXES.iter().find(|(p, _)| v.abs() >= *p) {
+        Some((p, prefix)) => format!("{} {prefix}{unit}", round_sig(v / p)),
+        None => format!("{} {unit}", round_sig(v)),
     }
 }
 
@@ -184,5 +216,26 @@ mod tests {
         assert_eq!(Quantity::new(0.0, Unit::PerSecond).to_string(), "0/s");
         assert_eq!(Quantity::percent(f64::NAN).to_string(), "NaN");
         assert_eq!(round_sig(1e-300), "0");
+    }
+
+    #[test]
+    fn a_metrics_value_takes_the_unit_its_names_suffix_states() {
+        let q = |name: &str, v: f64| Quantity::of_metric(name, v).to_string();
+        assert_eq!(q("ipmi_voltage_volts", 232.0), "232 V");
+        assert_eq!(q("ipmi_current_amperes", 0.45), "0.45 A");
+        assert_eq!(q("node_hwmon_temp_celsius", 71.5), "71.5 °C");
+        assert_eq!(q("ipmi_power_watts", 180.0), "180 W");
+        assert_eq!(q("node_rapl_package_joules", 12.0), "12 J");
+        assert_eq!(q("node_cpu_scaling_frequency_hertz", 2.4e9), "2.4 GHz");
+        assert_eq!(q("node_rapl_package_joules", 1.5e6), "1.5 MJ");
+        assert_eq!(q("node_memory_MemFree_bytes", 2048.0), "2.0 KiB");
+        assert_eq!(q("probe_duration_seconds", 0.25), "250 ms");
+        assert_eq!(q("cache_hit_ratio", 0.93), "93 %");
+        assert_eq!(q("cache_hit_ratio", 3.0), "3");
+        assert_eq!(q("disk_used_pct", 41.0), "41 %");
+        assert_eq!(q("battery_charge_percent", 78.0), "78 %");
+        assert_eq!(q("node_hwmon_fan_rpm", 2400.0), "2400");
+        // A unit in the middle of the name is not the name's unit.
+        assert_eq!(q("x_volts_sensor_state", 1.0), "1");
     }
 }

@@ -29,6 +29,7 @@ mod settings;
 mod since;
 mod stale_jobs;
 mod steps;
+mod stopped_times;
 mod systemd;
 mod targets;
 mod versions;
@@ -67,6 +68,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(certs::CertExpiry(p.clone())),
         Arc::new(systemd::FailedUnits(p.clone())),
         Arc::new(stale_jobs::StaleJobs(p.clone())),
+        Arc::new(stopped_times::StoppedTimes(p.clone())),
         Arc::new(versions::VersionChanges(p.clone())),
         Arc::new(restarts::ProcessRestarts(p.clone())),
         Arc::new(reloads::ConfigReloads(p.clone())),

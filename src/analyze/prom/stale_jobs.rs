@@ -13,6 +13,7 @@
 //! completion, a run); a textfile or a timer may be written once and never again, so
 //! without a learned interval it is not judged. A value that is not a plausible time (a
 //! duration, a 0/1 flag, a placeholder) is not a run; a suspended CronJob is not overdue.
+//! Times under other names are found by their values (`stopped_times.rs`).
 
 use std::collections::BTreeSet;
 
@@ -28,24 +29,24 @@ use crate::analyze::{
 use crate::integrations::prometheus::Labels;
 
 /// The gauges holding the time of a job's last run, success or completion.
-const LAST_RUN_METRICS: &str = ".+_last_(success|successful|completion|completed|run|trigger)(_[a-zA-Z0-9_]*)?|node_textfile_mtime_seconds";
+pub(super) const LAST_RUN_METRICS: &str = ".+_last_(success|successful|completion|completed|run|trigger)(_[a-zA-Z0-9_]*)?|node_textfile_mtime_seconds";
 /// Words of a name that records an outcome: without history, such a job runs daily.
 const OUTCOME_WORDS: [&str; 5] = ["success", "successful", "completion", "completed", "run"];
 /// The interval assumed for an outcome without history.
 const DEFAULT_INTERVAL: f64 = 86400.0;
 /// The shortest lookback the intervals are learned over.
-const MIN_LOOKBACK: TimeDelta = TimeDelta::days(2);
+pub(super) const MIN_LOOKBACK: TimeDelta = TimeDelta::days(2);
 /// Points of the lookback query.
-const POINTS: u32 = 240;
+pub(super) const POINTS: u32 = 240;
 /// Slack beyond the interval (a run's duration, scrape intervals).
-const SLACK: f64 = 900.0;
+pub(super) const SLACK: f64 = 900.0;
 /// Overdue at this many intervals (plus slack); critical at the second.
-const OVERDUE_INTERVALS: f64 = 1.5;
-const CRITICAL_INTERVALS: f64 = 3.0;
+pub(super) const OVERDUE_INTERVALS: f64 = 1.5;
+pub(super) const CRITICAL_INTERVALS: f64 = 3.0;
 /// 2000-01-01: an earlier value is not a run's time.
-const PLAUSIBLE_SINCE: f64 = 946_684_800.0;
+pub(super) const PLAUSIBLE_SINCE: f64 = 946_684_800.0;
 /// A series whose last point is older than this is gone, not stale.
-const GONE_AFTER: f64 = 900.0;
+pub(super) const GONE_AFTER: f64 = 900.0;
 
 pub struct StaleJobs(pub Prom);
 
@@ -56,23 +57,13 @@ impl Analyzer for StaleJobs {
     }
 
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
-        let window_start = scope
-            .now
-            .checked_sub_signed(scope.window().max(MIN_LOOKBACK))
-            .unwrap_or(scope.window_start);
-        let lookback = Scope {
-            window_start,
-            started: scope.started.max(window_start),
-            // Another window: the sweep's metric names are not this one's.
-            metric_names: super::MetricNames::default(),
-            ..scope.clone()
-        };
+        let lookback = lookback(scope);
         let expr = format!("{{__name__=~\"{LAST_RUN_METRICS}\"}}");
         let series = self.0.range(&expr, &lookback, POINTS).await?;
         if series.is_empty() {
             return Ok(Vec::new());
         }
-        let suspended = self.suspended(&series).await?;
+        let suspended = suspended(&self.0, &series).await?;
         let now = scope.now.timestamp_millis() as f64 / 1000.0;
         let mut facts = Vec::new();
         for s in &series {
@@ -170,23 +161,39 @@ impl StaleJobs {
         .since(due)
         .detail(detail)
     }
+}
 
-    /// The CronJobs kube-state-metrics says are suspended (only asked when CronJob series
-    /// are among `series`).
-    async fn suspended(
-        &self,
-        series: &[crate::integrations::prometheus::Series],
-    ) -> Result<BTreeSet<(String, String)>, AnalyzeError> {
-        if !series.iter().any(|s| s.metric.contains_key("cronjob")) {
-            return Ok(BTreeSet::new());
-        }
-        let v = self.0.vector("kube_cronjob_spec_suspend == 1").await?;
-        Ok(v.iter().map(|s| cronjob_key(&s.metric)).collect())
+/// The scope of `scope` reaching back at least [`MIN_LOOKBACK`]: the span intervals are
+/// learned over.
+pub(super) fn lookback(scope: &Scope) -> Scope {
+    let window_start = scope
+        .now
+        .checked_sub_signed(scope.window().max(MIN_LOOKBACK))
+        .unwrap_or(scope.window_start);
+    Scope {
+        window_start,
+        started: scope.started.max(window_start),
+        // Another window: the sweep's metric names are not this one's.
+        metric_names: super::MetricNames::default(),
+        ..scope.clone()
     }
 }
 
+/// The CronJobs kube-state-metrics says are suspended (only asked when CronJob series are
+/// among `series`).
+pub(super) async fn suspended(
+    prom: &Prom,
+    series: &[crate::integrations::prometheus::Series],
+) -> Result<BTreeSet<(String, String)>, AnalyzeError> {
+    if !series.iter().any(|s| s.metric.contains_key("cronjob")) {
+        return Ok(BTreeSet::new());
+    }
+    let v = prom.vector("kube_cronjob_spec_suspend == 1").await?;
+    Ok(v.iter().map(|s| cronjob_key(&s.metric)).collect())
+}
+
 /// A CronJob's namespace and name (empty for other series).
-fn cronjob_key(labels: &Labels) -> (String, String) {
+pub(super) fn cronjob_key(labels: &Labels) -> (String, String) {
     match labels.get("cronjob") {
         Some(c) => (
             labels.get("namespace").cloned().unwrap_or_default(),

@@ -209,11 +209,11 @@ impl Steps {
             }
             let others: Vec<String> = group[1..].iter().map(|p| brief(p, times)).collect();
             if !others.is_empty() {
-                let detail = fact.detail.take().unwrap_or_default();
-                fact = fact.detail(format!(
-                    "{detail}; with it on {instance}: {}",
-                    others.join("; ")
-                ));
+                let with = format!("with it on {instance}: {}", others.join("; "));
+                fact = match fact.detail.take() {
+                    Some(detail) => fact.detail(format!("{detail}; {with}")),
+                    None => fact.detail(with),
+                };
             }
             facts.push(fact);
         }

@@ -27,5 +27,6 @@ mod proxmox_load;
 mod proxmox_storage;
 mod saturation;
 mod steps;
+mod stopped_times;
 mod truenas;
 pub mod world;

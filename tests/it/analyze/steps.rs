@@ -187,7 +187,9 @@ async fn a_question_naming_a_service_reads_the_host_it_runs_on_as_the_one_asked_
             .expect(&all)
     };
     assert_eq!(on("ash-2").severity, Severity::Warning, "{all}");
-    assert!(on("ash-2").what.starts_with("changed: "), "{all}");
+    // Told as what happened to the series it names.
+    let ash2 = on("ash-2");
+    assert!(ash2.what.starts_with(&ash2.entity.name), "{all}");
     assert_eq!(on("ash-1").severity, Severity::Info, "{all}");
     assert!(on("ash-1").what.starts_with("at the same time"), "{all}");
 }
@@ -251,10 +253,13 @@ async fn the_client_that_took_the_connections_before_the_alert_is_named_with_its
     // The instance's fact tells the early change beside the refusals the alert is about.
     let step = facts
         .iter()
-        .find(|f| f.what == "changed: db_sessions_refused_total")
+        .find(|f| f.what == "db_sessions_refused_total counting 0/s before, now")
         .expect(&all);
     let detail = step.detail.as_deref().unwrap();
-    assert!(detail.contains("db_sessions 29 → 146 before"), "{all}");
+    assert!(
+        detail.contains("db_sessions rose from 29 to 146 before"),
+        "{all}"
+    );
     // Nothing of the captured hosts stands out or rose.
     assert!(
         facts

@@ -1,6 +1,8 @@
-//! How a changed series is told: its name with its own labels, how it moves (a counter's
-//! pace before and since, an age's beginning, a gauge's levels at the four times), the
-//! query that reads it, and the fact of an instance's clearest step.
+//! How a changed series is told: its name with its own labels and what happened to it (a
+//! gauge that fell or rose from one level to another, a counter's pace before and now, an
+//! age's beginning), values in the unit its name states (`_volts` V, `_celsius` °C,
+//! `_bytes`, `_seconds`, a `_ratio` as percent…), the query that reads it, and the fact of
+//! an instance's clearest step.
 
 use chrono::{DateTime, TimeDelta, Utc};
 
@@ -72,13 +74,34 @@ pub(super) fn motion(p: &Points, t: &[DateTime<Utc>; 4]) -> Motion {
     }
 }
 
+/// How a gauge moved from `from` to `to`: "fell from 232 V to", "rose from 2 to", "appeared
+/// at", "gone after" (the value it moved to follows).
+fn moved(name: &str, from: f64, to: f64) -> (String, f64) {
+    let q = |v: f64| Quantity::of_metric(name, v);
+    match (from.is_finite(), to.is_finite()) {
+        (false, _) => ("appeared at".to_string(), to),
+        (true, false) => ("gone after".to_string(), from),
+        (true, true) if to < from => (format!("fell from {} to", q(from)), to),
+        (true, true) => (format!("rose from {} to", q(from)), to),
+    }
+}
+
+/// The two values a gauge's change is told between: the level before and after an early
+/// change (before the window), else the window's start and now.
+fn ends(p: &Points) -> (f64, f64) {
+    match p.early {
+        true => (p.v[1], p.v[2]),
+        false => (p.v[2], p.v[3]),
+    }
+}
+
 /// A changed series in a few words, for the list of what changed with the clearest one:
-/// `network_ups_tools_battery_charge 100 → 78`.
+/// `ipmi_voltage_volts{name=Voltage 2} fell from 232 V to 0 V`.
 pub(super) fn brief(p: &Points, t: &[DateTime<Utc>; 4]) -> String {
     let name = p.labels.get("__name__").map_or("", String::as_str);
     let how = match motion(p, t) {
         Motion::Counter { before, since } => format!(
-            "counting {} → {}",
+            "counting {} before, {} since",
             Quantity::rate_of_counter(name, before),
             Quantity::rate_of_counter(name, since)
         ),
@@ -87,42 +110,40 @@ pub(super) fn brief(p: &Points, t: &[DateTime<Utc>; 4]) -> String {
             Quantity::seconds(p.v[3]),
             began.format("%H:%M UTC")
         ),
-        Motion::Gauge if p.early => format!(
-            "{} → {} before {}",
-            Quantity::of_metric(name, p.v[1]),
-            Quantity::of_metric(name, p.v[2]),
-            t[2].format("%H:%M UTC")
-        ),
-        Motion::Gauge => format!(
-            "{} → {}",
-            Quantity::of_metric(name, p.v[2]),
-            Quantity::of_metric(name, p.v[3])
-        ),
+        Motion::Gauge => {
+            let (from, to) = ends(p);
+            let (verb, value) = moved(name, from, to);
+            let mut s = format!("{verb} {}", Quantity::of_metric(name, value));
+            if p.early {
+                s.push_str(&format!(" before {}", t[2].format("%H:%M UTC")));
+            }
+            s
+        }
     };
     format!("{} {how}", series_name(p))
 }
 
-/// "changed: node_hwmon_fan_rpm{sensor=fan2} 0: 2400 at 04:10, 2400 at 05:10, 2400 at
-/// 06:10 UTC, 0 now", a counter's rate before and since, or an age's beginning; values in
-/// the unit the metric's name states.
+/// "ipmi_voltage_volts{id=111,name=Voltage 2} fell from 232 V to 0 V: 232 V at 04:10, 05:10
+/// and 06:10 UTC", a counter's pace before and since, or an age's beginning; values in the
+/// unit the metric's name states.
 pub(super) fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -> Fact {
     let name = p.labels.get("__name__").cloned().unwrap_or_default();
-    let what = format!("changed: {}", series_name(p));
-    let (value, detail, began) = match motion(p, t) {
+    let series = series_name(p);
+    let (what, value, detail, began) = match motion(p, t) {
         Motion::Counter { before, since } => (
-            Quantity::rate_of_counter(&name, since),
             format!(
-                "counting {} before, {} since {}",
-                Quantity::rate_of_counter(&name, before),
-                Quantity::rate_of_counter(&name, since),
-                t[2].format("%H:%M UTC")
+                "{series} counting {} before, now",
+                Quantity::rate_of_counter(&name, before)
             ),
+            Quantity::rate_of_counter(&name, since),
+            format!("its pace changed after {}", t[2].format("%H:%M UTC")),
             None,
         ),
         Motion::Age { began } => (
+            format!("{series} grows one second a second, now"),
             Quantity::seconds(p.v[3]),
             format!(
-                "grows one second a second: an age or a duration, began {} ({} at {})",
+                "an age or a duration, began {} ({} at {})",
                 began.format("%H:%M UTC"),
                 Quantity::seconds(p.v[2]),
                 t[2].format("%H:%M UTC")
@@ -130,17 +151,18 @@ pub(super) fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -
             Some(began),
         ),
         Motion::Gauge => {
-            let at = |i: usize| Quantity::of_metric(&name, p.v[i]);
-            // The levels read (a series first seen later has no earliest one).
-            let mut levels: Vec<String> = (0..3)
-                .filter(|i| p.v[*i].is_finite())
-                .map(|i| format!("{} at {}", at(i), t[i].format("%H:%M")))
-                .collect();
-            if let Some(last) = levels.last_mut() {
-                last.push_str(" UTC");
-            }
-            levels.push(format!("{} now", at(3)));
-            (at(3), levels.join(", "), None)
+            let (from, to) = ends(p);
+            let (verb, value) = moved(&name, from, to);
+            let detail = match p.early {
+                true => format!("before {}, and held since", t[2].format("%H:%M UTC")),
+                false => levels(&name, p, t),
+            };
+            (
+                format!("{series} {verb}"),
+                Quantity::of_metric(&name, value),
+                detail,
+                None,
+            )
         }
     };
     Fact::new(
@@ -154,4 +176,110 @@ pub(super) fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -
     .value(value)
     .detail(detail)
     .since(began)
+}
+
+/// The levels read before the window, equal ones told once: "232 V at 04:10, 05:10 and
+/// 06:10 UTC" (a series first seen later has no earliest one).
+fn levels(name: &str, p: &Points, t: &[DateTime<Utc>; 4]) -> String {
+    let mut runs: Vec<(f64, Vec<String>)> = Vec::new();
+    for i in (0..3).filter(|i| p.v[*i].is_finite()) {
+        let at = t[i].format("%H:%M").to_string();
+        match runs.last_mut() {
+            Some((v, times)) if *v == p.v[i] => times.push(at),
+            _ => runs.push((p.v[i], vec![at])),
+        }
+    }
+    let told: Vec<String> = runs
+        .iter()
+        .map(|(v, times)| {
+            let when = match times.split_last() {
+                Some((last, rest)) if !rest.is_empty() => {
+                    format!("{} and {last}", rest.join(", "))
+                }
+                _ => times.join(""),
+            };
+            format!("{} at {when}", Quantity::of_metric(name, *v))
+        })
+        .collect();
+    match told.is_empty() {
+        true => String::new(),
+        false => format!("{} UTC", told.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::points;
+    use super::*;
+
+    fn times() -> [DateTime<Utc>; 4] {
+        let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let h = TimeDelta::hours(1);
+        [now - h * 3, now - h * 2, now - h, now]
+    }
+
+    #[test]
+    fn a_gauge_that_fell_is_told_as_a_fall_in_its_unit_with_its_earlier_levels() {
+        let t = times();
+        let (_, p) = points(
+            &[
+                ("__name__", "ipmi_voltage_volts"),
+                ("instance", "bmc-4:9290"),
+                ("name", "Voltage 2"),
+            ],
+            [232.0, 232.0, 231.0, 0.0],
+        );
+        let f = fact("steps", &p, &t);
+        assert_eq!(
+            f.what,
+            "ipmi_voltage_volts{name=Voltage 2} fell from 231 V to"
+        );
+        assert_eq!(f.value.unwrap().to_string(), "0 V");
+        assert_eq!(
+            f.detail.as_deref(),
+            Some("232 V at 05:00 and 06:00, 231 V at 07:00 UTC")
+        );
+        assert_eq!(
+            brief(&p, &t),
+            "ipmi_voltage_volts{name=Voltage 2} fell from 231 V to 0 V"
+        );
+    }
+
+    #[test]
+    fn a_rise_a_counters_pace_a_new_series_and_an_early_change_are_told_as_they_happened() {
+        let t = times();
+        // Only rising, but a temperature: a gauge, not a count.
+        let (_, temp) = points(
+            &[("__name__", "node_hwmon_temp_celsius"), ("sensor", "temp1")],
+            [40.0, 41.0, 41.0, 88.5],
+        );
+        assert_eq!(
+            brief(&temp, &t),
+            "node_hwmon_temp_celsius{sensor=temp1} rose from 41 °C to 88.5 °C"
+        );
+        let (_, kills) = points(
+            &[("__name__", "jobs_failed_total")],
+            [5.0, 5.0, 5.0, 5.0 + 0.29 * 3600.0],
+        );
+        let f = fact("steps", &kills, &t);
+        assert_eq!(f.what, "jobs_failed_total counting 0/s before, now");
+        assert_eq!(f.value.unwrap().to_string(), "0.29/s");
+        let (_, new) = points(
+            &[("__name__", "cache_hit_ratio")],
+            [f64::NAN, f64::NAN, f64::NAN, 0.5],
+        );
+        assert_eq!(brief(&new, &t), "cache_hit_ratio appeared at 50 %");
+        let (_, mut early) = points(&[("__name__", "db_sessions")], [29.0, 29.0, 146.0, 146.0]);
+        early.early = true;
+        assert_eq!(
+            brief(&early, &t),
+            "db_sessions rose from 29 to 146 before 07:00 UTC"
+        );
+        let f = fact("steps", &early, &t);
+        assert_eq!(f.what, "db_sessions rose from 29 to");
+        assert_eq!(
+            f.detail.as_deref(),
+            Some("before 07:00 UTC, and held since")
+        );
+    }
 }

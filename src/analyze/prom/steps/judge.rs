@@ -30,9 +30,9 @@ pub(super) fn is_counter(name: &str, v: &[f64; 4]) -> bool {
         .iter()
         .any(|x| name.ends_with(x))
         && !dropped_but_not_reset;
-    let unit = ["_bytes", "_seconds", "_percent"]
-        .iter()
-        .any(|x| name.ends_with(x));
+    // A name with a unit (bytes, seconds, a share, volts, degrees…) is a gauge's: a
+    // temperature that only rose is not counting.
+    let unit = crate::analyze::Quantity::of_metric(name, 0.5).unit != crate::analyze::Unit::Plain;
     let never_down = v.windows(2).all(|w| w[1] >= w[0]) && v[1] > v[0];
     suffix || (never_down && !unit)
 }
