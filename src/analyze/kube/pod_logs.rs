@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
-use crate::analyze::logs::{Signal, signal};
+use crate::analyze::logs::{Signal, fold_log};
 use crate::analyze::{Fact, Scope, readable_line};
 use crate::integrations::kubernetes::KubeClient;
 use crate::text::truncate;
@@ -145,25 +145,25 @@ fn failed_run(pod: &Pod, named: Option<&String>) -> Option<(String, bool)> {
 /// The lines of `log` that look bad, as [`worst_lines`] quotes them (none when no line
 /// looks bad: a healthy log says nothing).
 pub(super) fn bad_lines(log: &str) -> Vec<String> {
-    let bad = log.lines().any(|l| signal(l) > Signal::None);
+    let bad = fold_log(log).iter().any(|(_, s)| *s > Signal::None);
     if bad { worst_lines(log) } else { Vec::new() }
 }
 
 /// The lines of `log` to quote: the last [`QUOTED`] distinct lines of the worst signal
-/// present (the last lines when none looks bad), oldest first, made readable and cut.
+/// present (the last lines when none looks bad), oldest first, made readable and cut. A
+/// stack trace is one line, its exception ([`fold_log`]).
 fn worst_lines(log: &str) -> Vec<String> {
-    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
-    let worst = lines
-        .iter()
-        .map(|l| signal(l))
-        .max()
-        .unwrap_or(Signal::None);
+    let lines: Vec<(String, Signal)> = fold_log(log)
+        .into_iter()
+        .filter(|(l, _)| !l.trim().is_empty())
+        .collect();
+    let worst = lines.iter().map(|(_, s)| *s).max().unwrap_or(Signal::None);
     let mut seen = HashSet::new();
     let mut picked: Vec<String> = lines
         .iter()
         .rev()
-        .filter(|l| signal(l) == worst)
-        .map(|l| truncate(&readable_line(l), LINE_CHARS))
+        .filter(|(_, s)| *s == worst)
+        .map(|(l, _)| truncate(&readable_line(l), LINE_CHARS))
         .filter(|l| seen.insert(l.clone()))
         .take(QUOTED)
         .collect();
@@ -197,6 +197,25 @@ mod tests {
         assert!(bad_lines("one\ntwo\nthree\n").is_empty());
         assert_eq!(bad_lines(log).len(), 2);
         assert!(worst_lines("\n\n").is_empty());
+    }
+
+    #[test]
+    fn a_stack_trace_in_a_containers_log_is_quoted_by_its_exception() {
+        // gunicorn's worker logging an unhandled exception in a Django view.
+        let log = "[2026-11-27 10:00:00 +0000] [7] [INFO] Booting worker with pid: 7\n\
+                   [2026-11-27 10:00:05 +0000] [7] [ERROR] Error handling request /api/orders\n\
+                   Traceback (most recent call last):\n  \
+                   File \"/usr/lib/python3/site-packages/gunicorn/workers/sync.py\", line 135, in handle\n    \
+                   self.handle_request(listener, req, client, addr)\n  \
+                   File \"/srv/shop/views.py\", line 18, in orders\n    \
+                   return db.fetch(q)\n\
+                   redis.exceptions.ConnectionError: Error 111 connecting to cache:6379. Connection refused.\n";
+        assert_eq!(
+            bad_lines(log),
+            vec![
+                "redis.exceptions.ConnectionError: Error 111 connecting to cache:6379. Connection refused."
+            ]
+        );
     }
 
     #[test]

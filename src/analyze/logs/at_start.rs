@@ -1,7 +1,7 @@
 //! The log lines that look bad around the trigger's start, on what the trigger is about:
 //! the streams of its hosts and of the services it names (and of those services' hosts),
-//! read from half an hour before the start to a quarter of an hour after it. Lines are
-//! graded by [`signal`] (level fields, syslog priorities, failure words); those of the
+//! read from half an hour before the start to a quarter of an hour after it. Lines (a
+//! stack trace as its exception, [`fold_entries`]) are graded by [`super::signal()`] (level fields, syslog priorities, failure words); those of the
 //! worst grade are grouped by pattern, patterns already seen in the hours before are left
 //! out (routine noise), and what remains is one fact per host (or service): when the first
 //! such line came, how many, and the patterns with their stream's service.
@@ -18,7 +18,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
 
-use super::signal::{Signal, signal};
+use super::signal::Signal;
+use super::traces::fold_entries;
 use super::{HOST_LABELS, SERVICE_LABELS, service_label};
 use crate::analyze::prom::escape;
 use crate::analyze::{
@@ -156,7 +157,8 @@ impl Analyzer for LogsAtStart {
             routine.extend(
                 before
                     .iter()
-                    .flat_map(|s| s.entries.iter().map(|(_, l)| line_pattern(l))),
+                    .flat_map(|s| fold_entries(&s.entries))
+                    .map(|(_, l, _)| line_pattern(&l)),
             );
         }
         Ok(facts(
@@ -238,20 +240,18 @@ fn facts(
                 .filter(|(k, _)| Some(k.as_str()) != host_label)
                 .collect::<Vec<_>>()
         );
-        for (ns, line) in &s.entries {
-            // A stream read by two selectors counts once.
-            if !seen_entries.insert((s.labels.clone(), *ns, line.as_str())) {
-                continue;
-            }
-            let grade = signal(line);
+        let mut entries = s.entries.clone();
+        // A stream read by two selectors counts once.
+        entries.retain(|(ns, line)| seen_entries.insert((s.labels.clone(), *ns, line.clone())));
+        for (ns, line, grade) in fold_entries(&entries) {
             if grade == Signal::None {
                 continue;
             }
-            let pattern = line_pattern(line);
+            let pattern = line_pattern(&line);
             if routine.contains(&pattern) {
                 continue;
             }
-            let at = DateTime::from_timestamp_nanos(*ns);
+            let at = DateTime::from_timestamp_nanos(ns);
             let g = groups.entry(key.clone()).or_default();
             g.about |= scope.is_about(&service_entity(label, &service, host.clone()));
             g.grade = g.grade.max(Some(grade));

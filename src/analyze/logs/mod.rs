@@ -13,6 +13,9 @@
 //! - `novelty.rs`: the patterns of sampled lines, which are new, and a regex per pattern;
 //! - `signal.rs`: how bad a line looks (its level field, syslog priority, HTTP status,
 //!   words), used for severity only;
+//! - `traces.rs`: a stack trace (Python, JVM, Go, Rust, Node) as one line, its
+//!   exception, whether it came as one entry or one entry per line; every analyzer reads
+//!   lines through it;
 //! - `errors.rs`: bursts of lines matching a generic error pattern;
 //! - `at_start.rs`: the lines that look bad around the trigger's start on what it is about,
 //!   new since the hours before.
@@ -23,6 +26,7 @@ mod errors;
 mod facts;
 mod novelty;
 mod signal;
+mod traces;
 mod volume;
 
 use std::sync::Arc;
@@ -30,6 +34,7 @@ use std::sync::Arc;
 pub use changes::LogChanges;
 pub use errors::LogErrorBursts;
 pub use signal::{Signal, signal};
+pub use traces::fold_log;
 
 use super::{Analyzer, Scope};
 use crate::analyze::prom::escape;

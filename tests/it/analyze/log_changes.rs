@@ -276,3 +276,70 @@ async fn when_nothing_changed_the_service_a_question_names_gets_its_rate_and_top
         render(&facts)
     );
 }
+
+#[tokio::test]
+async fn a_python_traceback_logged_line_by_line_is_a_new_pattern_quoted_by_its_exception() {
+    let mut world = homelab(3);
+    // Celery's worker failing a task, one line per journal entry a millisecond apart.
+    let trace = [
+        "[2026-11-27 10:00:01,123: ERROR/ForkPoolWorker-2] Task thumbnails.render[8c1f] raised unexpected: OperationalError",
+        "Traceback (most recent call last):",
+        "  File \"/usr/lib/python3/dist-packages/celery/app/trace.py\", line 477, in trace_task",
+        "    R = retval = fun(*args, **kwargs)",
+        "  File \"/srv/worker/thumbnails.py\", line 31, in render",
+        "    row = db.fetch_one(query, job_id)",
+        "  File \"/usr/lib/python3/dist-packages/psycopg2/extras.py\", line 146, in execute",
+        "    return super().execute(query, vars)",
+        "psycopg2.OperationalError: could not connect to server: Connection refused",
+    ];
+    let starts = lines(
+        22,
+        TimeDelta::minutes(12),
+        TimeDelta::zero(),
+        TimeDelta::seconds(10),
+        |_, _| String::new(),
+    );
+    let worker = stream(&mut world, "worker.service");
+    for (t, _) in starts {
+        worker.extend(
+            trace
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (t + i as i64 * 1_000_000, l.to_string())),
+        );
+    }
+    worker.sort_by_key(|(t, _)| *t);
+    let scope = alert(
+        &[
+            ("alertname", "ThumbnailQueueBacklog"),
+            ("instance", "docker1:9100"),
+        ],
+        TimeDelta::minutes(8),
+    );
+    let facts = sweep(world, scope).await;
+    let new: Vec<&Fact> = facts
+        .iter()
+        .filter(|f| f.what == "new log pattern")
+        .collect();
+    assert!(
+        new.iter().any(|f| f
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("psycopg2.OperationalError: could not connect to server")
+            && f.severity >= Severity::Warning),
+        "{}",
+        render(&facts)
+    );
+    // Its header, its first line and its frames are no patterns of their own.
+    for f in &new {
+        let detail = f.detail.as_deref().unwrap();
+        assert!(
+            !detail.contains("File \"")
+                && !detail.contains("Traceback")
+                && !detail.contains("raised unexpected"),
+            "{}",
+            render(&facts)
+        );
+    }
+}

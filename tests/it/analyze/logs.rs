@@ -204,3 +204,54 @@ async fn an_unreachable_loki_skips_each_analyzer_with_a_note_naming_loki() {
         assert!(note.contains("Loki"), "{note}");
     }
 }
+
+#[tokio::test]
+async fn a_burst_of_java_stack_traces_is_quoted_by_the_deepest_cause_not_a_frame_or_header() {
+    let svc = |name: &str| labels(&[("service_name", name), ("host", "node-b")]);
+    // Spring Boot's console log: the servlet's error line, then the trace, one line per
+    // entry a millisecond apart.
+    let trace = [
+        "2026-11-27T10:00:01.123Z ERROR 1 --- [nio-8080-exec-4] o.a.c.c.C.[.[.[/].[dispatcherServlet]    : Servlet.service() for servlet [dispatcherServlet] threw exception",
+        "org.springframework.transaction.CannotCreateTransactionException: Could not open JPA EntityManager for transaction",
+        "\tat org.springframework.orm.jpa.JpaTransactionManager.doBegin(JpaTransactionManager.java:466)",
+        "\tat org.springframework.transaction.support.AbstractPlatformTransactionManager.startTransaction(AbstractPlatformTransactionManager.java:531)",
+        "Caused by: java.sql.SQLTransientConnectionException: HikariPool-1 - Connection is not available, request timed out after 30001ms.",
+        "\tat com.zaxxer.hikari.pool.HikariPool.createTimeoutException(HikariPool.java:696)",
+        "\t... 12 common frames omitted",
+        "Caused by: org.postgresql.util.PSQLException: Connection to orders-db:5432 refused. Check that the hostname and port are correct and that the postmaster is accepting TCP/IP connections.",
+        "\tat org.postgresql.core.v3.ConnectionFactoryImpl.openConnectionImpl(ConnectionFactoryImpl.java:342)",
+        "\t... 18 common frames omitted",
+    ];
+    let mut orders = lines_every(4200, 10, |i| {
+        format!(
+            "2026-11-27T10:00:01.123Z  INFO 1 --- [nio-8080-exec-{}] c.e.orders.OrderController : order {} created",
+            i % 10,
+            7000 + i
+        )
+    });
+    for (t, _) in lines_every(480, 2, |_| String::new()) {
+        orders.extend(
+            trace
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (t + i as i64 * 1_000_000, l.to_string())),
+        );
+    }
+    orders.sort_by_key(|(t, _)| *t);
+    let streams = vec![
+        (svc("orders"), orders),
+        (
+            svc("frontend"),
+            lines_every(4200, 5, |i| format!("GET /health 200 {}ms", i % 7)),
+        ),
+    ];
+    let (facts, notes) = sweep(streams, 480).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(facts.len(), 1, "{}", lines(&facts));
+    let detail = facts[0].detail.as_deref().unwrap();
+    assert!(
+        detail
+            .contains("×): org.postgresql.util.PSQLException: Connection to orders-db:<n> refused"),
+        "{detail}"
+    );
+}

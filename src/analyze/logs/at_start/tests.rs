@@ -129,3 +129,51 @@ fn a_family_is_the_first_word_without_digits_or_a_messages_first_word() {
     assert_eq!(family("level=error msg=\"upload: failed\""), "upload:");
     assert_eq!(family(""), "");
 }
+
+#[tokio::test]
+async fn a_go_panic_logged_as_one_entry_is_one_pattern_quoted_by_its_panic_line() {
+    crate::install_crypto_provider();
+    let now = Utc::now();
+    let panic = "panic: runtime error: invalid memory address or nil pointer dereference\n\
+                 [signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x48f3a2]\n\n\
+                 goroutine 41 [running]:\n\
+                 main.(*Syncer).pull(0x0, {0x5a1e20, 0xc000012345})\n\
+                 \t/src/sync.go:88 +0x22\n\
+                 created by main.main in goroutine 1\n\
+                 \t/src/main.go:17 +0x1d";
+    let streams = vec![(
+        labels(&[("host", "mirror3"), ("unit", "syncer.service")]),
+        lines(
+            now,
+            &[
+                (200, "level=info msg=\"synced\" files=12"),
+                (12, "level=info msg=\"synced\" files=3"),
+                (11, panic),
+                (
+                    10,
+                    "systemd[1]: syncer.service: Main process exited, code=exited, status=2/INVALIDARGUMENT",
+                ),
+            ],
+        ),
+    )];
+    let server = FakeServer::start(loki_router(streams)).await.unwrap();
+    let mut config = crate::config::Config::default();
+    config.loki.url = Some(server.url.parse().unwrap());
+    let upstreams = crate::integrations::Upstreams::from_config(&config).unwrap();
+    let started = now - TimeDelta::minutes(10);
+    let focus = Focus::alert(&labels(&[("instance", "mirror3:9100")]), Some(started));
+    let scope = Scope::new(now, Some(started)).with_focus(focus);
+    let facts = LogsAtStart(upstreams.loki.unwrap())
+        .run(&scope)
+        .await
+        .unwrap();
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    let line = facts[0].line(now);
+    assert!(line.contains("in 1 patterns"), "{line}");
+    assert!(
+        line.contains("panic: runtime error: invalid memory address"),
+        "{line}"
+    );
+    assert!(!line.contains("goroutine"), "{line}");
+    assert_eq!(facts[0].severity, Severity::Warning, "a panic is an error");
+}
