@@ -120,6 +120,7 @@ impl Sweep {
             report.notes.extend(again.notes);
         }
         self.logged_as_it_began(&mut report.facts, &scope).await;
+        report.facts = logs::merge_same(std::mem::take(&mut report.facts));
         report.elapsed = start.elapsed();
         report.focus = focus;
         report

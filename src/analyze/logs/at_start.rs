@@ -284,7 +284,9 @@ fn facts(
             let first = patterns.iter().map(|p| p.first).min()?;
             let total: usize = patterns.iter().map(|p| p.count).sum();
             let count = patterns.len();
-            let quoted: Vec<String> = quoted(patterns)
+            let quoted = quoted(patterns);
+            let keys: Vec<String> = quoted.iter().map(|p| line_pattern(&p.example)).collect();
+            let quoted: Vec<String> = quoted
                 .iter()
                 .map(|p| {
                     format!(
@@ -324,7 +326,8 @@ fn facts(
                     ),
                 )
                 .since(Some(first))
-                .detail(quoted.join(" | ")),
+                .detail(quoted.join(" | "))
+                .patterns(keys),
             )
         })
         .collect()

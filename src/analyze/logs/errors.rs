@@ -106,6 +106,7 @@ impl Analyzer for LogErrorBursts {
                 crate::analyze::round_sig(b.before_per_min),
                 crate::analyze::round_sig(b.after_per_min),
             );
+            let pattern: Vec<String> = top.iter().map(|(_, p)| p.clone()).collect();
             if let Some((n, p)) = top {
                 detail.push_str(&format!(
                     "; most frequent ({n}×): {}",
@@ -134,7 +135,8 @@ impl Analyzer for LogErrorBursts {
                 )
                 .value(Quantity::new(b.after_per_min / 60.0, Unit::PerSecond))
                 .since(Some(b.start))
-                .detail(detail),
+                .detail(detail)
+                .patterns(pattern),
             );
         }
         Ok(facts)

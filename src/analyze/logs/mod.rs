@@ -17,6 +17,8 @@
 //!   exception, whether it came as one entry or one entry per line; every analyzer reads
 //!   lines through it;
 //! - `errors.rs`: bursts of lines matching a generic error pattern;
+//! - `merge.rs`: the log facts of all analyzers that quote the same patterns about one
+//!   service or host as one fact (the sweep calls it);
 //! - `at_start.rs`: the lines that look bad around the trigger's start on what it is about,
 //!   new since the hours before.
 
@@ -24,6 +26,7 @@ mod at_start;
 mod changes;
 mod errors;
 mod facts;
+mod merge;
 mod novelty;
 mod signal;
 mod traces;
@@ -33,6 +36,7 @@ use std::sync::Arc;
 
 pub use changes::LogChanges;
 pub use errors::LogErrorBursts;
+pub use merge::merge_same;
 pub use signal::{Signal, signal};
 pub use traces::fold_log;
 

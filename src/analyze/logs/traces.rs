@@ -210,7 +210,9 @@ fn python(lines: &[Line], i: usize) -> (usize, String) {
 }
 
 fn jvm(lines: &[Line], i: usize) -> (usize, String) {
-    let mut deepest = lines[i].text;
+    // A trace cut by the read's limit may begin at a cause.
+    let first = lines[i].text;
+    let mut deepest = first.strip_prefix("Caused by: ").unwrap_or(first);
     let mut j = i + 1;
     while near(lines, j) {
         let l = lines[j].text;
