@@ -4,7 +4,9 @@
 //! stack trace as its exception, [`fold_entries`]) are graded by [`super::signal()`] (level fields, syslog priorities, failure words); those of the
 //! worst grade are grouped by pattern, patterns already seen in the hours before are left
 //! out (routine noise), and what remains is one fact per host (or service): when the first
-//! such line came, how many, and the patterns with their stream's service.
+//! such line came, how many, and the patterns with their stream's service. When one
+//! pattern is all that looks bad, the new lines nearest it that do not (an admin's
+//! command, a firewall's rule at info) are quoted beside it.
 //!
 //! This is the net for causes that are only in logs and are too few to be a burst: a
 //! disk's I/O errors before a filesystem went read-only, a RAID member kicked out, the
@@ -42,6 +44,8 @@ const LINES: u32 = 1000;
 /// Most facts (groups), and patterns quoted per fact.
 const MAX_FACTS: usize = 3;
 const MAX_PATTERNS: usize = 4;
+/// Most patterns of lines that do not look bad quoted beside a single bad one.
+const MAX_BESIDE: usize = 2;
 /// Characters per quoted line.
 const LINE_CHARS: usize = 90;
 
@@ -225,6 +229,9 @@ fn facts(
 ) -> Vec<Fact> {
     let since = format!("{}m", (scope.now - start).num_minutes().max(1));
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
+    // The new lines that do not look bad, per group: what an admin or a firewall said
+    // beside a single daemon's error.
+    let mut quiet: BTreeMap<(String, String), HashMap<String, Seen>> = BTreeMap::new();
     let mut seen_entries = BTreeSet::new();
     for s in streams {
         let service = s.labels.get(label).cloned().unwrap_or_default();
@@ -244,14 +251,29 @@ fn facts(
         // A stream read by two selectors counts once.
         entries.retain(|(ns, line)| seen_entries.insert((s.labels.clone(), *ns, line.clone())));
         for (ns, line, grade) in fold_entries(&entries) {
-            if grade == Signal::None {
-                continue;
-            }
             let pattern = line_pattern(&line);
             if routine.contains(&pattern) {
                 continue;
             }
             let at = DateTime::from_timestamp_nanos(ns);
+            if grade == Signal::None {
+                let q = quiet.entry(key.clone()).or_default();
+                let order = q.len();
+                let e = q.entry(pattern).or_insert_with(|| Seen {
+                    grade,
+                    first: at,
+                    order,
+                    stream: stream.clone(),
+                    count: 0,
+                    example: line.clone(),
+                });
+                e.count += 1;
+                if at < e.first {
+                    e.first = at;
+                    e.example = line;
+                }
+                continue;
+            }
             let g = groups.entry(key.clone()).or_default();
             g.about |= scope.is_about(&service_entity(label, &service, host.clone()));
             g.grade = g.grade.max(Some(grade));
@@ -280,10 +302,15 @@ fn facts(
         .take(MAX_FACTS)
         .filter_map(|((kind, name), g)| {
             let grade = g.grade?;
-            let patterns: Vec<Seen> = g.patterns.into_values().collect();
+            let mut patterns: Vec<Seen> = g.patterns.into_values().collect();
             let first = patterns.iter().map(|p| p.first).min()?;
             let total: usize = patterns.iter().map(|p| p.count).sum();
             let count = patterns.len();
+            if count == 1
+                && let Some(q) = quiet.remove(&(kind.clone(), name.clone()))
+            {
+                patterns.extend(beside(q.into_values().collect(), first));
+            }
             let quoted = quoted(patterns);
             let keys: Vec<String> = quoted.iter().map(|p| line_pattern(&p.example)).collect();
             let quoted: Vec<String> = quoted
@@ -331,6 +358,22 @@ fn facts(
             )
         })
         .collect()
+}
+
+/// Of the new lines that do not look bad, the [`MAX_BESIDE`] patterns nearest in time to
+/// `at` (the first bad line), one per stream first, those before it first at equal
+/// distance: when one pattern is all that looks bad, what else was new beside it (an
+/// admin's command, a firewall's rule, a unit stopped) is often the cause.
+fn beside(mut quiet: Vec<Seen>, at: DateTime<Utc>) -> Vec<Seen> {
+    quiet.sort_by_key(|p| ((p.first - at).abs(), p.first > at, p.order));
+    let mut streams = BTreeSet::new();
+    let (mut picked, rest): (Vec<Seen>, Vec<Seen>) = quiet
+        .into_iter()
+        .partition(|p| streams.insert(p.stream.clone()));
+    picked.truncate(MAX_BESIDE);
+    let room = MAX_BESIDE - picked.len();
+    picked.extend(rest.into_iter().take(room));
+    picked
 }
 
 /// The patterns to quote, at most [`MAX_PATTERNS`]: one per family of lines first (lines
