@@ -102,8 +102,11 @@ pub fn fold_entries(entries: &[(i64, String)]) -> Vec<(i64, String, Signal)> {
         let e = lines[i].entry;
         // An entry with no trace stays whole; the other lines of one with a trace are
         // part of the event it logged.
-        if !in_trace[e] {
-            let (at, text) = &entries[e];
+        let (at, text) = &entries[e];
+        // A frame left of a trace the read cut (its start before the read's first line)
+        // tells nothing.
+        let orphan_frame = AT_FRAME.is_match(text) || ELIDED.is_match(text);
+        if !in_trace[e] && !orphan_frame {
             out.push((*at, text.clone(), signal(text)));
         }
         while i < lines.len() && lines[i].entry == e && !traces.iter().any(|t| t.start == i) {

@@ -121,7 +121,10 @@ fn lines_far_apart_in_time_are_no_trace_and_plain_logs_are_untouched() {
         (0, "Error: boom".to_string()),
         (60_000_000_000, "    at f (/app/x.js:1:1)".to_string()),
     ];
-    assert_eq!(fold_entries(&entries).len(), 2);
+    assert_eq!(
+        fold_entries(&entries)[0],
+        (0, "Error: boom".to_string(), Signal::Error)
+    );
     let log = "starting\nlistening on :8080\nlevel=error msg=\"db down\"\n";
     assert_eq!(
         fold_log(log),
@@ -135,6 +138,19 @@ fn lines_far_apart_in_time_are_no_trace_and_plain_logs_are_untouched() {
     let entries = vec![(0, "config:\n  a: 1\n  b: 2".to_string())];
     assert_eq!(fold_entries(&entries)[0].1, "config:\n  a: 1\n  b: 2");
     assert!(fold_entries(&[]).is_empty());
+    // The frames of a trace whose start the read cut off are dropped; its cause stays.
+    let cut: Vec<(i64, String)> = JVM
+        .lines()
+        .skip(5)
+        .enumerate()
+        .map(|(i, l)| (i as i64, l.to_string()))
+        .collect();
+    let folded = fold_entries(&cut);
+    assert_eq!(folded.len(), 1, "{folded:?}");
+    assert_eq!(
+        folded[0].1,
+        "org.postgresql.util.PSQLException: Connection to db:5432 refused."
+    );
 }
 
 #[test]
