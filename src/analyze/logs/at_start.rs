@@ -187,7 +187,7 @@ impl LogsAtStart {
 
 /// The lines' range: around an alert's start; the whole window for a question (its start
 /// is only how far back to look).
-fn range(scope: &Scope) -> (DateTime<Utc>, DateTime<Utc>) {
+pub(super) fn range(scope: &Scope) -> (DateTime<Utc>, DateTime<Utc>) {
     let question = scope.focus.as_ref().is_none_or(|f| f.is_question());
     if question || scope.started >= scope.now {
         return (scope.window_start, scope.now);

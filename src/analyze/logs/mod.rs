@@ -17,6 +17,8 @@
 //!   exception, whether it came as one entry or one entry per line; every analyzer reads
 //!   lines through it;
 //! - `errors.rs`: bursts of lines matching a generic error pattern;
+//! - `mentions.rs`: around the trigger's start, bad-looking lines of other hosts and
+//!   services that name the host, pod or node in focus;
 //! - `merge.rs`: the log facts of all analyzers that quote the same patterns about one
 //!   service or host as one fact (the sweep calls it);
 //! - `at_start.rs`: the lines that look bad around the trigger's start on what it is about,
@@ -26,6 +28,7 @@ mod at_start;
 mod changes;
 mod errors;
 mod facts;
+mod mentions;
 mod merge;
 mod novelty;
 mod signal;
@@ -56,6 +59,7 @@ pub fn analyzers(client: Arc<LokiClient>) -> Vec<Arc<dyn Analyzer>> {
     vec![
         Arc::new(LogErrorBursts(client.clone())),
         Arc::new(at_start::LogsAtStart(client.clone())),
+        Arc::new(mentions::LogsMentioning(client.clone())),
         Arc::new(LogChanges::new(client)),
     ]
 }
