@@ -182,6 +182,10 @@ pub struct Fact {
     pub detail: Option<String>,
     pub severity: Severity,
     pub source: Source,
+    /// The log line patterns (numbers and ids as placeholders) a log fact quotes: what
+    /// tells two facts that quote the same lines apart from two that do not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<String>,
 }
 
 /// Longest detail kept in a fact's line.
@@ -211,7 +215,13 @@ impl Fact {
             detail: None,
             severity,
             source,
+            patterns: Vec::new(),
         }
+    }
+
+    pub fn patterns(mut self, patterns: Vec<String>) -> Self {
+        self.patterns = patterns;
+        self
     }
 
     pub fn value(mut self, q: Quantity) -> Self {

@@ -120,6 +120,7 @@ impl Sweep {
             report.notes.extend(again.notes);
         }
         self.logged_as_it_began(&mut report.facts, &scope).await;
+        report.facts = logs::merge_same(std::mem::take(&mut report.facts));
         report.elapsed = start.elapsed();
         report.focus = focus;
         report
@@ -327,7 +328,12 @@ mod tests {
         config.loki.url = Some("http://loki:3100".parse().unwrap());
         assert_eq!(
             configured(&config).names(),
-            ["log_error_bursts", "logs_at_start", "log_changes"]
+            [
+                "log_error_bursts",
+                "logs_at_start",
+                "logs_mentioning",
+                "log_changes"
+            ]
         );
         config.prometheus.url = Some("http://prometheus:9090".parse().unwrap());
         let names = configured(&config).names();

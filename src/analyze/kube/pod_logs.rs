@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ContainerStatus, Pod};
 
-use crate::analyze::logs::{Signal, signal};
-use crate::analyze::{Fact, Scope, readable_line};
+use crate::analyze::logs::{Signal, fold_log};
+use crate::analyze::{Fact, Scope, line_pattern, readable_line};
 use crate::integrations::kubernetes::KubeClient;
 use crate::text::truncate;
 
@@ -26,6 +26,10 @@ const TAIL: i64 = 40;
 /// Lines quoted per pod, and characters per line.
 const QUOTED: usize = 2;
 const LINE_CHARS: usize = 150;
+/// Lines of the next grade quoted beside a worst grade of one pattern, and their
+/// characters.
+const BESIDE: usize = 2;
+const BESIDE_CHARS: usize = 100;
 /// Time for all the reads.
 const READS_TIME_LIMIT: Duration = Duration::from_millis(2500);
 /// Characters of the fact's own detail kept in front of the log lines.
@@ -145,30 +149,54 @@ fn failed_run(pod: &Pod, named: Option<&String>) -> Option<(String, bool)> {
 /// The lines of `log` that look bad, as [`worst_lines`] quotes them (none when no line
 /// looks bad: a healthy log says nothing).
 pub(super) fn bad_lines(log: &str) -> Vec<String> {
-    let bad = log.lines().any(|l| signal(l) > Signal::None);
+    let bad = fold_log(log).iter().any(|(_, s)| *s > Signal::None);
     if bad { worst_lines(log) } else { Vec::new() }
 }
 
 /// The lines of `log` to quote: the last [`QUOTED`] distinct lines of the worst signal
-/// present (the last lines when none looks bad), oldest first, made readable and cut.
+/// present (the last lines when none looks bad), oldest first, made readable and cut. A
+/// stack trace is one line, its exception ([`fold_log`]). When the worst lines are all
+/// one pattern, that pattern's last line and up to [`BESIDE`] patterns of the next grade
+/// present nearest before it (what the container said leading up to its error).
 fn worst_lines(log: &str) -> Vec<String> {
-    let lines: Vec<&str> = log.lines().filter(|l| !l.trim().is_empty()).collect();
-    let worst = lines
-        .iter()
-        .map(|l| signal(l))
-        .max()
-        .unwrap_or(Signal::None);
-    let mut seen = HashSet::new();
-    let mut picked: Vec<String> = lines
-        .iter()
-        .rev()
-        .filter(|l| signal(l) == worst)
-        .map(|l| truncate(&readable_line(l), LINE_CHARS))
-        .filter(|l| seen.insert(l.clone()))
-        .take(QUOTED)
+    let lines: Vec<(String, Signal)> = fold_log(log)
+        .into_iter()
+        .filter(|(l, _)| !l.trim().is_empty())
         .collect();
-    picked.reverse();
-    picked
+    let worst = lines.iter().map(|(_, s)| *s).max().unwrap_or(Signal::None);
+    let worst_patterns: HashSet<String> = lines
+        .iter()
+        .filter(|(_, s)| *s == worst)
+        .map(|(l, _)| line_pattern(l))
+        .collect();
+    let one_pattern = worst > Signal::None && worst_patterns.len() == 1;
+    let quoted = if one_pattern { 1 } else { QUOTED };
+    let mut seen = HashSet::new();
+    let mut picked: Vec<(usize, String)> = lines
+        .iter()
+        .enumerate()
+        .rev()
+        .filter(|(_, (_, s))| *s == worst)
+        .map(|(i, (l, _))| (i, truncate(&readable_line(l), LINE_CHARS)))
+        .filter(|(_, l)| seen.insert(l.clone()))
+        .take(quoted)
+        .collect();
+    let next = lines.iter().map(|(_, s)| *s).filter(|s| *s < worst).max();
+    if let (true, Some(next), Some(&(at, _))) = (one_pattern, next, picked.first()) {
+        // Nearest before the worst line: what led up to it (after it, a dying container
+        // mostly repeats itself or answers health checks).
+        let mut patterns = HashSet::new();
+        let beside: Vec<(usize, String)> = (0..at)
+            .rev()
+            .filter(|i| lines[*i].1 == next)
+            .filter(|i| patterns.insert(line_pattern(&lines[*i].0)))
+            .take(BESIDE)
+            .map(|i| (i, truncate(&readable_line(&lines[i].0), BESIDE_CHARS)))
+            .collect();
+        picked.extend(beside);
+    }
+    picked.sort_by_key(|(i, _)| *i);
+    picked.into_iter().map(|(_, l)| l).collect()
 }
 
 #[cfg(test)]
@@ -180,9 +208,12 @@ mod tests {
         let log = "starting dump\nconnecting to db:5432\n\
                    pg_dump: error: connection failed: FATAL: password authentication failed for user \"backup\"\n\
                    exiting\n";
+        // One error: what the container said before it too.
         assert_eq!(
             worst_lines(log),
             vec![
+                "starting dump",
+                "connecting to db:5432",
                 "pg_dump: error: connection failed: FATAL: password authentication failed for user \"backup\""
             ]
         );
@@ -197,6 +228,45 @@ mod tests {
         assert!(bad_lines("one\ntwo\nthree\n").is_empty());
         assert_eq!(bad_lines(log).len(), 2);
         assert!(worst_lines("\n\n").is_empty());
+    }
+
+    #[test]
+    fn one_error_pattern_is_quoted_once_with_the_warnings_before_it() {
+        let log = "level=info msg=\"loading config\" file=/etc/app/config.yaml\n\
+                   level=warn msg=\"config key deprecated\" key=storage.path\n\
+                   level=info msg=\"connecting\" addr=db:5432\n\
+                   level=warn msg=\"TLS verification disabled for database connection\"\n\
+                   level=error msg=\"migration failed\" version=41 err=\"pq: relation users already exists\"\n\
+                   level=info msg=\"retrying\" in=5s\n\
+                   level=error msg=\"migration failed\" version=42 err=\"pq: relation users already exists\"\n";
+        assert_eq!(
+            bad_lines(log),
+            vec![
+                "level=warn msg=\"config key deprecated\" key=storage.path",
+                "level=warn msg=\"TLS verification disabled for database connection\"",
+                "level=error msg=\"migration failed\" version=42 err=\"pq: relation users already exists\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stack_trace_in_a_containers_log_is_quoted_by_its_exception() {
+        // gunicorn's worker logging an unhandled exception in a Django view.
+        let log = "[2026-11-27 10:00:00 +0000] [7] [INFO] Booting worker with pid: 7\n\
+                   [2026-11-27 10:00:05 +0000] [7] [ERROR] Error handling request /api/orders\n\
+                   Traceback (most recent call last):\n  \
+                   File \"/usr/lib/python3/site-packages/gunicorn/workers/sync.py\", line 135, in handle\n    \
+                   self.handle_request(listener, req, client, addr)\n  \
+                   File \"/srv/shop/views.py\", line 18, in orders\n    \
+                   return db.fetch(q)\n\
+                   redis.exceptions.ConnectionError: Error 111 connecting to cache:6379. Connection refused.\n";
+        assert_eq!(
+            bad_lines(log),
+            vec![
+                "[2026-11-27 10:00:00 +0000] [7] [INFO] Booting worker with pid: 7",
+                "redis.exceptions.ConnectionError: Error 111 connecting to cache:6379. Connection refused."
+            ]
+        );
     }
 
     #[test]

@@ -1,10 +1,12 @@
 //! The log lines that look bad around the trigger's start, on what the trigger is about:
 //! the streams of its hosts and of the services it names (and of those services' hosts),
-//! read from half an hour before the start to a quarter of an hour after it. Lines are
-//! graded by [`signal`] (level fields, syslog priorities, failure words); those of the
+//! read from half an hour before the start to a quarter of an hour after it. Lines (a
+//! stack trace as its exception, [`fold_entries`]) are graded by [`super::signal()`] (level fields, syslog priorities, failure words); those of the
 //! worst grade are grouped by pattern, patterns already seen in the hours before are left
 //! out (routine noise), and what remains is one fact per host (or service): when the first
-//! such line came, how many, and the patterns with their stream's service.
+//! such line came, how many, and the patterns with their stream's service. When one
+//! pattern is all that looks bad, the new lines nearest it that do not (an admin's
+//! command, a firewall's rule at info) are quoted beside it.
 //!
 //! This is the net for causes that are only in logs and are too few to be a burst: a
 //! disk's I/O errors before a filesystem went read-only, a RAID member kicked out, the
@@ -18,7 +20,8 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
 
-use super::signal::{Signal, signal};
+use super::signal::Signal;
+use super::traces::fold_entries;
 use super::{HOST_LABELS, SERVICE_LABELS, service_label};
 use crate::analyze::prom::escape;
 use crate::analyze::{
@@ -41,6 +44,8 @@ const LINES: u32 = 1000;
 /// Most facts (groups), and patterns quoted per fact.
 const MAX_FACTS: usize = 3;
 const MAX_PATTERNS: usize = 4;
+/// Most patterns of lines that do not look bad quoted beside a single bad one.
+const MAX_BESIDE: usize = 2;
 /// Characters per quoted line.
 const LINE_CHARS: usize = 90;
 
@@ -156,7 +161,8 @@ impl Analyzer for LogsAtStart {
             routine.extend(
                 before
                     .iter()
-                    .flat_map(|s| s.entries.iter().map(|(_, l)| line_pattern(l))),
+                    .flat_map(|s| fold_entries(&s.entries))
+                    .map(|(_, l, _)| line_pattern(&l)),
             );
         }
         Ok(facts(
@@ -181,7 +187,7 @@ impl LogsAtStart {
 
 /// The lines' range: around an alert's start; the whole window for a question (its start
 /// is only how far back to look).
-fn range(scope: &Scope) -> (DateTime<Utc>, DateTime<Utc>) {
+pub(super) fn range(scope: &Scope) -> (DateTime<Utc>, DateTime<Utc>) {
     let question = scope.focus.as_ref().is_none_or(|f| f.is_question());
     if question || scope.started >= scope.now {
         return (scope.window_start, scope.now);
@@ -223,6 +229,9 @@ fn facts(
 ) -> Vec<Fact> {
     let since = format!("{}m", (scope.now - start).num_minutes().max(1));
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
+    // The new lines that do not look bad, per group: what an admin or a firewall said
+    // beside a single daemon's error.
+    let mut quiet: BTreeMap<(String, String), HashMap<String, Seen>> = BTreeMap::new();
     let mut seen_entries = BTreeSet::new();
     for s in streams {
         let service = s.labels.get(label).cloned().unwrap_or_default();
@@ -238,20 +247,33 @@ fn facts(
                 .filter(|(k, _)| Some(k.as_str()) != host_label)
                 .collect::<Vec<_>>()
         );
-        for (ns, line) in &s.entries {
-            // A stream read by two selectors counts once.
-            if !seen_entries.insert((s.labels.clone(), *ns, line.as_str())) {
-                continue;
-            }
-            let grade = signal(line);
-            if grade == Signal::None {
-                continue;
-            }
-            let pattern = line_pattern(line);
+        let mut entries = s.entries.clone();
+        // A stream read by two selectors counts once.
+        entries.retain(|(ns, line)| seen_entries.insert((s.labels.clone(), *ns, line.clone())));
+        for (ns, line, grade) in fold_entries(&entries) {
+            let pattern = line_pattern(&line);
             if routine.contains(&pattern) {
                 continue;
             }
-            let at = DateTime::from_timestamp_nanos(*ns);
+            let at = DateTime::from_timestamp_nanos(ns);
+            if grade == Signal::None {
+                let q = quiet.entry(key.clone()).or_default();
+                let order = q.len();
+                let e = q.entry(pattern).or_insert_with(|| Seen {
+                    grade,
+                    first: at,
+                    order,
+                    stream: stream.clone(),
+                    count: 0,
+                    example: line.clone(),
+                });
+                e.count += 1;
+                if at < e.first {
+                    e.first = at;
+                    e.example = line;
+                }
+                continue;
+            }
             let g = groups.entry(key.clone()).or_default();
             g.about |= scope.is_about(&service_entity(label, &service, host.clone()));
             g.grade = g.grade.max(Some(grade));
@@ -280,11 +302,18 @@ fn facts(
         .take(MAX_FACTS)
         .filter_map(|((kind, name), g)| {
             let grade = g.grade?;
-            let patterns: Vec<Seen> = g.patterns.into_values().collect();
+            let mut patterns: Vec<Seen> = g.patterns.into_values().collect();
             let first = patterns.iter().map(|p| p.first).min()?;
             let total: usize = patterns.iter().map(|p| p.count).sum();
             let count = patterns.len();
-            let quoted: Vec<String> = quoted(patterns)
+            if count == 1
+                && let Some(q) = quiet.remove(&(kind.clone(), name.clone()))
+            {
+                patterns.extend(beside(q.into_values().collect(), first));
+            }
+            let quoted = quoted(patterns);
+            let keys: Vec<String> = quoted.iter().map(|p| line_pattern(&p.example)).collect();
+            let quoted: Vec<String> = quoted
                 .iter()
                 .map(|p| {
                     format!(
@@ -324,10 +353,27 @@ fn facts(
                     ),
                 )
                 .since(Some(first))
-                .detail(quoted.join(" | ")),
+                .detail(quoted.join(" | "))
+                .patterns(keys),
             )
         })
         .collect()
+}
+
+/// Of the new lines that do not look bad, the [`MAX_BESIDE`] patterns nearest in time to
+/// `at` (the first bad line), one per stream first, those before it first at equal
+/// distance: when one pattern is all that looks bad, what else was new beside it (an
+/// admin's command, a firewall's rule, a unit stopped) is often the cause.
+fn beside(mut quiet: Vec<Seen>, at: DateTime<Utc>) -> Vec<Seen> {
+    quiet.sort_by_key(|p| ((p.first - at).abs(), p.first > at, p.order));
+    let mut streams = BTreeSet::new();
+    let (mut picked, rest): (Vec<Seen>, Vec<Seen>) = quiet
+        .into_iter()
+        .partition(|p| streams.insert(p.stream.clone()));
+    picked.truncate(MAX_BESIDE);
+    let room = MAX_BESIDE - picked.len();
+    picked.extend(rest.into_iter().take(room));
+    picked
 }
 
 /// The patterns to quote, at most [`MAX_PATTERNS`]: one per family of lines first (lines

@@ -22,6 +22,7 @@ use tokio::time::Instant;
 
 use super::facts::{Clock, Reading, Service, context_fact, pattern_fact, rise_fact, silence_fact};
 use super::novelty::{PatternCount, Sample, census, emergence, pattern_regex};
+use super::traces::fold_entries;
 use super::volume::{VolumeChange, change};
 use super::{HOST_LABELS, over_window, per_step, service_label};
 use crate::analyze::prom::escape;
@@ -247,10 +248,11 @@ impl LogChanges {
             let sel = sel.as_str();
             async move {
                 let streams = self.client.query_logs(sel, *a, *b, SLICE_LINES).await?;
+                // A stack trace is one line, its exception: its frames are no patterns.
                 let lines: Vec<(i64, String)> = streams
-                    .into_iter()
-                    .flat_map(|st| st.entries)
-                    .map(|(t, l)| (t, truncate(&l, MAX_LINE_CHARS)))
+                    .iter()
+                    .flat_map(|st| fold_entries(&st.entries))
+                    .map(|(t, l, _)| (t, truncate(&l, MAX_LINE_CHARS)))
                     .collect();
                 Ok::<_, crate::integrations::UpstreamError>(Sample {
                     from: nanos(*a),

@@ -2,7 +2,8 @@
 //! counted per step over the window with one metric query, and a service whose error
 //! rate rose sharply reported with when the rise began (the split of its counts that
 //! best separates a quiet before from a loud after), the rate before and after, and its
-//! most frequent error line as a pattern (numbers and ids as placeholders). A service
+//! most frequent error line as a pattern (numbers and ids as placeholders; a stack trace
+//! as its exception). A service
 //! that is always this noisy is not a burst.
 //!
 //! Words decide only which lines this analyzer counts; whether a service's logs changed at
@@ -15,6 +16,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
+use super::traces::fold_entries;
 use super::{over_window, per_step, service_label, split};
 use crate::analyze::prom::escape;
 use crate::analyze::{
@@ -28,6 +30,10 @@ use crate::text::truncate;
 /// A line that reports an error, in any of the usual spellings (`level=error`,
 /// `"level":"error"`, `ERROR`, `panic:`, `connection refused`, `permission denied`).
 const ERROR_PATTERN: &str = "(?i)(error|err=|fatal|panic|exception|fail|refused|timeout|denied)";
+/// The lines of a stack trace that [`ERROR_PATTERN`] may miss (frames, a traceback's
+/// first line, a goroutine's header), read with the error lines so a trace is quoted by
+/// its exception ([`fold_entries`]) rather than by whatever frame names an error.
+const TRACE_PATTERN: &str = r#"(?-i:^\s+at\s|^\s+File "|^Traceback \(most recent|^Caused by: |^goroutine \d+ \[| panicked at )"#;
 /// Least error rate after the rise worth a look, in lines per minute.
 const MIN_RATE_PER_MIN: f64 = 1.0;
 /// How many times the rate before the rise the rate after must be.
@@ -72,7 +78,10 @@ impl Analyzer for LogErrorBursts {
             .collect();
         bursts.sort_by(|a, b| b.after_per_min.total_cmp(&a.after_per_min));
         let lookups = bursts.iter().take(MAX_PATTERN_LOOKUPS).map(|b| {
-            let query = lines_query(label, &b.service);
+            let query = format!(
+                "{{{label}=\"{}\"}} |~ `{ERROR_PATTERN}|{TRACE_PATTERN}`",
+                escape(&b.service)
+            );
             async move {
                 self.0
                     .query_logs(&query, b.start, scope.now, PATTERN_LINES)
@@ -87,7 +96,8 @@ impl Analyzer for LogErrorBursts {
                 Some(Ok(streams)) => top_pattern(
                     streams
                         .iter()
-                        .flat_map(|s| s.entries.iter().map(|(_, l)| l.as_str())),
+                        .flat_map(|s| fold_entries(&s.entries))
+                        .map(|(_, l, _)| l),
                 ),
                 _ => None,
             };
@@ -96,6 +106,7 @@ impl Analyzer for LogErrorBursts {
                 crate::analyze::round_sig(b.before_per_min),
                 crate::analyze::round_sig(b.after_per_min),
             );
+            let pattern: Vec<String> = top.iter().map(|(_, p)| p.clone()).collect();
             if let Some((n, p)) = top {
                 detail.push_str(&format!(
                     "; most frequent ({n}×): {}",
@@ -124,7 +135,8 @@ impl Analyzer for LogErrorBursts {
                 )
                 .value(Quantity::new(b.after_per_min / 60.0, Unit::PerSecond))
                 .since(Some(b.start))
-                .detail(detail),
+                .detail(detail)
+                .patterns(pattern),
             );
         }
         Ok(facts)
@@ -158,10 +170,10 @@ fn burst(s: &Series, label: &str, scope: &Scope, step: i64) -> Option<Burst> {
 }
 
 /// The most frequent pattern among `lines` and how many lines have it.
-fn top_pattern<'a>(lines: impl Iterator<Item = &'a str>) -> Option<(usize, String)> {
+fn top_pattern<S: AsRef<str>>(lines: impl Iterator<Item = S>) -> Option<(usize, String)> {
     let mut counts: HashMap<String, usize> = HashMap::new();
     for l in lines {
-        *counts.entry(line_pattern(l)).or_default() += 1;
+        *counts.entry(line_pattern(l.as_ref())).or_default() += 1;
     }
     counts
         .into_iter()
@@ -186,6 +198,6 @@ mod tests {
             p,
             "level=error msg=\"upstream timeout\" req=<hex> took=<n>ms"
         );
-        assert_eq!(top_pattern(std::iter::empty()), None);
+        assert_eq!(top_pattern(std::iter::empty::<&str>()), None);
     }
 }

@@ -12,8 +12,8 @@ use super::signal::{Signal, signal};
 use super::volume::VolumeChange;
 use crate::analyze::prom::escape;
 use crate::analyze::{
-    Entity, Fact, FactClass, Quantity, Severity, Source, Unit, human_seconds, readable_line,
-    round_sig,
+    Entity, Fact, FactClass, Quantity, Severity, Source, Unit, human_seconds, line_pattern,
+    readable_line, round_sig,
 };
 use crate::text::truncate;
 
@@ -109,6 +109,7 @@ pub(super) fn rise_fact(
     after: f64,
     reading: Option<&Reading>,
 ) -> Fact {
+    let mut pattern = Vec::new();
     let mut detail = format!(
         "all lines {} per minute before → {} per minute since",
         round_sig(clock.per_min(before)),
@@ -117,10 +118,11 @@ pub(super) fn rise_fact(
     if let Some(Reading::Census(c)) = reading
         && let Some((p, share)) = c.top(1).first()
     {
+        pattern.push(p.pattern.clone());
         detail.push_str(&format!(
-            "; most frequent since ({:.0} %): {}",
+            "; most frequent since ({:.0} %), e.g.: {}",
             share * 100.0,
-            truncate(&readable_line(&p.pattern), 150)
+            ends(&readable_line(&p.example), 45, 120)
         ));
     }
     let query = format!("sum(count_over_time({}[{}s]))", s.selector(), clock.step);
@@ -135,6 +137,7 @@ pub(super) fn rise_fact(
     .value(Quantity::new(after / clock.step as f64, Unit::PerSecond))
     .since(Some(clock.at(at)))
     .detail(detail)
+    .patterns(pattern)
 }
 
 pub(super) fn silence_fact(
@@ -166,6 +169,7 @@ pub(super) fn silence_fact(
     .value(Quantity::new(before / clock.step as f64, Unit::PerSecond))
     .since(Some(since))
     .detail(detail)
+    .patterns(last.map(|(_, l)| line_pattern(l)).into_iter().collect())
 }
 
 /// A new pattern: from its counts over the window when read back (`Some`), else from the
@@ -235,6 +239,7 @@ pub(super) fn pattern_fact(
         "{told}, first {ago} ago, e.g.: {}",
         ends(&readable_line(&p.example), 45, 120)
     ))
+    .patterns(vec![p.pattern.clone()])
 }
 
 /// `s` whole when short, else its first `head` and last `tail` characters: what tells a

@@ -13,7 +13,14 @@
 //! - `novelty.rs`: the patterns of sampled lines, which are new, and a regex per pattern;
 //! - `signal.rs`: how bad a line looks (its level field, syslog priority, HTTP status,
 //!   words), used for severity only;
+//! - `traces.rs`: a stack trace (Python, JVM, Go, Rust, Node) as one line, its
+//!   exception, whether it came as one entry or one entry per line; every analyzer reads
+//!   lines through it;
 //! - `errors.rs`: bursts of lines matching a generic error pattern;
+//! - `mentions.rs`: around the trigger's start, bad-looking lines of other hosts and
+//!   services that name the host, pod or node in focus;
+//! - `merge.rs`: the log facts of all analyzers that quote the same patterns about one
+//!   service or host as one fact (the sweep calls it);
 //! - `at_start.rs`: the lines that look bad around the trigger's start on what it is about,
 //!   new since the hours before.
 
@@ -21,15 +28,20 @@ mod at_start;
 mod changes;
 mod errors;
 mod facts;
+mod mentions;
+mod merge;
 mod novelty;
 mod signal;
+mod traces;
 mod volume;
 
 use std::sync::Arc;
 
 pub use changes::LogChanges;
 pub use errors::LogErrorBursts;
+pub use merge::merge_same;
 pub use signal::{Signal, signal};
+pub use traces::fold_log;
 
 use super::{Analyzer, Scope};
 use crate::analyze::prom::escape;
@@ -47,6 +59,7 @@ pub fn analyzers(client: Arc<LokiClient>) -> Vec<Arc<dyn Analyzer>> {
     vec![
         Arc::new(LogErrorBursts(client.clone())),
         Arc::new(at_start::LogsAtStart(client.clone())),
+        Arc::new(mentions::LogsMentioning(client.clone())),
         Arc::new(LogChanges::new(client)),
     ]
 }

@@ -41,6 +41,14 @@ static GLOG: LazyLock<Regex> =
 /// The status after an access log's quoted request line.
 static HTTP_STATUS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#""[A-Z]{3,7} \S+ HTTP/[0-9.]+" (\d{3}) "#).expect("valid regex"));
+/// A line that is an exception as runtimes print it: `x.y.SomeError: msg`,
+/// `TypeError: msg`, `Exception in thread "main" …`, `Caused by: …`, a Rust panic.
+static EXCEPTION: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"^(?:Exception in thread "[^"]*" |Caused by: |Uncaught )?(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$]*(?:Error|Exception|Throwable)(?::\s|$)|^thread '[^']*' panicked at "#,
+    )
+    .expect("valid regex")
+});
 /// Words of failure in free text.
 static WORDS: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(
@@ -85,6 +93,9 @@ pub fn signal(line: &str) -> Signal {
             b'5' => Signal::Error,
             _ => Signal::None,
         };
+    }
+    if EXCEPTION.is_match(line) {
+        return Signal::Error;
     }
     if let Some(c) = LEVEL_TOKEN.captures(line) {
         let word = c
@@ -160,6 +171,25 @@ mod tests {
                 "unbound[2214]: [2214:0] notice: init module 0: validator",
                 Signal::None,
             ),
+            // Exceptions as runtimes print them.
+            ("ZeroDivisionError: division by zero", Signal::Error),
+            (
+                "requests.exceptions.ConnectionError: HTTPConnectionPool(host='db', port=80)",
+                Signal::Error,
+            ),
+            (
+                "Exception in thread \"main\" java.lang.IllegalStateException: boom",
+                Signal::Error,
+            ),
+            (
+                "TypeError: Cannot read properties of undefined (reading 'id')",
+                Signal::Error,
+            ),
+            (
+                "thread 'main' panicked at src/main.rs:4:5: index out of bounds",
+                Signal::Error,
+            ),
+            ("ErrorPages: loaded 4 templates", Signal::None),
             // A level word inside the message is no level.
             ("sshd[7]: Received disconnect: 11: Bye Bye", Signal::None),
         ];

@@ -413,7 +413,7 @@ async fn a_rollout_whose_new_pod_logs_errors_says_so_and_is_a_warning() {
     assert_eq!(change.severity, Severity::Warning, "{all}");
     let detail = change.detail.as_deref().unwrap();
     assert!(
-        detail.ends_with("; its new pod checkout-84d5f7b9c6-w7x2k logs: ERROR checkout: payment provider rejected the request: column orders.voucher does not exist"),
+        detail.ends_with("; its new pod checkout-84d5f7b9c6-w7x2k logs: listening on :8080 | ERROR checkout: payment provider rejected the request: column orders.voucher does not exist"),
         "{detail}"
     );
 }

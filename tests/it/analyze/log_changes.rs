@@ -175,29 +175,24 @@ async fn a_retry_storm_in_json_logs_is_a_rise_of_the_worker_with_its_new_warning
     );
     let per_min = rise.value.unwrap().value * 60.0;
     assert!((60.0..=110.0).contains(&per_min), "{}", render(&facts));
-    let new = changed
-        .iter()
-        .find(|f| f.what == "new log pattern")
-        .unwrap_or_else(|| panic!("no new pattern:\n{}", render(&facts)));
+    // The new pattern is the line the rise quotes: one fact, the rise's, with the
+    // pattern's count added.
+    assert_eq!(changed.len(), 1, "{}", render(&facts));
+    let detail = rise.detail.as_deref().unwrap();
     assert!(
-        new.detail
-            .as_deref()
-            .unwrap()
-            .contains("upstream unavailable, retrying"),
+        detail.contains("upstream unavailable, retrying"),
+        "{}",
+        render(&facts)
+    );
+    assert!(
+        detail.contains("; also new log pattern "),
         "{}",
         render(&facts)
     );
     assert_eq!(
-        new.severity,
+        rise.severity,
         Severity::Warning,
         "its level field says warning"
-    );
-    // Counted back over the window by its own regex (quotes, brackets and parentheses of
-    // the JSON line escaped for LogQL), not only seen in the samples.
-    let detail = new.detail.as_deref().unwrap();
-    assert!(
-        detail.contains(" lines since (") && !detail.contains("sampled"),
-        "{detail}"
     );
 }
 
@@ -275,4 +270,70 @@ async fn when_nothing_changed_the_service_a_question_names_gets_its_rate_and_top
         "context is kept to a few services: {}",
         render(&facts)
     );
+}
+
+#[tokio::test]
+async fn a_python_traceback_logged_line_by_line_is_a_new_pattern_quoted_by_its_exception() {
+    let mut world = homelab(3);
+    // Celery's worker failing a task, one line per journal entry a millisecond apart.
+    let trace = [
+        "[2026-11-27 10:00:01,123: ERROR/ForkPoolWorker-2] Task thumbnails.render[8c1f] raised unexpected: OperationalError",
+        "Traceback (most recent call last):",
+        "  File \"/usr/lib/python3/dist-packages/celery/app/trace.py\", line 477, in trace_task",
+        "    R = retval = fun(*args, **kwargs)",
+        "  File \"/srv/worker/thumbnails.py\", line 31, in render",
+        "    row = db.fetch_one(query, job_id)",
+        "  File \"/usr/lib/python3/dist-packages/psycopg2/extras.py\", line 146, in execute",
+        "    return super().execute(query, vars)",
+        "psycopg2.OperationalError: could not connect to server: Connection refused",
+    ];
+    let starts = lines(
+        22,
+        TimeDelta::minutes(12),
+        TimeDelta::zero(),
+        TimeDelta::seconds(10),
+        |_, _| String::new(),
+    );
+    let worker = stream(&mut world, "worker.service");
+    for (t, _) in starts {
+        worker.extend(
+            trace
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (t + i as i64 * 1_000_000, l.to_string())),
+        );
+    }
+    worker.sort_by_key(|(t, _)| *t);
+    let scope = alert(
+        &[
+            ("alertname", "ThumbnailQueueBacklog"),
+            ("instance", "docker1:9100"),
+        ],
+        TimeDelta::minutes(8),
+    );
+    let facts = sweep(world, scope).await;
+    // Quoted by the rise and as a new pattern: one fact.
+    let new: Vec<&Fact> = changes(&facts);
+    assert_eq!(new.len(), 1, "{}", render(&facts));
+    assert!(
+        new.iter().any(|f| f
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("psycopg2.OperationalError: could not connect to server")
+            && f.severity >= Severity::Warning),
+        "{}",
+        render(&facts)
+    );
+    // Its header, its first line and its frames are no patterns of their own.
+    for f in &new {
+        let detail = f.detail.as_deref().unwrap();
+        assert!(
+            !detail.contains("File \"")
+                && !detail.contains("Traceback")
+                && !detail.contains("raised unexpected"),
+            "{}",
+            render(&facts)
+        );
+    }
 }

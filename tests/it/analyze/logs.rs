@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{TimeDelta, Utc};
-use sre_agent::analyze::{Fact, FactClass, Scope, Sweep, logs};
+use sre_agent::analyze::{Fact, FactClass, Focus, Scope, Sweep, logs};
 use sre_agent::config::UpstreamConfig;
 use sre_agent::eval::fakes::{FakeServer, LogLine, loki_router};
 use sre_agent::integrations::LokiClient;
@@ -203,4 +203,91 @@ async fn an_unreachable_loki_skips_each_analyzer_with_a_note_naming_loki() {
         assert!(note.starts_with(&format!("{name}: skipped (")), "{note}");
         assert!(note.contains("Loki"), "{note}");
     }
+}
+
+/// A service logging a Java stack trace every 2 s for the last 8 minutes (Spring Boot's
+/// console log, one line per entry a millisecond apart) beside a calm one.
+fn java_traces() -> Vec<Stream> {
+    let svc = |name: &str| labels(&[("service_name", name), ("host", "node-b")]);
+    let trace = [
+        "2026-11-27T10:00:01.123Z ERROR 1 --- [nio-8080-exec-4] o.a.c.c.C.[.[.[/].[dispatcherServlet]    : Servlet.service() for servlet [dispatcherServlet] threw exception",
+        "org.springframework.transaction.CannotCreateTransactionException: Could not open JPA EntityManager for transaction",
+        "\tat org.springframework.orm.jpa.JpaTransactionManager.doBegin(JpaTransactionManager.java:466)",
+        "\tat org.springframework.transaction.support.AbstractPlatformTransactionManager.startTransaction(AbstractPlatformTransactionManager.java:531)",
+        "Caused by: java.sql.SQLTransientConnectionException: HikariPool-1 - Connection is not available, request timed out after 30001ms.",
+        "\tat com.zaxxer.hikari.pool.HikariPool.createTimeoutException(HikariPool.java:696)",
+        "\t... 12 common frames omitted",
+        "Caused by: org.postgresql.util.PSQLException: Connection to orders-db:5432 refused. Check that the hostname and port are correct and that the postmaster is accepting TCP/IP connections.",
+        "\tat org.postgresql.core.v3.ConnectionFactoryImpl.openConnectionImpl(ConnectionFactoryImpl.java:342)",
+        "\t... 18 common frames omitted",
+    ];
+    let mut orders = lines_every(4200, 10, |i| {
+        format!(
+            "2026-11-27T10:00:01.123Z  INFO 1 --- [nio-8080-exec-{}] c.e.orders.OrderController : order {} created",
+            i % 10,
+            7000 + i
+        )
+    });
+    for (t, _) in lines_every(480, 2, |_| String::new()) {
+        orders.extend(
+            trace
+                .iter()
+                .enumerate()
+                .map(|(i, l)| (t + i as i64 * 1_000_000, l.to_string())),
+        );
+    }
+    orders.sort_by_key(|(t, _)| *t);
+    vec![
+        (svc("orders"), orders),
+        (
+            svc("frontend"),
+            lines_every(4200, 5, |i| format!("GET /health 200 {}ms", i % 7)),
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn a_burst_of_java_stack_traces_is_quoted_by_the_deepest_cause_not_a_frame_or_header() {
+    let (facts, notes) = sweep(java_traces(), 480).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    assert_eq!(facts.len(), 1, "{}", lines(&facts));
+    let detail = facts[0].detail.as_deref().unwrap();
+    assert!(
+        detail
+            .contains("×): org.postgresql.util.PSQLException: Connection to orders-db:<n> refused"),
+        "{detail}"
+    );
+}
+
+#[tokio::test]
+async fn the_log_analyzers_quoting_one_trace_of_one_service_give_one_fact() {
+    sre_agent::install_crypto_provider();
+    let server = FakeServer::start(loki_router(java_traces())).await.unwrap();
+    let config = UpstreamConfig {
+        url: Some(server.url.parse().unwrap()),
+        ..Default::default()
+    };
+    let client = Arc::new(LokiClient::new(&config).unwrap());
+    let now = Utc::now();
+    let start = now - TimeDelta::seconds(480);
+    let focus = Focus::alert(
+        &labels(&[("alertname", "OrdersErrors"), ("host", "node-b")]),
+        Some(start),
+    );
+    let scope = Scope::new(now, Some(start)).with_focus(focus);
+    let report = Sweep::of(logs::analyzers(client))
+        .with_time_limit(std::time::Duration::from_secs(150))
+        .run(scope)
+        .await;
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+    let quoting: Vec<&Fact> = report
+        .facts
+        .iter()
+        .filter(|f| f.class == FactClass::Logs)
+        .filter(|f| f.detail.as_deref().unwrap_or("").contains("PSQLException"))
+        .collect();
+    assert_eq!(quoting.len(), 1, "{}", lines(&report.facts));
+    let detail = quoting[0].detail.as_deref().unwrap();
+    assert!(detail.contains("; also "), "{}", lines(&report.facts));
+    assert_eq!(quoting[0].entity.host.as_deref(), Some("node-b"));
 }

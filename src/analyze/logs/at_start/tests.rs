@@ -129,3 +129,131 @@ fn a_family_is_the_first_word_without_digits_or_a_messages_first_word() {
     assert_eq!(family("level=error msg=\"upload: failed\""), "upload:");
     assert_eq!(family(""), "");
 }
+
+#[tokio::test]
+async fn a_go_panic_logged_as_one_entry_is_one_pattern_quoted_by_its_panic_line() {
+    crate::install_crypto_provider();
+    let now = Utc::now();
+    let panic = "panic: runtime error: invalid memory address or nil pointer dereference\n\
+                 [signal SIGSEGV: segmentation violation code=0x1 addr=0x0 pc=0x48f3a2]\n\n\
+                 goroutine 41 [running]:\n\
+                 main.(*Syncer).pull(0x0, {0x5a1e20, 0xc000012345})\n\
+                 \t/src/sync.go:88 +0x22\n\
+                 created by main.main in goroutine 1\n\
+                 \t/src/main.go:17 +0x1d";
+    let streams = vec![(
+        labels(&[("host", "mirror3"), ("unit", "syncer.service")]),
+        lines(
+            now,
+            &[
+                (200, "level=info msg=\"synced\" files=12"),
+                (12, "level=info msg=\"synced\" files=3"),
+                (11, panic),
+                (
+                    10,
+                    "systemd[1]: syncer.service: Main process exited, code=exited, status=2/INVALIDARGUMENT",
+                ),
+            ],
+        ),
+    )];
+    let server = FakeServer::start(loki_router(streams)).await.unwrap();
+    let mut config = crate::config::Config::default();
+    config.loki.url = Some(server.url.parse().unwrap());
+    let upstreams = crate::integrations::Upstreams::from_config(&config).unwrap();
+    let started = now - TimeDelta::minutes(10);
+    let focus = Focus::alert(&labels(&[("instance", "mirror3:9100")]), Some(started));
+    let scope = Scope::new(now, Some(started)).with_focus(focus);
+    let facts = LogsAtStart(upstreams.loki.unwrap())
+        .run(&scope)
+        .await
+        .unwrap();
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    let line = facts[0].line(now);
+    assert!(line.contains("in 1 patterns"), "{line}");
+    assert!(
+        line.contains("panic: runtime error: invalid memory address"),
+        "{line}"
+    );
+    assert!(!line.contains("goroutine"), "{line}");
+    assert_eq!(facts[0].severity, Severity::Warning, "a panic is an error");
+}
+
+#[tokio::test]
+async fn a_single_bad_pattern_is_quoted_with_the_new_quiet_lines_nearest_it() {
+    crate::install_crypto_provider();
+    let now = Utc::now();
+    let nginx = |ago: i64, client: &str| {
+        (
+            ago,
+            format!(
+                "2026/11/27 10:{ago:02}:01 [error] 812#812: *{ago} connect() to unix:/run/php/php8.3-fpm.sock failed (2: No such file or directory) while connecting to upstream, client: {client}, server: shop, request: \"GET / HTTP/1.1\", upstream: \"fastcgi://unix:/run/php/php8.3-fpm.sock:\", host: \"shop\""
+            ),
+        )
+    };
+    let owned = |entries: Vec<(i64, String)>| -> Vec<(i64, String)> {
+        let refs: Vec<(i64, &str)> = entries.iter().map(|(a, l)| (*a, l.as_str())).collect();
+        lines(now, &refs)
+    };
+    let streams = vec![
+        (
+            labels(&[("host", "web4"), ("unit", "nginx.service")]),
+            owned(vec![
+                nginx(10, "10.0.0.5"),
+                nginx(8, "10.0.0.9"),
+                nginx(6, "10.0.3.7"),
+            ]),
+        ),
+        (
+            labels(&[("host", "web4"), ("unit", "init.scope")]),
+            lines(
+                now,
+                &[
+                    // Routine: seen in the hours before.
+                    (200, "systemd[1]: Started Session 41 of user alice."),
+                    (12, "systemd[1]: Started Session 57 of user alice."),
+                    (35, "systemd[1]: Reloading finished in 211 ms."),
+                    (
+                        14,
+                        "systemd[1]: Stopping php8.3-fpm.service - The PHP 8.3 FastCGI Process Manager...",
+                    ),
+                    (
+                        13,
+                        "systemd[1]: Stopped php8.3-fpm.service - The PHP 8.3 FastCGI Process Manager.",
+                    ),
+                ],
+            ),
+        ),
+        (
+            labels(&[("host", "web4"), ("unit", "session-57.scope")]),
+            lines(
+                now,
+                &[(
+                    15,
+                    "sudo[4411]:    alice : TTY=pts/0 ; PWD=/home/alice ; USER=root ; COMMAND=/usr/bin/systemctl stop php8.3-fpm.service",
+                )],
+            ),
+        ),
+    ];
+    let server = FakeServer::start(loki_router(streams)).await.unwrap();
+    let mut config = crate::config::Config::default();
+    config.loki.url = Some(server.url.parse().unwrap());
+    let upstreams = crate::integrations::Upstreams::from_config(&config).unwrap();
+    let started = now - TimeDelta::minutes(10);
+    let focus = Focus::alert(&labels(&[("instance", "web4:9100")]), Some(started));
+    let scope = Scope::new(now, Some(started)).with_focus(focus);
+    let facts = LogsAtStart(upstreams.loki.unwrap())
+        .run(&scope)
+        .await
+        .unwrap();
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    let line = facts[0].line(now);
+    assert!(line.contains("3 log lines that look bad"), "{line}");
+    assert!(line.contains("[error] 812#812"), "{line}");
+    // Beside it: the admin's command and the unit stopping, one per stream; not the
+    // routine session nor the reload far from it.
+    assert!(line.contains("systemctl stop php8.3-fpm"), "{line}");
+    assert!(line.contains("Stopped php8.3-fpm.service"), "{line}");
+    assert!(!line.contains("Stopping"), "{line}");
+    assert!(!line.contains("Session"), "{line}");
+    assert!(!line.contains("Reloading"), "{line}");
+}
