@@ -1,0 +1,200 @@
+//! Ranking by labels, hosts, names in a question, time and severity.
+use chrono::TimeDelta;
+
+use super::*;
+use crate::analyze::{Entity, Source};
+
+fn fact(kind: &str, name: &str, host: &str, labels: &[(&str, &str)], sev: Severity) -> Fact {
+    let labels = labels
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Fact::new(
+        FactClass::Exhaustion,
+        "t",
+        Entity::new(kind, name)
+            .on_host(Some(host.to_string()))
+            .with_labels(labels),
+        "used",
+        sev,
+        Source::promql("x"),
+    )
+}
+
+fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn the_alerts_own_entity_outranks_a_worse_problem_elsewhere() {
+    let decoy = fact(
+        "host",
+        "db9",
+        "db9",
+        &[("instance", "db9:9100")],
+        Severity::Critical,
+    );
+    let own = fact(
+        "filesystem",
+        "/srv",
+        "cedar-07",
+        &[("instance", "cedar-07:9100"), ("mountpoint", "/srv")],
+        Severity::Warning,
+    );
+    let focus = Focus::alert(
+        &labels(&[
+            ("alertname", "X"),
+            ("instance", "cedar-07:9100"),
+            ("mountpoint", "/srv"),
+        ]),
+        None,
+    );
+    let r = rank(vec![decoy, own], &focus);
+    assert_eq!(r[0].fact.entity.name, "/srv");
+    assert!(r[0].about_trigger && !r[1].about_trigger);
+}
+
+#[test]
+fn a_fact_whose_quoted_text_names_the_alerts_host_ranks_above_one_that_does_not() {
+    let context = |service: &str, detail: &str| {
+        let mut f = fact("service", service, "proxy3", &[], Severity::Info);
+        f.class = FactClass::Context;
+        f.detail(detail.to_string())
+    };
+    let quiet = context("sshd.service", "most frequent: Accepted publickey for ops");
+    let proxy = context(
+        "caddy.service",
+        "most frequent: level=error msg=\"could not renew\" identifier=Cloud.Kestrel.lan",
+    );
+    let focus = Focus::alert(
+        &labels(&[
+            ("alertname", "CertExpiring"),
+            ("instance", "https://cloud.kestrel.lan"),
+        ]),
+        None,
+    );
+    let r = rank(vec![quiet.clone(), proxy.clone()], &focus);
+    assert_eq!(r[0].fact.entity.name, "caddy.service");
+    assert!(
+        !r[0].about_trigger,
+        "it mentions the host; it is not about it"
+    );
+    // A short host name is not looked for in text.
+    let short = Focus::alert(&labels(&[("instance", "db1:9100")]), None);
+    let db = context("app", "connection to db1 refused");
+    let r = rank(vec![db, quiet], &short);
+    assert_eq!(r[0].score, r[1].score);
+}
+
+#[test]
+fn names_in_a_question_match_entities_despite_case_separators_and_a_typo() {
+    let guest = fact("guest", "homeassistant", "pve2", &[], Severity::Warning);
+    let other = fact("guest", "jellyfin", "pve2", &[], Severity::Critical);
+    for q in [
+        "Why is Home Assistant down?",
+        "why is home-assistant down",
+        "is homeasistant ok?",
+    ] {
+        let r = rank(vec![other.clone(), guest.clone()], &Focus::question(q));
+        assert_eq!(r[0].fact.entity.name, "homeassistant", "{q}");
+    }
+    let pod = fact("pod", "media/worker-5d8f", "k3s-1", &[], Severity::Info);
+    let r = rank(
+        vec![other.clone(), pod],
+        &Focus::question("the worker pod restarts"),
+    );
+    assert_eq!(r[0].fact.entity.name, "media/worker-5d8f");
+}
+
+#[test]
+fn without_entities_severity_and_closeness_in_time_decide() {
+    let start = Utc::now();
+    let mut near = fact("host", "a1", "a1", &[], Severity::Warning);
+    near.since = Some(start + TimeDelta::minutes(2));
+    let mut far = fact("host", "b1", "b1", &[], Severity::Warning);
+    far.since = Some(start - TimeDelta::days(2));
+    let info = fact("host", "c1", "c1", &[], Severity::Info);
+    let focus = Focus::alert(&labels(&[("alertname", "Latency")]), Some(start));
+    let r = rank(vec![info, far, near], &focus);
+    let order: Vec<&str> = r.iter().map(|r| r.fact.entity.name.as_str()).collect();
+    assert_eq!(order, vec!["a1", "b1", "c1"]);
+}
+
+#[test]
+fn among_facts_no_name_singles_out_the_one_measuring_what_the_question_asks_leads() {
+    let mut memory = fact("host", "gw7", "gw7", &[], Severity::Info);
+    memory.class = FactClass::Context;
+    memory.what = "least memory available of 4 hosts".into();
+    let mut cpu = fact("host", "enc3", "enc3", &[], Severity::Info);
+    cpu.class = FactClass::Context;
+    cpu.what = "busiest CPU of 4 hosts".into();
+    let r = rank(
+        vec![memory.clone(), cpu.clone()],
+        &Focus::question("Which machine is the busiest right now?"),
+    );
+    assert_eq!(r[0].fact.entity.name, "enc3");
+    assert!(
+        !r[0].about_trigger,
+        "a word of what is measured names no entity"
+    );
+    let r = rank(
+        vec![cpu, memory],
+        &Focus::question("Who is short of memory?"),
+    );
+    assert_eq!(r[0].fact.entity.name, "gw7");
+}
+
+#[test]
+fn a_question_naming_what_one_entity_is_of_in_its_labels_ranks_it_first() {
+    let pool = fact(
+        "pool",
+        "tank2",
+        "nas4",
+        &[("pool", "tank2")],
+        Severity::Critical,
+    );
+    let pool_alert = fact(
+        "alert",
+        "ZpoolStatus",
+        "nas4",
+        &[("level", "CRITICAL"), ("volume", "tank2")],
+        Severity::Critical,
+    );
+    let task = fact(
+        "alert",
+        "ReplicationFailed",
+        "nas4",
+        &[("level", "CRITICAL"), ("name", "music-to-attic")],
+        Severity::Critical,
+    );
+    let q = Focus::question("Did last night's copy of the music to the attic box work?");
+    let r = rank(vec![pool.clone(), pool_alert.clone(), task.clone()], &q);
+    assert_eq!(r[0].fact.entity.name, "ReplicationFailed");
+    assert!(r[0].about_trigger && !r[1].about_trigger);
+    // A value three entities share names none of them: the question's "critical" is
+    // not a name.
+    let smart = fact(
+        "alert",
+        "SMARTTestFailed",
+        "nas4",
+        &[("level", "CRITICAL"), ("disk", "sdc")],
+        Severity::Critical,
+    );
+    let q = Focus::question("anything critical on the nas?");
+    let r = rank(vec![pool, pool_alert, task, smart], &q);
+    assert!(r.iter().all(|r| !r.about_trigger));
+    assert_eq!(r[0].fact.entity.name, "tank2");
+}
+
+#[test]
+fn one_typo_is_tolerated_only_in_long_names() {
+    assert!(similar("homeassistant", "homeasistant"));
+    assert!(!similar("pve1", "pve2"));
+    assert!(!similar("node01", "node02"));
+    assert!(!similar("nas01", "nas02x"));
+    assert_eq!(edit_distance("kitten", "sitting"), 3);
+    assert_eq!(edit_distance("ünï", "uni"), 2);
+}
