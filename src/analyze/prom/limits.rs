@@ -5,9 +5,10 @@
 //! `node_filefd_allocated` / `node_filefd_maximum`, `kubelet_volume_stats_used_bytes` /
 //! `…_capacity_bytes`, `node_systemd_unit_tasks_current` / `…_tasks_max`), or whose free
 //! part is named with a free word (`…_available_bytes` against `…_capacity_bytes`). Pairs
-//! are joined on the labels both sides share; a share above [`WARN_PERCENT`] is reported
-//! with the value, the limit, and when rising the rate and time to the limit (the steepest
-//! material rise over ten minutes, an hour, the window, as `filesystem.rs` does).
+//! are joined on the labels both sides share; a share above [`WARN_PERCENT`] (and not past
+//! [`MAX_PLAUSIBLE_PERCENT`], where a "limit" is not one) is reported with the value, the
+//! limit, and when rising the rate and time to the limit (the steepest material rise over
+//! ten minutes, an hour, the window, as `filesystem.rs` does).
 //!
 //! The conventions live in `limit_names.rs`. Names the dedicated analyzers read
 //! (filesystems, host and container memory) are left to them, so no fact is told twice.
@@ -33,6 +34,9 @@ pub use super::limit_names::{Pair, pairs};
 /// Share of the limit worth a look, and critical.
 const WARN_PERCENT: f64 = 80.0;
 const CRIT_PERCENT: f64 = 95.0;
+/// Above this share a pair is not a quantity and its limit (a limit holds, give or take a
+/// soft limit's overshoot).
+const MAX_PLAUSIBLE_PERCENT: f64 = 150.0;
 /// Time to the limit under which it is critical.
 const CRIT_ETA: f64 = 3600.0;
 /// A limit at or above this is "unlimited" (2^62: the kernel's and Go's sentinels are
@@ -139,7 +143,11 @@ impl NearLimit {
                 true => limit - s.value,
                 false => s.value,
             };
-            if used < 0.0 || 100.0 * used / limit < WARN_PERCENT {
+            // Far past its limit, the "limit" is not one: a pairing by names that joined
+            // two quantities of another kind (a queue's length against its configured
+            // maximum's neighbour, a value against a setting it is not bounded by).
+            let percent = 100.0 * used / limit;
+            if used < 0.0 || !(WARN_PERCENT..=MAX_PLAUSIBLE_PERCENT).contains(&percent) {
                 continue;
             }
             out.push(Near {

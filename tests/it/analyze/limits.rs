@@ -210,6 +210,18 @@ async fn a_conntrack_table_filling_on_one_host_gets_its_rate_and_time_to_the_lim
         &[("instance", "elm-1:9200"), ("job", "app")],
         |_| Some(11.0),
     ));
+    // A pair by names whose "limit" is not one (900 against a maximum of 30 of something
+    // else): thirty times a limit is no share of it.
+    for (name, value) in [
+        ("pool_connections_active", 900.0),
+        ("pool_connections_max", 30.0),
+    ] {
+        defs.push(series(
+            name,
+            &[("instance", "elm-1:9200"), ("job", "app")],
+            move |_| Some(value),
+        ));
+    }
     let Some(world) = World::build(&defs, 7200, 15).await else {
         return;
     };
