@@ -1,6 +1,7 @@
 //! The documents follow the code: README lists every tool the catalog registers, every
 //! metric family of the registry and every config section; every path ARCHITECTURE.md
-//! names exists, so its "I want to add …" table cannot silently go stale.
+//! names exists, so its "I want to add …" table cannot silently go stale; eval/README.md
+//! lists every shipped scenario once.
 
 use std::path::Path;
 
@@ -171,5 +172,46 @@ fn every_path_architecture_names_exists() {
     assert!(
         missing.is_empty(),
         "ARCHITECTURE.md names paths that do not exist: {missing:?}"
+    );
+}
+
+#[test]
+fn the_eval_readme_lists_every_shipped_scenario_once_and_counts_them() {
+    let doc = read("eval/README.md");
+    let table = section(&doc, "Shipped scenarios");
+    let listed: Vec<&str> = table
+        .lines()
+        .filter_map(|l| l.strip_prefix("| "))
+        .filter_map(|l| l.split(" |").next())
+        .map(|cell| cell.trim_end_matches(" †").trim())
+        .filter(|cell| !cell.is_empty() && !cell.starts_with("**") && !cell.starts_with("---"))
+        .filter(|cell| *cell != "scenario")
+        .collect();
+    let mut dirs: Vec<String> = std::fs::read_dir(Path::new(ROOT).join("eval/scenarios"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("scenario.toml").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    dirs.sort();
+    let mut names: Vec<String> = listed.iter().map(|s| s.to_string()).collect();
+    names.sort();
+    let twice: Vec<&String> = names
+        .windows(2)
+        .filter(|w| w[0] == w[1])
+        .map(|w| &w[0])
+        .collect();
+    assert!(twice.is_empty(), "listed twice: {twice:?}");
+    let missing: Vec<&String> = dirs.iter().filter(|d| !names.contains(d)).collect();
+    let stale: Vec<&String> = names.iter().filter(|n| !dirs.contains(n)).collect();
+    assert!(
+        missing.is_empty(),
+        "scenarios not in eval/README.md: {missing:?}"
+    );
+    assert!(stale.is_empty(), "rows naming no scenario: {stale:?}");
+    assert!(
+        table.contains(&format!("\n{} scenarios,", dirs.len())),
+        "eval/README.md does not say {} scenarios",
+        dirs.len()
     );
 }
