@@ -107,6 +107,74 @@ fn task_text(t: &ProxmoxTask) -> String {
     )
 }
 
+/// QEMU run states of a VM that is up but not running its guest: stopped on an error (the
+/// guest waits, frozen, until the fault is cleared and it is resumed) and paused or
+/// suspended. Migration and start-up states pass by themselves.
+const HELD_ON_ERROR: [&str; 4] = ["io-error", "internal-error", "guest-panicked", "watchdog"];
+const HELD: [&str; 2] = ["paused", "suspended"];
+/// A storage this full is the likely reason of an I/O error on the node.
+const FULL_STORAGE_PERCENT: f64 = 95.0;
+
+impl ProxmoxGuests {
+    /// The VMs on `node` that are up but held (paused, stopped on an I/O error); for an
+    /// I/O error, the node's storages that are full beside it (a thin pool that ran out
+    /// pauses every VM writing to it).
+    async fn held(&self, node: &str, guests: &[(&'static str, PveGuest)]) -> Vec<Fact> {
+        let held: Vec<(&str, &PveGuest, &str)> = guests
+            .iter()
+            .filter(|(_, g)| g.status == "running")
+            .filter_map(|(k, g)| {
+                let q = g.qmpstatus.as_deref()?;
+                (HELD_ON_ERROR.contains(&q) || HELD.contains(&q)).then_some((*k, g, q))
+            })
+            .collect();
+        if held.is_empty() {
+            return Vec::new();
+        }
+        let full: Vec<String> = match held.iter().any(|(_, _, q)| HELD_ON_ERROR.contains(q)) {
+            true => self
+                .0
+                .storage(node)
+                .await
+                .unwrap_or_default()
+                .into_iter()
+                .filter_map(|st| {
+                    let (used, total) = (st.used? as f64, st.total? as f64);
+                    let percent = 100.0 * used / total;
+                    (total > 0.0 && percent >= FULL_STORAGE_PERCENT)
+                        .then(|| format!("{} {} % used", st.storage, percent.round()))
+                })
+                .collect(),
+            false => Vec::new(),
+        };
+        held.into_iter()
+            .map(|(kind, g, q)| {
+                let on_error = HELD_ON_ERROR.contains(&q);
+                let detail = match (on_error, full.is_empty()) {
+                    (true, false) => format!(
+                        "QEMU stopped it on an error ({q}); full storage on {node}: {}",
+                        full.join(", ")
+                    ),
+                    (true, true) => format!("QEMU stopped it on an error ({q})"),
+                    (false, _) => format!("QEMU reports it {q}"),
+                };
+                Fact::new(
+                    FactClass::Availability,
+                    self.name(),
+                    guest_entity(node, kind, g),
+                    format!("running but {q}"),
+                    match on_error {
+                        true => Severity::Critical,
+                        false => Severity::Warning,
+                    },
+                    Source::new("proxmox_guests", json!({ "node": node })),
+                )
+                .detail(detail)
+            })
+            .collect()
+    }
+}
+
 #[async_trait]
 impl Analyzer for ProxmoxGuests {
     fn name(&self) -> &'static str {
@@ -157,6 +225,7 @@ impl Analyzer for ProxmoxGuests {
             let by_id: HashMap<String, (&str, &PveGuest)> =
                 guests.iter().map(|(k, g)| (vmid(g), (*k, g))).collect();
             let mut reported: HashSet<&str> = HashSet::new();
+            facts.extend(self.held(&n.node, &guests).await);
             for (kind, g) in &guests {
                 if g.status != "stopped" || g.template.as_ref().is_some_and(|t| t == 1 || t == "1")
                 {

@@ -112,6 +112,10 @@ pub struct PveGuest {
     pub maxmem: Option<u64>,
     #[serde(default)]
     pub template: Option<serde_json::Value>,
+    /// A VM's run state as QEMU reports it (`running`, `paused`, `io-error`, …; with
+    /// `full=1`): a VM whose `status` is `running` may be paused.
+    #[serde(default)]
+    pub qmpstatus: Option<String>,
 }
 
 impl PveGuest {
@@ -191,7 +195,9 @@ impl ProxmoxClient {
 
     /// Guests on `node`: ("qemu" | "lxc", guest).
     pub async fn guests(&self, node: &str) -> Result<Vec<(&'static str, PveGuest)>, UpstreamError> {
-        let qemu: Vec<PveGuest> = self.api.get(&format!("nodes/{node}/qemu"), &[]).await?;
+        // `full=1`: the run state QEMU reports (a VM paused on an I/O error is "running").
+        let full = [("full", "1".to_string())];
+        let qemu: Vec<PveGuest> = self.api.get(&format!("nodes/{node}/qemu"), &full).await?;
         let lxc: Vec<PveGuest> = self.api.get(&format!("nodes/{node}/lxc"), &[]).await?;
         Ok(qemu
             .into_iter()

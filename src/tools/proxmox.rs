@@ -125,7 +125,11 @@ impl Tool for PveTool {
                                 other => other.to_string(),
                             },
                             g.name.as_deref().unwrap_or("-"),
-                            g.status,
+                            // A VM up but held by QEMU: `running (io-error)`.
+                            match g.qmpstatus.as_deref() {
+                                Some(q) if q != g.status => format!("{} ({q})", g.status),
+                                _ => g.status.clone(),
+                            },
                             g.uptime
                                 .filter(|u| *u > 0)
                                 .map(|u| human_age(u as i64))

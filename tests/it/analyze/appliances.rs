@@ -54,6 +54,13 @@ fn vm(id: u32, name: &str, status: &str) -> Value {
         "cpu": 0.02, "cpus": 2, "mem": 1073741824u64, "maxmem": 4294967296u64, "maxdisk": 34359738368u64})
 }
 
+/// A VM whose `status` is running and whose QEMU run state is `qmpstatus`.
+fn held(id: u32, name: &str, qmpstatus: &str) -> Value {
+    let mut v = vm(id, name, "running");
+    v["qmpstatus"] = json!(qmpstatus);
+    v
+}
+
 fn task(node: &str, kind: &str, id: &str, user: &str, status: &str, end: i64) -> Value {
     json!({"upid": format!("UPID:{node}:0000{end:X}:00000000:{end:X}:{kind}:{id}:{user}:"), "node": node,
         "pid": 1234, "pstart": 100, "starttime": end - 30, "endtime": end, "type": kind, "id": id,
@@ -88,7 +95,11 @@ async fn proxmox_guests_stopped_by_a_task_or_against_ha_or_onboot_failed_tasks_a
             "GET /api2/json/nodes/pve1/qemu".into(),
             data(json!([
             vm(100, "k3s-master", "running"), vm(101, "homeassistant", "stopped"), vm(102, "win11", "stopped"),
-            {"vmid": 9000, "name": "debian-template", "status": "stopped", "template": 1}])),
+            {"vmid": 9000, "name": "debian-template", "status": "stopped", "template": 1},
+            // Up but held by QEMU: one on a write error (its storage is full), one paused by
+            // hand; one whose run state is running (with `full=1`) is no news.
+            held(103, "paperless", "io-error"), held(104, "jellyfin", "paused"),
+            held(105, "gitea", "running")])),
         ),
         (
             "GET /api2/json/nodes/pve1/lxc".into(),
@@ -193,7 +204,26 @@ async fn proxmox_guests_stopped_by_a_task_or_against_ha_or_onboot_failed_tasks_a
         (FactClass::Change, "task qmstart")
     );
     assert_eq!(f.detail.as_deref(), Some("qmstart 111 by bob@pve: OK"));
-    for decoy in ["win11", "debian-template", "pihole", "local"] {
+    let f = one(&facts, "paperless");
+    assert_eq!(
+        (f.class, f.what.as_str(), f.severity),
+        (
+            FactClass::Availability,
+            "running but io-error",
+            Severity::Critical
+        )
+    );
+    assert_eq!(
+        f.detail.as_deref(),
+        Some("QEMU stopped it on an error (io-error); full storage on pve1: local-zfs 96 % used"),
+        "{all}"
+    );
+    let f = one(&facts, "jellyfin");
+    assert_eq!(
+        (f.what.as_str(), f.severity),
+        ("running but paused", Severity::Warning)
+    );
+    for decoy in ["win11", "debian-template", "pihole", "local", "gitea"] {
         none(&facts, decoy);
     }
 
