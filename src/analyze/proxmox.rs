@@ -156,7 +156,7 @@ impl ProxmoxGuests {
                         full.join(", ")
                     ),
                     (true, true) => format!("QEMU stopped it on an error ({q})"),
-                    (false, _) => format!("QEMU reports it {q}"),
+                    (false, _) => format!("its run state is {q}"),
                 };
                 Fact::new(
                     FactClass::Availability,

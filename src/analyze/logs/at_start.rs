@@ -258,39 +258,13 @@ fn facts(
             let at = DateTime::from_timestamp_nanos(ns);
             if grade == Signal::None {
                 let q = quiet.entry(key.clone()).or_default();
-                let order = q.len();
-                let e = q.entry(pattern).or_insert_with(|| Seen {
-                    grade,
-                    first: at,
-                    order,
-                    stream: stream.clone(),
-                    count: 0,
-                    example: line.clone(),
-                });
-                e.count += 1;
-                if at < e.first {
-                    e.first = at;
-                    e.example = line;
-                }
+                tally(q, pattern, grade, at, &stream, line);
                 continue;
             }
             let g = groups.entry(key.clone()).or_default();
             g.about |= scope.is_about(&service_entity(label, &service, host.clone()));
             g.grade = g.grade.max(Some(grade));
-            let order = g.patterns.len();
-            let e = g.patterns.entry(pattern).or_insert_with(|| Seen {
-                grade,
-                first: at,
-                order,
-                stream: stream.clone(),
-                count: 0,
-                example: line.clone(),
-            });
-            e.count += 1;
-            if at < e.first {
-                e.first = at;
-                e.example = line.clone();
-            }
+            tally(&mut g.patterns, pattern, grade, at, &stream, line);
         }
     }
     let mut ordered: Vec<((String, String), Group)> = groups.into_iter().collect();
@@ -374,6 +348,32 @@ fn beside(mut quiet: Vec<Seen>, at: DateTime<Utc>) -> Vec<Seen> {
     let room = MAX_BESIDE - picked.len();
     picked.extend(rest.into_iter().take(room));
     picked
+}
+
+/// Counts `line` under `pattern`, keeping the earliest line as its example and the order
+/// patterns were first read in.
+fn tally(
+    seen: &mut HashMap<String, Seen>,
+    pattern: String,
+    grade: Signal,
+    at: DateTime<Utc>,
+    stream: &str,
+    line: String,
+) {
+    let order = seen.len();
+    let e = seen.entry(pattern).or_insert_with(|| Seen {
+        grade,
+        first: at,
+        order,
+        stream: stream.to_string(),
+        count: 0,
+        example: line.clone(),
+    });
+    e.count += 1;
+    if at < e.first {
+        e.first = at;
+        e.example = line;
+    }
 }
 
 /// The patterns to quote, at most [`MAX_PATTERNS`]: one per family of lines first (lines

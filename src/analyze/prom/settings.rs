@@ -16,7 +16,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
 use super::history::last_transition;
-use super::{Prom, host, identity, labels_map, selector};
+use super::{Prom, host, identity, label, labels_map, selector};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source,
 };
@@ -131,10 +131,6 @@ fn is_setting(name: &str) -> bool {
     let words: Vec<&str> = name.split('_').collect();
     !LIBRARY_PREFIXES.iter().any(|p| name.starts_with(p))
         && !words.iter().any(|w| NOT_SETTINGS.contains(w))
-}
-
-fn label(labels: &Labels, key: &str) -> String {
-    labels.get(key).cloned().unwrap_or_default()
 }
 
 /// The query of one changed series (its metric and its own labels).
