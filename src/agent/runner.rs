@@ -24,6 +24,7 @@
 //! - before each call the conversation is fitted into `llm.context_tokens`; a server that
 //!   still says it does not fit gets a tighter fit, [`MAX_CONTEXT_RETRIES`] times.
 
+mod cause;
 mod general;
 mod limits;
 mod naming;
@@ -166,6 +167,7 @@ impl Runner {
         let mut s = Session::new(self, self.llm.as_ref(), inv, seq, messages, tools, log);
         if let Some(g) = &gathered {
             s.pinned = g.pinned();
+            s.alert_start = g.alert_start;
             s.answer_first = self.answer_first && g.has_lead();
             let mut message = format!(
                 "health sweep: {} checks in {} ms, {} facts ({} shown)",
@@ -239,6 +241,8 @@ struct Session<'a> {
     trouble: Trouble,
     /// Health-sweep facts about the trigger: key figures whatever the finding cites.
     pinned: Vec<String>,
+    /// When the alert began (`None` for a question): what may have caused it began before.
+    alert_start: Option<chrono::DateTime<chrono::Utc>>,
     /// Answering from the sweep's facts (`llm.answer_first`): calls without tools, until
     /// the answers are unusable twice.
     answer_first: bool,
@@ -268,6 +272,7 @@ impl<'a> Session<'a> {
             window: ContextWindow::new(runner.context_tokens),
             trouble: Trouble::default(),
             pinned: Vec::new(),
+            alert_start: None,
             answer_first: false,
         }
     }

@@ -80,6 +80,11 @@ pub(super) struct Trouble {
     /// The finding that named no entity or figure of its facts, kept while the model is
     /// asked once to name them (it stands if the new answer is unusable).
     pub(super) unnamed: Option<Finding>,
+    /// The finding whose probable cause restated its trigger, kept while the model is
+    /// asked once which fact caused it.
+    pub(super) restated: Option<Finding>,
+    /// Whether the model was asked for the cause (once per investigation).
+    pub(super) asked_cause: bool,
     pub(super) context_retries: u32,
 }
 

@@ -82,7 +82,7 @@ fn problems<'a>(
 }
 
 /// The model's own words: summary, cause and claims.
-fn model_text(f: &Finding) -> String {
+pub(super) fn model_text(f: &Finding) -> String {
     let mut parts = vec![f.summary.as_str(), f.probable_cause.as_str()];
     parts.extend(f.evidence.iter().map(|e| e.claim.as_str()));
     parts.join("\n")

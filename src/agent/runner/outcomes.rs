@@ -2,7 +2,7 @@
 //! turn), the inconclusive end built from the evidence, a failure, and the last call
 //! without tools when a limit stopped the loop or the model kept repeating calls.
 
-use super::{Session, general, naming};
+use super::{Session, cause, general, naming};
 use crate::agent::figures;
 use crate::agent::prompt;
 use crate::agent::prose;
@@ -24,6 +24,16 @@ impl Session<'_> {
     /// the loop goes on), or the inconclusive end.
     pub(super) async fn conclude(&mut self, content: Option<String>) -> Option<Investigation> {
         let text = content.unwrap_or_default();
+        if let Some(first) = self.trouble.restated.take() {
+            let (finding, changed) = cause::apply(first, &text, self.log.records());
+            self.note(if changed {
+                "asked which fact caused the alert, the model named one: it is the probable cause"
+                    .into()
+            } else {
+                "asked which fact caused the alert, the model named none; its answer stands".into()
+            });
+            return Some(self.finish(InvestigationStatus::Finished, finding));
+        }
         let json = Finding::from_answer(&text);
         let prose = json.is_none();
         let Some(finding) = json.or_else(|| prose::from_prose(&text)) else {
@@ -118,6 +128,29 @@ impl Session<'_> {
             self.trouble.unnamed = Some(finding);
             self.reply_to(text, ask);
             return None;
+        }
+        if self.trouble.unnamed.is_none() && !self.trouble.asked_cause {
+            let trigger = match &self.inv.context {
+                Some(c) => format!("{}\n{}", self.inv.prompt, c.render()),
+                None => self.inv.prompt.clone(),
+            };
+            if let Some(ask) = cause::request(
+                &finding,
+                self.log.records(),
+                &trigger,
+                self.alert_start,
+                chrono::Utc::now(),
+            ) {
+                self.trouble.asked_cause = true;
+                self.record(EventKind::Note {
+                    message: "the probable cause restated the trigger while facts that began \
+                              before it were not cited; asked once which caused it"
+                        .into(),
+                });
+                self.trouble.restated = Some(finding);
+                self.reply_to(text, ask);
+                return None;
+            }
         }
         if prose {
             self.record(EventKind::Note {
