@@ -171,8 +171,10 @@ fn cited(finding: &Finding) -> BTreeSet<&str> {
 
 /// Whether `fact` can be a cause: a change, or a problem that is not context, whose state
 /// began in the hours before the trigger's start or with it (a state known to begin well
-/// after is an effect). Of a fact without a start only a critical one counts (a full
-/// storage, a held guest); a question has no start, so any start counts.
+/// after is an effect). Of a fact without a start only a critical one read from an API
+/// without history counts (a full storage, a held guest): a series without a start has been
+/// so for all the history read, long before the trigger. A question has no start, so any
+/// start counts.
 fn may_cause(fact: &Fact, start: Option<DateTime<Utc>>) -> bool {
     let problem = fact.class == FactClass::Change
         || (fact.class != FactClass::Context && fact.severity >= Severity::Warning);
@@ -182,7 +184,9 @@ fn may_cause(fact: &Fact, start: Option<DateTime<Utc>>) -> bool {
     match (fact.since, start) {
         (Some(since), Some(start)) => since >= start - CAUSE_LEAD && since <= start + CAUSE_LAG,
         (Some(_), None) => true,
-        (None, _) => fact.severity >= Severity::Critical,
+        (None, _) => {
+            fact.severity >= Severity::Critical && !fact.source.tool.starts_with("prometheus")
+        }
     }
 }
 

@@ -57,20 +57,26 @@ fn world(start: DateTime<Utc>) -> Vec<CallRecord> {
             )
             .since(Some(start - TimeDelta::minutes(6))),
         ),
-        record(
-            "fact_2",
-            fact(
+        record("fact_2", {
+            let mut held = fact(
                 "guest",
                 "kioskvm",
                 "hyper4",
                 "running but held",
                 Severity::Critical,
-            ),
-        ),
+            );
+            held.source = Source::new("proxmox_guests", json!({}));
+            held
+        }),
         record(
             "fact_3",
             fact("filesystem", "/srv", "archive9", "used", Severity::Warning)
                 .since(Some(start - TimeDelta::days(3))),
+        ),
+        // Full for all the history read: no start, long before the alert.
+        record(
+            "fact_5",
+            fact("filesystem", "/", "archive8", "used", Severity::Critical),
         ),
         record("fact_4", context),
     ]
@@ -92,7 +98,10 @@ fn a_cause_that_restates_the_alert_is_asked_which_fact_that_began_with_it_caused
     );
     assert!(ask.contains("fact_2: guest kioskvm on hyper4"), "{ask}");
     // Full for days before the alert: not its cause. Context: never.
-    assert!(!ask.contains("fact_3") && !ask.contains("fact_4"), "{ask}");
+    assert!(
+        !ask.contains("fact_3") && !ask.contains("fact_4") && !ask.contains("fact_5"),
+        "{ask}"
+    );
     assert!(ask.contains("<data source=\"facts\">"), "fenced: {ask}");
 }
 
