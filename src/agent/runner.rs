@@ -4,7 +4,8 @@
 //! last call without tools asks for the finding. When the health sweep found a problem
 //! with what the trigger is about (`llm.answer_first`), the first calls send no tools and
 //! ask for the answer from the facts; tools follow if the model calls one or its answers
-//! are unusable twice.
+//! are unusable twice. The alert-first checks (`evidence.rs`) are then cut to the rule's
+//! value now: the facts hold the rest.
 //!
 //! Small models go astray, so the loop corrects them a bounded number of times:
 //! - a call identical to an earlier one (same tool, same canonical arguments) is not run
@@ -19,6 +20,8 @@
 //!   is built from the evidence gathered, `inconclusive`, never an empty summary;
 //! - a finding that names no entity or figure of the problem facts it rests on gets one
 //!   request to name them (`naming.rs`); if that answer is unusable the first one stands;
+//! - else a probable cause that restates the trigger while facts that began before it are
+//!   neither cited nor named gets one request to choose among them (`cause.rs`);
 //! - a finding's citations are checked against the calls that ran; without a cited result
 //!   that returned data its confidence is lowered to low;
 //! - before each call the conversation is fitted into `llm.context_tokens`; a server that
@@ -57,6 +60,9 @@ pub const MAX_CORRECTIONS: u32 = 2;
 
 /// Retries after the server said a request does not fit the model's context.
 pub const MAX_CONTEXT_RETRIES: u32 = 2;
+
+/// First checks run when the health sweep found a problem with what the trigger is about.
+const EVIDENCE_WITH_LEAD: usize = 1;
 
 /// Runs investigations; shared by the dispatcher's workers.
 #[derive(Clone)]
@@ -206,7 +212,14 @@ impl Runner {
         }
         // Alert-first evidence: run as the model's own earlier calls (`evidence_N`), so it
         // sees the facts even if it calls no tool, and can cite them.
-        let planned = self.evidence.plan(&s.inv, &self.tools).await;
+        let mut planned = self.evidence.plan(&s.inv, &self.tools).await;
+        if gathered.as_ref().is_some_and(|g| g.has_lead()) {
+            // The sweep's facts already tell what the trigger is about, with rates and
+            // since when: the rule's value now is the only first check they do not hold;
+            // the range reads after it restated them in other units and cost a small
+            // model seconds of reading.
+            planned.truncate(EVIDENCE_WITH_LEAD);
+        }
         if !planned.is_empty() {
             let calls = planned
                 .into_iter()
