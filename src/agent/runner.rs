@@ -326,7 +326,8 @@ impl<'a> Session<'a> {
                 return self.at_limit(Limit::hard(why)).await;
             }
             // The sweep found the trigger's problem: its first call answers from the facts.
-            let with_tools = !self.answer_first;
+            // Asked which fact caused the alert, the model chooses among facts it has.
+            let with_tools = !self.answer_first && self.trouble.restated.is_none();
             if self.answer_first && self.step == 0 {
                 self.note(
                     "the health sweep found a problem with what the trigger is about; \

@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use crate::support::fake_llm::{FakeLlm, answer, error, finding_json, tool_calls};
 use crate::support::{TestApp, eventually, metric_value, spawn_app};
 
+mod cause;
 mod cli;
 mod dispatch;
 mod general;
