@@ -92,9 +92,13 @@ pub(super) fn request(
         .iter()
         .map(|c| format!("{}: {}", c.id, c.fact.line_beside(now, start)))
         .collect();
+    let (trigger, began) = match start {
+        Some(_) => ("the alert", " began before it or with it and"),
+        None => ("the question", ""),
+    };
     Some(format!(
-        "Your probable cause repeats what the alert says. These facts began before it or with \
-         it and may be its cause:\n{}\nIf one of them caused it, reply with only \
+        "Your probable cause repeats what {trigger} says. These facts{began} may be its \
+         cause:\n{}\nIf one of them caused it, reply with only \
          {{\"probable_cause\":\"<what caused it, with its name and numbers>\",\
          \"tool_call_ids\":[\"<its id>\"]}}. If none did, reply {{\"probable_cause\":\"\"}}.",
         fence("facts", &lines.join("\n"))

@@ -80,7 +80,7 @@ async fn a_cause_restating_the_trigger_is_asked_once_without_tools_which_earlier
         .unwrap()
         .to_string();
     assert!(
-        ask.starts_with("Your probable cause repeats what the alert says."),
+        ask.starts_with("Your probable cause repeats what the question says. These facts may"),
         "{ask}"
     );
     assert!(ask.contains("vault-9"), "{ask}");
