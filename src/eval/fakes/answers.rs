@@ -1,7 +1,8 @@
 //! Answers by path: the file `<dir>/<api path>.json` answers `<base>/<api path>` (any
 //! method, query ignored). A path with no file answers an empty list in the service's
-//! envelope, so a tool that asks for something the scenario left out sees "nothing"
-//! rather than an error, whichever path the investigation takes.
+//! envelope (an empty map where the API answers a map: TrueNAS' disk temperatures), so a
+//! tool that asks for something the scenario left out sees "nothing" rather than an error,
+//! whichever path the investigation takes.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -35,9 +36,12 @@ impl AnswerService {
         }
     }
 
-    fn empty(self) -> Value {
+    /// The answer for `rel`, a path the scenario has no file for.
+    fn empty(self, rel: &str) -> Value {
         match self {
             Self::Proxmox | Self::Pbs => json!({"data": []}),
+            // `POST disk/temperatures` answers `{"sda": 38, …}`, one entry per disk.
+            Self::Truenas if rel == "disk/temperatures" => json!({}),
             Self::Truenas | Self::Grafana => json!([]),
         }
     }
@@ -107,6 +111,21 @@ async fn answer(State(answers): State<Arc<Answers>>, uri: Uri) -> Response {
         .trim_matches('/');
     match answers.by_path.get(rel) {
         Some(v) => axum::Json(v.clone()).into_response(),
-        None => axum::Json(answers.service.empty()).into_response(),
+        None => axum::Json(answers.service.empty(rel)).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_answer_is_empty_in_the_shape_the_api_answers() {
+        assert_eq!(AnswerService::Truenas.empty("pool"), json!([]));
+        assert_eq!(AnswerService::Truenas.empty("disk/temperatures"), json!({}));
+        assert_eq!(
+            AnswerService::Proxmox.empty("nodes/pve1/qemu"),
+            json!({"data": []})
+        );
     }
 }
