@@ -25,6 +25,7 @@ mod pbs_backups;
 mod probe_tls;
 mod proxmox_load;
 mod proxmox_storage;
+mod reboots;
 mod saturation;
 mod steps;
 mod stopped_times;
