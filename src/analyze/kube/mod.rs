@@ -17,6 +17,7 @@ mod pods;
 mod rollouts;
 mod scheduling;
 mod view;
+mod volume_node;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
