@@ -3,7 +3,8 @@
 //! `windows_system_boot_time_timestamp_seconds` (`windows_system_boot_time_timestamp` in
 //! 0.31, `windows_system_system_up_time` before: each a Unix time despite the name), and
 //! the SNMP host uptimes `hrSystemUptime` and `sysUpTime` (hundredths of a second since
-//! boot, so the boot time is the sample's time less the uptime).
+//! boot, so the boot time is the sample's time less the uptime; their 32-bit wrap after
+//! about 497 days is not a boot).
 //!
 //! One range query per family present reads every host's boot time over the window; a
 //! host whose boot time moved forward (by more than [`JITTER_SECS`]: the kernel's boot
@@ -124,7 +125,7 @@ impl HostReboots {
             if !boot.is_finite() || boot <= start {
                 continue;
             }
-            let jumps = boots(&s.values);
+            let jumps = boots(&s.values, family.uptime_divisor.is_some());
             if jumps == 0 {
                 first_seen.push((identity(&s.metric), boot));
             } else {
@@ -175,11 +176,18 @@ impl HostReboots {
     }
 }
 
-/// How many times the boot time in `values` moved forward by more than [`JITTER_SECS`].
-fn boots(values: &[(f64, f64)]) -> usize {
+/// How far an SNMP uptime's wrap moves its boot time forward: TimeTicks are 32 bits of
+/// hundredths of a second (about 497 days).
+const TIMETICKS_WRAP_SECS: f64 = 4_294_967_296.0 / 100.0;
+
+/// How many times the boot time in `values` moved forward by more than [`JITTER_SECS`]
+/// (for an uptime in TimeTicks, `wraps`: a move by one wrap is the counter, not a boot).
+fn boots(values: &[(f64, f64)], wraps: bool) -> usize {
     values
         .windows(2)
-        .filter(|w| w[1].1 - w[0].1 > JITTER_SECS)
+        .map(|w| w[1].1 - w[0].1)
+        .filter(|d| *d > JITTER_SECS)
+        .filter(|d| !(wraps && (d - TIMETICKS_WRAP_SECS).abs() <= JITTER_SECS))
         .count()
 }
 
@@ -225,9 +233,12 @@ mod tests {
             (180.0, 4999.0),
             (240.0, 9000.0),
         ];
-        assert_eq!(boots(&v), 2);
-        assert_eq!(boots(&v[..2]), 0);
-        assert_eq!(boots(&[]), 0);
+        assert_eq!(boots(&v, false), 2);
+        assert_eq!(boots(&v[..2], false), 0);
+        assert_eq!(boots(&[], false), 0);
+        let wrapped = [(0.0, 1000.0), (60.0, 1000.0 + TIMETICKS_WRAP_SECS + 0.5)];
+        assert_eq!(boots(&wrapped, true), 0, "an SNMP uptime that wrapped");
+        assert_eq!(boots(&wrapped, false), 1);
     }
 
     #[test]
