@@ -1,14 +1,15 @@
 //! `host_reboots` on the captured node_exporter of several hosts: one rebooted 20 minutes
 //! before the alert (its target down across the boot), one rebooted three times, one
 //! scraped for the first time in the window (booted shortly before: not a reboot), and
-//! calm hosts up for a day. And `proxmox_guests` on a Proxmox VE node whose uptime is
+//! calm hosts up for a day; a Windows host's boot time and switches' SNMP uptimes (one
+//! rebooted, one whose counter wrapped). And `proxmox_guests` on a Proxmox VE node whose uptime is
 //! shorter than the window.
 
 use serde_json::json;
 use sre_agent::analyze::{Fact, FactClass, Severity};
 
 use super::appliances::{none, one, sweep};
-use super::world::{Capture, SeriesDef, World, lines, set};
+use super::world::{Capture, SeriesDef, World, lines, series, set};
 use crate::support::fake_appliance::FakeAppliance;
 
 /// The captured node_exporter as `host:9100` (job `node`) served it.
@@ -79,6 +80,49 @@ async fn a_host_rebooted_before_the_alert_is_a_change_at_its_boot_time_and_a_new
         d.value = Box::new(move |ago| if ago < 2100 { f(ago) } else { None });
     }
     defs.extend(fresh);
+    // A Windows host (windows_exporter 0.31 names its boot time without `_seconds`)
+    // rebooted 15 minutes ago, and one that did not.
+    for (host, boot_ago) in [("oak-win1", 900.0), ("oak-win2", 40.0 * 86400.0)] {
+        let labels = [
+            ("instance", format!("{host}:9182")),
+            ("job", "windows".into()),
+        ];
+        let labels: Vec<(&str, &str)> = labels.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        defs.push(series(
+            "windows_system_boot_time_timestamp",
+            &labels,
+            move |ago| {
+                Some(if (ago as f64) < 900.0 {
+                    t0 - boot_ago
+                } else {
+                    t0 - 40.0 * 86400.0
+                })
+            },
+        ));
+    }
+    // Switches through snmp_exporter: sysUpTime in hundredths of a second. One rebooted
+    // 8 minutes ago; the other's 32-bit counter wrapped 16 minutes ago, no reboot.
+    let ticks = |boot: f64, t: f64| Some(((t - boot) * 100.0).rem_euclid(4_294_967_296.0).floor());
+    defs.push(series(
+        "sysUpTime",
+        &[("instance", "sw-core"), ("job", "snmp")],
+        move |ago| {
+            let t = t0 - ago as f64;
+            ticks(
+                if ago < 480 {
+                    t0 - 480.0
+                } else {
+                    t0 - 30.0 * 86400.0
+                },
+                t,
+            )
+        },
+    ));
+    defs.push(series(
+        "sysUpTime",
+        &[("instance", "sw-edge"), ("job", "snmp")],
+        move |ago| ticks(t0 - 960.0 - 42_949_672.96, t0 - ago as f64),
+    ));
     let Some(world) = World::build(&defs, 3 * 3600, 15).await else {
         return;
     };
@@ -89,7 +133,7 @@ async fn a_host_rebooted_before_the_alert_is_a_change_at_its_boot_time_and_a_new
     let found = reboots(&facts);
     let mut names: Vec<&str> = found.iter().map(|f| f.entity.name.as_str()).collect();
     names.sort_unstable();
-    assert_eq!(names, ["elm-3", "elm-4"], "{all}");
+    assert_eq!(names, ["elm-3", "elm-4", "oak-win1", "sw-core"], "{all}");
     let host = |name: &str| found.iter().find(|f| f.entity.name == name).unwrap();
 
     let f = host("elm-3");
@@ -105,6 +149,19 @@ async fn a_host_rebooted_before_the_alert_is_a_change_at_its_boot_time_and_a_new
     assert_eq!(
         f.source.arguments["query"],
         "node_boot_time_seconds{instance=\"elm-3:9100\",job=\"node\"}"
+    );
+
+    let f = host("oak-win1");
+    assert_eq!(f.entity.host.as_deref(), Some("oak-win1"));
+    let at = f.since.expect("the boot time").timestamp() as f64;
+    assert!((at - (t0 - 900.0)).abs() < 2.0, "{all}");
+    let f = host("sw-core");
+    let at = f.since.expect("the boot time").timestamp() as f64;
+    assert!((at - (t0 - 480.0)).abs() < 2.0, "{all}");
+    assert!(f.what.ends_with("(up 8 min)"), "{all}");
+    assert_eq!(
+        f.source.arguments["query"],
+        "timestamp(sysUpTime{instance=\"sw-core\",job=\"snmp\"}) - sysUpTime{instance=\"sw-core\",job=\"snmp\"} / 100"
     );
 
     let f = host("elm-4");
