@@ -3,7 +3,8 @@
 //! stopped by a task in the window (since the task's end, with its type, user and status)
 //! or stopped against an expectation the API states (an HA resource that should be
 //! started, `onboot=1`); tasks that failed in the window; and what changed: the other
-//! tasks that acted on a guest (start, migrate, restore, …). `proxmox_storage`: storage
+//! tasks that acted on a guest (start, migrate, restore, …), and a node whose uptime is
+//! shorter than the window (it booted within it). `proxmox_storage`: storage
 //! nearly full or filling (the filesystem analyzer's thresholds; the fill rate and time
 //! until full from the storage's usage history over the last hour and day) or inactive.
 //! Each lists the nodes once and each online node's guests, tasks and storage once.
@@ -12,11 +13,11 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, TimeDelta, Utc};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::prom::{slope, space_severity};
+use super::prom::{reboot_fact, slope, space_severity};
 use super::proxmox_load::busy_node;
 use super::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
@@ -220,6 +221,17 @@ impl Analyzer for ProxmoxGuests {
                 &guests,
                 window,
             ));
+            // An uptime shorter than the window: the node booted within it.
+            if let Some(up) = n
+                .uptime
+                .filter(|u| i64::try_from(*u).is_ok_and(|u| u < window))
+                && let Some(at) = scope.now.checked_sub_signed(TimeDelta::seconds(up as i64))
+            {
+                let entity = Entity::new("host", n.node.clone()).on_host(Some(n.node.clone()));
+                let source = Source::new("proxmox_nodes", json!({}));
+                let entity = entity.with_labels(node_entity(&n.node).labels);
+                facts.push(reboot_fact(self.name(), entity, at, 1, scope.now, source));
+            }
             let tasks = c.tasks(&n.node, false, Some(since)).await?;
             let tasks_source = Source::new("proxmox_tasks", json!({ "since": since }));
             let by_id: HashMap<String, (&str, &PveGuest)> =

@@ -1,12 +1,12 @@
-//! Read-only Kubernetes client (kube): pods, pod logs, events, nodes and workloads,
-//! limited to the `kubernetes.namespaces` allow-list. Secrets and ConfigMaps are never
+//! Read-only Kubernetes client (kube): pods, pod logs, events, nodes, workloads, volume
+//! claims and the (cluster-wide) persistent volumes they are bound to, limited to the `kubernetes.namespaces` allow-list. Secrets and ConfigMaps are never
 //! requested. A 403 names the verb, resource and namespace the ServiceAccount lacks.
 
 use std::fmt::Debug;
 
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use kube::api::{Api, ListParams, LogParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Resource};
@@ -275,6 +275,21 @@ impl KubeClient {
             .await
             .map(|l| l.items)
             .map_err(|e| map_err("list", "nodes", None, e))
+    }
+
+    /// The persistent volumes (cluster-scoped: a volume belongs to no namespace; what is
+    /// read of one is its binding, class and node affinity).
+    pub async fn persistent_volumes(&self) -> Result<Vec<PersistentVolume>, KubeError> {
+        let api: Api<PersistentVolume> = Api::all(self.client().await?);
+        api.list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .map_err(|e| map_err("list", "persistentvolumes", None, e))
+    }
+
+    /// The volume claims in `ns` (or every allowed namespace).
+    pub async fn claims(&self, ns: Option<&str>) -> Result<Vec<PersistentVolumeClaim>, KubeError> {
+        self.list(ns, &ListParams::default()).await
     }
 
     /// Running and pending pods in every namespace, for per-node requests.

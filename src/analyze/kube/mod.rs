@@ -1,6 +1,7 @@
 //! Analyzers over the Kubernetes API (the `KubeClient`, so the namespace allow-list holds):
 //! pods not ready with their reason and the events behind it (`pods.rs`, one file per
-//! failure class under it), node conditions (`nodes.rs`), and rollouts in progress, stuck,
+//! failure class under it; `volume_node.rs`: the volume whose node holds a pod), node
+//! conditions (`nodes.rs`), and rollouts in progress, stuck,
 //! or done in the window (`rollouts.rs`), and the Warning events about other objects
 //! (`events.rs`). Each lists what it needs once per sweep. What
 //! they share lives here: times from the API, resource quantities, and the entity of a pod
@@ -17,6 +18,7 @@ mod pods;
 mod rollouts;
 mod scheduling;
 mod view;
+mod volume_node;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,8 +1,11 @@
 //! Containers not ready for a reason the other classes do not claim (a readiness probe
 //! failing, a missing ConfigMap, a container that cannot be created), with the reason it
 //! waits and the newest Warning event about it; and pods that failed in the window (an
-//! eviction, a deadline), with the kubelet's reason and message. A pod that is starting
-//! (not ready for less than [`STARTING_GRACE_SECS`] with no Warning event) is left alone.
+//! eviction, a deadline), with the kubelet's reason and message; and pods stranded on a
+//! node that stopped answering: not ready while their containers last read ready (the
+//! node controller marks them, the kubelet that would say why is gone), or deleted and
+//! still there past their grace. A pod that is starting (not ready for less than
+//! [`STARTING_GRACE_SECS`] with no Warning event) is left alone.
 
 use k8s_openapi::api::core::v1::ContainerStatus;
 
@@ -10,6 +13,7 @@ use super::PODS as NAME;
 use super::view::{PodView, waiting_message, waiting_reason};
 use super::{describe_source, pod_entity, time};
 use crate::analyze::{Fact, FactClass, Severity};
+use chrono::{DateTime, Utc};
 
 /// How long a container may be not ready, without a Warning event, before it counts.
 pub const STARTING_GRACE_SECS: i64 = 120;
@@ -125,4 +129,42 @@ fn failed_detail(status: &k8s_openapi::api::core::v1::PodStatus) -> String {
         .collect();
     parts.extend(status.message.clone().filter(|m| !m.trim().is_empty()));
     parts.join("; ")
+}
+
+/// The fact about a pod no container fact explains: not ready while its containers last
+/// read ready, or deleted before `deleted` and still listed (the caller has left alone a
+/// pod within its deletion grace).
+pub fn stranded(v: &PodView, deleted: Option<DateTime<Utc>>) -> Option<Fact> {
+    let status = v.pod.status.as_ref()?;
+    let (what, since) = match deleted {
+        Some(t) => ("stuck terminating".to_string(), Some(t)),
+        None => {
+            let since = v.condition_since("Ready", "False")?;
+            if (v.scope.now - since).num_seconds() < STARTING_GRACE_SECS {
+                return None;
+            }
+            (
+                "not ready, containers last reported ready".to_string(),
+                Some(since),
+            )
+        }
+    };
+    let detail = [status.reason.as_deref(), status.message.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter(|s| !s.trim().is_empty())
+        .collect::<Vec<_>>()
+        .join(": ");
+    Some(
+        Fact::new(
+            FactClass::Kubernetes,
+            NAME,
+            pod_entity(v.pod, None),
+            what,
+            Severity::Warning,
+            describe_source(v.pod),
+        )
+        .since(since)
+        .detail(detail),
+    )
 }

@@ -2,9 +2,11 @@
 //! Warning events once, gives each pod the events about it, and asks each failure class in
 //! turn about each container: image pulls (`image_pull.rs`), crash loops, OOM kills and
 //! recent crashes (`crash.rs`), containers not ready for another reason (`not_ready.rs`);
-//! then the pod as a whole: unschedulable (`scheduling.rs`) or failed (`not_ready.rs`).
-//! A container gets one fact, from the first class that claims it; a failed run's log
-//! lines are added to it (`pod_logs.rs`).
+//! then the pod as a whole: unschedulable (`scheduling.rs`), failed or stranded on a node
+//! that stopped answering (`not_ready.rs`). A container gets one fact, from the first
+//! class that claims it; a failed run's log lines are added to it (`pod_logs.rs`), and a
+//! pod held by a volume pinned to an unavailable node gets a fact saying so
+//! (`volume_node.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -13,7 +15,9 @@ use async_trait::async_trait;
 use k8s_openapi::api::core::v1::{Event, Pod};
 
 use super::view::PodView;
-use super::{MAX_FACTS, crash, image_pull, not_ready, pod_logs, scheduling, time, upstream};
+use super::{
+    MAX_FACTS, crash, image_pull, not_ready, pod_logs, scheduling, time, upstream, volume_node,
+};
 use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope, keep_most_severe};
 use crate::integrations::kubernetes::KubeClient;
 
@@ -32,6 +36,7 @@ impl Analyzer for KubePods {
         let events = self.0.events(None, true).await.map_err(upstream)?;
         let mut facts = analyze(&pods, &events, scope);
         pod_logs::attach(&self.0, &pods, &mut facts, scope).await;
+        volume_node::attach(&self.0, &pods, &mut facts).await;
         Ok(facts)
     }
 }
@@ -108,6 +113,9 @@ fn pod_facts(v: &PodView) -> Vec<Fact> {
     }
     if facts.is_empty() {
         facts.extend(scheduling::fact(v));
+    }
+    if facts.is_empty() {
+        facts.extend(not_ready::stranded(v, deleting));
     }
     facts
 }

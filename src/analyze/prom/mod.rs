@@ -22,6 +22,7 @@ mod memory;
 mod network;
 mod probes;
 mod process_memory;
+mod reboots;
 mod reloads;
 mod restarts;
 mod rollouts;
@@ -71,6 +72,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(stopped_times::StoppedTimes(p.clone())),
         Arc::new(versions::VersionChanges(p.clone())),
         Arc::new(restarts::ProcessRestarts(p.clone())),
+        Arc::new(reboots::HostReboots(p.clone())),
         Arc::new(reloads::ConfigReloads(p.clone())),
         Arc::new(settings::SettingChanges(p.clone())),
         Arc::new(rollouts::Rollouts(p.clone())),
@@ -246,6 +248,9 @@ pub fn labels_map(labels: &Labels) -> BTreeMap<String, String> {
 /// be full, before it is a warning or critical: one set of thresholds for every analyzer of
 /// space.
 pub(crate) use filesystem::{CRIT_ETA, CRIT_PERCENT, WARN_ETA, WARN_PERCENT};
+
+/// The fact of a host that booted in the window (the Proxmox nodes' uptime tells it too).
+pub(crate) use reboots::reboot_fact;
 
 /// The severity of a space `used_percent` full and `eta` seconds from full, by the
 /// filesystem thresholds; `None` when it is fine.
