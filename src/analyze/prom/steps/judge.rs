@@ -11,9 +11,6 @@ use chrono::{DateTime, Utc};
 const SURPRISE: f64 = 8.0;
 /// Least change of slope, as a share of the larger slope, that counts.
 const MIN_SLOPE_CHANGE: f64 = 0.1;
-/// A counter that went down to at most this share of its value restarted (from zero, plus
-/// what it counted since).
-const RESET_SHARE: f64 = 0.5;
 /// Least move of a gauge, as a share of its level, that counts.
 const MIN_LEVEL_CHANGE: f64 = 0.05;
 /// Whether series `name` with values `v` is a counter: by its name's suffix, or one
@@ -23,9 +20,7 @@ const MIN_LEVEL_CHANGE: f64 = 0.05;
 /// (`pg_stat_activity_count`, a count of connections): a counter only drops when its
 /// process restarts, to a small part of what it had.
 pub(super) fn is_counter(name: &str, v: &[f64; 4]) -> bool {
-    let dropped_but_not_reset = v
-        .windows(2)
-        .any(|w| w[1] < w[0] && w[1] > RESET_SHARE * w[0]);
+    let dropped_but_not_reset = crate::analyze::prom::kinds::fell_without_reset(v);
     let suffix = ["_total", "_count", "_sum"]
         .iter()
         .any(|x| name.ends_with(x))
