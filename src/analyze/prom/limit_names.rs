@@ -382,4 +382,59 @@ mod tests {
         // Read as counters, nothing pairs.
         assert!(pairs(&all, &counters).is_empty());
     }
+
+    #[test]
+    fn captured_exporters_pair_no_name_their_exposition_declares_a_counter() {
+        use crate::analyze::prom::kinds::{Kind, declared};
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/exporters");
+        let (mut names, mut types) = (BTreeSet::new(), HashMap::new());
+        for file in [
+            "node_exporter.prom",
+            "node_exporter_systemd.prom",
+            "process_exporter.prom",
+            "prometheus_self.prom",
+            "alertmanager_self.prom",
+            "blackbox_exporter_self.prom",
+            "kubelet_volume_stats.prom",
+        ] {
+            let text = std::fs::read_to_string(dir.join(file)).unwrap();
+            for line in text.lines() {
+                match line.strip_prefix("# TYPE ") {
+                    Some(t) => {
+                        let mut w = t.split_whitespace();
+                        if let (Some(n), Some(k)) = (w.next(), w.next()) {
+                            types.insert(n.to_string(), k.to_string());
+                        }
+                    }
+                    None if !line.starts_with('#') => {
+                        let end = line.find(['{', ' ']).unwrap_or(line.len());
+                        names.insert(line[..end].to_string());
+                    }
+                    None => {}
+                }
+            }
+        }
+        let names: Vec<String> = names.into_iter().collect();
+        let found = pairs(&names, &|n| declared(&types, n) != Kind::Counter);
+        for p in &found {
+            for side in [&p.gauge, &p.limit] {
+                assert_ne!(declared(&types, side), Kind::Counter, "{p:?}");
+            }
+        }
+        // The declared gauge named `…_total` (systemd's refused connections) is there but
+        // has no part to pair with, so the pairs are those of the plain names.
+        assert_eq!(found, pairs(&names, &counters));
+        // Were every `…_total` a gauge, a counter would pair (Go's allocated bytes so far
+        // against the bytes allocated now).
+        let naive = pairs(&names, &|_| true);
+        assert!(
+            naive.contains(&pair(
+                "go_memstats_alloc_bytes",
+                "go_memstats_alloc_bytes_total",
+                false,
+                "bytes"
+            )),
+            "{naive:#?}"
+        );
+    }
 }

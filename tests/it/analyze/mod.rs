@@ -16,6 +16,7 @@ mod inventory;
 mod kube;
 mod kube_cluster;
 mod kube_state;
+mod limit_members;
 mod limits;
 mod log_changes;
 mod log_world;
