@@ -1,6 +1,6 @@
-//! The name of a member of a cluster, a pool or an array, from the labels of one metric's
-//! series: the labels whose values differ among the series that share its scrape context
-//! (`instance`, `job`, `cluster`) are the ones that tell the members apart. A label that
+//! The name of a member of a cluster, a pool or an array, from the labels of a metric's
+//! series: the labels whose values differ among the series that share its metric name and
+//! scrape context (`instance`, `job`, `cluster`) are the ones that tell the members apart. A label that
 //! alone tells every peer apart names the member by its value (`es-3`, `orders`, `md0`);
 //! when none does, the fewest such labels that together do, as `k=v` pairs (a topic and
 //! its partition). A short preference list only breaks ties between labels that tell the
@@ -42,8 +42,9 @@ pub struct Member {
     pub host: Option<String>,
 }
 
+/// The metric name and scrape context of a series: its peers share them.
 fn context(labels: &Labels) -> Vec<String> {
-    CONTEXT[1..]
+    CONTEXT
         .iter()
         .map(|k| labels.get(*k).cloned().unwrap_or_default())
         .collect()
@@ -121,7 +122,7 @@ fn telling(peers: &[&Labels]) -> (Vec<String>, Option<String>) {
 }
 
 impl Members {
-    /// How the series `all` (one metric's) are told apart.
+    /// How the series `all` are told apart (each among those of its metric name).
     pub fn of<'a>(all: impl IntoIterator<Item = &'a Labels>) -> Self {
         let mut by_context: BTreeMap<Vec<String>, Vec<&Labels>> = BTreeMap::new();
         for l in all {
