@@ -22,12 +22,13 @@ const RESET_SHARE: f64 = 0.5;
 const POINTS: u32 = 40;
 
 /// What a metric is, as far as the data tells.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Kind {
     Gauge,
     /// A counter, or a histogram's or summary's series: not a quantity now.
     Counter,
     /// Not declared (or declared `unknown`): the samples must tell.
+    #[default]
     Unknown,
 }
 

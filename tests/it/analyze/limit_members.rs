@@ -2,12 +2,14 @@
 //! elasticsearch_exporter node near its disk's size among its peers and another cluster's
 //! nodes of the same names; kea-exporter's subnets (`…_addresses_assigned_total` of
 //! `…_addresses_total`, gauges as its exposition declares them) scraped live by a real
-//! Prometheus, or backfilled without any declared type so the samples decide; and real
-//! exporters' captured output scraped live, where no counter named `…_total` pairs.
+//! Prometheus, or backfilled without any declared type so the samples decide; real
+//! exporters' captured output scraped live, where no counter named `…_total` pairs; and
+//! the step detector telling a declared gauge named `…_total` by its levels.
 
 use std::time::{Duration, Instant};
 
-use sre_agent::analyze::{Fact, Severity};
+use chrono::{TimeDelta, Utc};
+use sre_agent::analyze::{Fact, Focus, Scope, Severity, Sweep};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -154,7 +156,7 @@ async fn scraping(
             exporter.address()
         ));
     }
-    let world = World::build_scraping(defs, 3600, 15, &scrape).await?;
+    let world = World::build_scraping(defs, 4 * 3600, 15, &scrape).await?;
     let client = world.client();
     let deadline = Instant::now() + Duration::from_secs(40);
     loop {
@@ -335,4 +337,52 @@ async fn captured_exporters_scraped_live_pair_no_counter_named_total() {
         let q = f.source.arguments["query"].as_str().unwrap();
         assert!(!q.contains("_total"), "{q}: {all}");
     }
+}
+
+#[tokio::test]
+async fn a_declared_gauge_named_total_that_stepped_is_told_by_its_levels_not_as_a_pace() {
+    // The subnet's assigned addresses, 40 for hours, 100 since 20 minutes ago; the live
+    // scrape (which declares the type) continues the history.
+    let labels = [
+        ("instance", "dhcp-1:9547"),
+        ("job", "kea"),
+        ("subnet", "10.20.0.0/24"),
+        ("subnet_id", "1"),
+    ];
+    let defs = vec![series(
+        "kea_dhcp4_addresses_assigned_total",
+        &labels,
+        |ago| (ago >= 45).then_some(if ago > 1200 { 40.0 } else { 100.0 }),
+    )];
+    let body = "# HELP kea_dhcp4_addresses_assigned_total Assigned addresses\n\
+        # TYPE kea_dhcp4_addresses_assigned_total gauge\n\
+        kea_dhcp4_addresses_assigned_total{subnet=\"10.20.0.0/24\",subnet_id=\"1\"} 100.0\n";
+    let Some((world, _exporter)) = scraping(
+        &[(body.to_string(), "dhcp-1:9547", "kea")],
+        &["kea_dhcp4_addresses_assigned_total"],
+        &defs,
+    )
+    .await
+    else {
+        return;
+    };
+    let now = Utc::now();
+    let started = now - TimeDelta::minutes(15);
+    let alert = [("instance".to_string(), "dhcp-1:9547".to_string())]
+        .into_iter()
+        .collect();
+    let scope = Scope::new(now, Some(started)).with_focus(Focus::alert(&alert, Some(started)));
+    let report = Sweep::of(sre_agent::analyze::prom::analyzers(world.client()))
+        .run(scope)
+        .await;
+    assert!(report.notes.is_empty(), "{:?}", report.notes);
+    let all = lines(&report.facts);
+    let step = report
+        .facts
+        .iter()
+        .find(|f| f.analyzer == "steps" && f.entity.name == "kea_dhcp4_addresses_assigned_total")
+        .expect(&all);
+    let line = step.line(now);
+    assert!(line.contains("rose from 40 to"), "{all}");
+    assert!(!line.contains("counting"), "{all}");
 }
