@@ -2,7 +2,8 @@
 //! the two before it do not foretell (a step, a counter that began or stopped counting),
 //! or a level that moved in the span just before the window and held (the cause that
 //! came before the alert: a client that took the connections half an hour before they
-//! ran out). Counters and gauges are told apart by name and by how they moved.
+//! ran out). Counters and gauges are told apart by the type the scrape
+//! declared, else by name and by how they moved.
 
 use chrono::{DateTime, Utc};
 
