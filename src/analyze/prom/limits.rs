@@ -86,24 +86,25 @@ impl Analyzer for NearLimit {
         let names = self.0.metric_names(scope).await?;
         // Without metadata (an old Prometheus, a failed read) the samples decide.
         let types = self.0.metric_types(scope).await.unwrap_or_default();
-        let kind = |n: &str| declared(&types, n);
-        let mut found = pairs(&names, &|n| kind(n) != Kind::Counter);
+        let mut found = pairs(&names, &|n| declared(&types, n) != Kind::Counter);
         found.truncate(MAX_PAIRS);
         // An undeclared `…_total` side is a gauge only when its samples move like one.
-        let checks = futures::future::join_all(found.iter().map(|p| async {
+        let types = &types;
+        let found: Vec<Pair> = futures::stream::iter(found.into_iter().map(|p| async move {
             for (side, partner) in [(&p.gauge, &p.limit), (&p.limit, &p.gauge)] {
-                if side.ends_with("_total") && kind(side) == Kind::Unknown {
+                if side.ends_with("_total") && declared(types, side) == Kind::Unknown {
                     let gauge = self.0.moves_like_gauge(side, partner, scope).await;
                     if !gauge.unwrap_or(false) {
-                        return false;
+                        return None;
                     }
                 }
             }
-            true
+            Some(p)
         }))
+        .buffered(CONCURRENT)
+        .filter_map(std::future::ready)
+        .collect()
         .await;
-        let mut checks = checks.into_iter();
-        found.retain(|_| checks.next().unwrap_or(false));
         let read = futures::stream::iter(found.into_iter().map(|p| async move {
             let near = self.near(&p).await;
             (p, near)
