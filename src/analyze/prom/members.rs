@@ -1,11 +1,12 @@
 //! The name of a member of a cluster, a pool or an array, from the labels of a metric's
-//! series: the labels whose values differ among the series that share its metric name and
-//! scrape context (`instance`, `job`, `cluster`) are the ones that tell the members apart. A label that
-//! alone tells every peer apart names the member by its value (`es-3`, `orders`, `md0`);
-//! when none does, the fewest such labels that together do, as `k=v` pairs (a topic and
-//! its partition). A short preference list only breaks ties between labels that tell the
-//! peers apart equally well. A series without peers is named by a preferred label it has,
-//! else by its labels that do not look constant (scrape context, `true`/`false` flags).
+//! series: the labels whose values differ among the series that share its metric name
+//! and scrape context (`instance`, `job`, `cluster`) are the ones that tell the members
+//! apart. A label that alone tells every peer apart names the member by its value
+//! (`es-3`, `orders`, `md0`); when none does, the fewest such labels that together do
+//! (greedily, at most three), as `k=v` pairs (a topic and its partition). A short
+//! preference list only breaks ties between labels that tell the peers apart equally
+//! well. A series without peers is named by a preferred label it has, else by its labels
+//! that do not look constant (scrape context, `true`/`false` flags), else by its cluster.
 //! The member's host is the value of a host label (`node`, `host`, …, as [`super::host`]
 //! reads them) that varies with it (or that a series without peers carries), else the
 //! series' host.
