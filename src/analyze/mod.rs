@@ -67,8 +67,9 @@ pub struct Scope {
     /// context may prefer those the trigger is about; it never decides which analyzers
     /// run, and no text of it goes into a query.
     pub focus: Option<Arc<Focus>>,
-    /// Prometheus' metric names over this window, read by the first analyzer that needs
-    /// them (`prom::Prom::metric_names`): the scope's clones share one read per sweep.
+    /// Prometheus' metric names over this window and their declared types, read by the
+    /// first analyzer that needs them (`prom::Prom::metric_names`, `metric_types`): the
+    /// scope's clones share one read per sweep.
     pub metric_names: prom::MetricNames,
 }
 

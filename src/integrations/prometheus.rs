@@ -1,6 +1,7 @@
 //! Prometheus HTTP API client (`/api/v1/*`): instant and range queries, alerts, rules,
-//! targets and label values. Values arrive as strings (`"NaN"`, `"+Inf"` included) and are
-//! parsed to `f64`; error envelopes become [`UpstreamError`]s carrying Prometheus' own text.
+//! targets, label values and the metrics' declared types. Values arrive as strings
+//! (`"NaN"`, `"+Inf"` included) and are parsed to `f64`; error envelopes become
+//! [`UpstreamError`]s carrying Prometheus' own text.
 //! The query-answer types (`Sample`, `Series`, `QueryResult`) live in `query_result.rs`,
 //! shared with the Loki client, and are re-exported here.
 
@@ -353,6 +354,36 @@ impl PrometheusClient {
         let mut series = series.unwrap_or_default();
         series.truncate(limit);
         Ok(series)
+    }
+
+    /// The type (`counter`, `gauge`, `histogram`, `summary`, `unknown`, …) of each metric
+    /// the scrapes declared, at most `limit` metrics; a metric whose targets declare two
+    /// types is `unknown`.
+    pub async fn metric_types(
+        &self,
+        limit: usize,
+    ) -> Result<std::collections::HashMap<String, String>, UpstreamError> {
+        #[derive(Deserialize)]
+        struct Meta {
+            #[serde(rename = "type", default)]
+            kind: String,
+        }
+        let q = [("limit", limit.to_string())];
+        let data: Option<std::collections::HashMap<String, Vec<Meta>>> =
+            self.api("api/v1/metadata", &q).await?;
+        Ok(data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(name, metas)| {
+                let mut kinds = metas.into_iter().map(|m| m.kind);
+                let first = kinds.next().unwrap_or_default();
+                let kind = match kinds.all(|k| k == first) {
+                    true => first,
+                    false => "unknown".to_string(),
+                };
+                (name, kind)
+            })
+            .collect())
     }
 
     /// Rule groups with their alerting and recording rules.

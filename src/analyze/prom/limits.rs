@@ -10,7 +10,10 @@
 //! limit, and when rising the rate and time to the limit (the steepest material rise over
 //! ten minutes, an hour, the window, as `filesystem.rs` does).
 //!
-//! The conventions live in `limit_names.rs`. Names the dedicated analyzers read
+//! The conventions live in `limit_names.rs`; a `…_total` name takes part only as a gauge,
+//! as declared to Prometheus or, undeclared, as its samples move (`kinds.rs`). A series
+//! that is one member of a cluster, pool or array is named by the labels that tell it
+//! from the metric's other series (`members.rs`). Names the dedicated analyzers read
 //! (filesystems, host and container memory) are left to them, so no fact is told twice.
 //! Units come from the name: `_bytes`, `_bits`, or a count; a name with another unit
 //! (`_seconds`, `_celsius`, `_hertz`, …) is not a share of a limit (a temperature, a
@@ -23,6 +26,8 @@ use std::collections::{BTreeSet, HashMap};
 use async_trait::async_trait;
 use futures::StreamExt;
 
+use super::kinds::{Kind, declared};
+use super::members::{Member, Members};
 use super::{Prom, host, identity, labels_map, long_span, selector, steepest};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
@@ -67,6 +72,8 @@ struct Near {
     common: Vec<String>,
     used: f64,
     limit: f64,
+    /// The member of a cluster, pool or array it is, told from the metric's other series.
+    member: Option<Member>,
 }
 
 #[async_trait]
@@ -77,8 +84,27 @@ impl Analyzer for NearLimit {
 
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
         let names = self.0.metric_names(scope).await?;
-        let mut found = pairs(&names);
+        // Without metadata (an old Prometheus, a failed read) the samples decide.
+        let types = self.0.metric_types(scope).await.unwrap_or_default();
+        let mut found = pairs(&names, &|n| declared(&types, n) != Kind::Counter);
         found.truncate(MAX_PAIRS);
+        // An undeclared `…_total` side is a gauge only when its samples move like one.
+        let types = &types;
+        let found: Vec<Pair> = futures::stream::iter(found.into_iter().map(|p| async move {
+            for (side, partner) in [(&p.gauge, &p.limit), (&p.limit, &p.gauge)] {
+                if side.ends_with("_total") && declared(types, side) == Kind::Unknown {
+                    let gauge = self.0.moves_like_gauge(side, partner, scope).await;
+                    if !gauge.unwrap_or(false) {
+                        return None;
+                    }
+                }
+            }
+            Some(p)
+        }))
+        .buffered(CONCURRENT)
+        .filter_map(std::future::ready)
+        .collect()
+        .await;
         let read = futures::stream::iter(found.into_iter().map(|p| async move {
             let near = self.near(&p).await;
             (p, near)
@@ -116,6 +142,7 @@ impl NearLimit {
             return Ok(Vec::new());
         }
         let limits = self.0.vector(&pair.limit).await?;
+        let members = Members::of(gauges.iter().map(|s| &s.metric));
         let common = shared_labels(&gauges, &limits);
         let join = |l: &Labels| -> Vec<String> {
             common
@@ -151,6 +178,7 @@ impl NearLimit {
                 continue;
             }
             out.push(Near {
+                member: members.member(&s.metric),
                 labels: identity(&s.metric),
                 common: common.clone(),
                 used,
@@ -209,7 +237,7 @@ impl NearLimit {
         let mut fact = Fact::new(
             FactClass::Exhaustion,
             self.name(),
-            entity(&n.labels, &pair.limit),
+            entity(&n.labels, n.member.as_ref(), &pair.limit),
             what,
             severity,
             Source::promql(&query),
@@ -301,9 +329,9 @@ fn share_query(pair: &Pair, gauge_sel: &str, limit_sel: &str, n: &Near) -> Strin
 }
 
 /// What a pair's series is about: a PVC, a pod, a systemd unit, the scraped process itself
-/// (`process_*` of client libraries), else the host with the labels that tell its series
-/// apart.
-fn entity(labels: &Labels, limit: &str) -> Entity {
+/// (`process_*` of client libraries), else the member the labels that tell the metric's
+/// series apart name (on its own host when a label carries it), else the host.
+fn entity(labels: &Labels, member: Option<&Member>, limit: &str) -> Entity {
     let get = |k: &str| labels.get(k).filter(|v| !v.is_empty());
     let ns = |name: &str| match get("namespace") {
         Some(ns) => format!("{ns}/{name}"),
@@ -321,15 +349,14 @@ fn entity(labels: &Labels, limit: &str) -> Entity {
         // The scraped process itself: named by its target (its job is among the labels).
         let target = get("instance").or(get("job"));
         ("process", target.cloned().unwrap_or_else(|| "?".into()))
+    } else if let Some(m) = member {
+        return Entity::new("series", m.name.clone())
+            .on_host(m.host.clone().or_else(|| host(labels)))
+            .with_labels(labels_map(labels));
     } else {
-        let rest: Vec<String> = labels
-            .iter()
-            .filter(|(k, v)| !matches!(k.as_str(), "instance" | "job") && !v.is_empty())
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        match (rest.is_empty(), host(labels)) {
-            (true, Some(h)) => ("host", h),
-            _ => ("series", rest.join(",")),
+        match host(labels) {
+            Some(h) => ("host", h),
+            None => ("series", "?".to_string()),
         }
     };
     Entity::new(kind, name)

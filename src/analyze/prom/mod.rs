@@ -14,10 +14,12 @@ mod filesystem;
 mod history;
 mod inventory;
 mod io_consumers;
+mod kinds;
 mod kube_state;
 mod kube_state_workloads;
 mod limit_names;
 mod limits;
+mod members;
 mod memory;
 mod network;
 mod probes;
@@ -112,7 +114,7 @@ impl Prom {
     pub async fn metric_names(&self, scope: &Scope) -> Result<Arc<Vec<String>>, AnalyzeError> {
         let names = scope
             .metric_names
-            .0
+            .names
             .get_or_try_init(|| async {
                 self.client
                     .label_values_between("__name__", &[], scope.window_start, scope.now)
@@ -146,14 +148,18 @@ impl Prom {
     }
 }
 
-/// Prometheus' metric names over a sweep's window, read once per sweep (a [`Scope`] and
-/// its clones share the cell; the next sweep's scope has its own).
+/// Prometheus' metric names over a sweep's window and the types the scrapes declared for
+/// them, each read once per sweep (a [`Scope`] and its clones share the cells; the next
+/// sweep's scope has its own).
 #[derive(Clone, Default)]
-pub struct MetricNames(Arc<OnceCell<Arc<Vec<String>>>>);
+pub struct MetricNames {
+    names: Arc<OnceCell<Arc<Vec<String>>>>,
+    types: Arc<OnceCell<Arc<HashMap<String, String>>>>,
+}
 
 impl std::fmt::Debug for MetricNames {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0.get() {
+        match self.names.get() {
             Some(names) => write!(f, "MetricNames({} read)", names.len()),
             None => f.write_str("MetricNames(not read)"),
         }

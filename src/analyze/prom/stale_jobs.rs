@@ -21,6 +21,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::history::time_of;
+use super::members::{Member, Members};
 use super::{Prom, host, labels_map, selector};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source,
@@ -65,6 +66,7 @@ impl Analyzer for StaleJobs {
         }
         let suspended = suspended(&self.0, &series).await?;
         let now = scope.now.timestamp_millis() as f64 / 1000.0;
+        let members = Members::of(series.iter().map(|s| &s.metric));
         let mut facts = Vec::new();
         for s in &series {
             let Some(metric) = s.metric.get("__name__") else {
@@ -100,8 +102,9 @@ impl Analyzer for StaleJobs {
             let (Some(last_at), due) = (time_of(last), time_of(last + interval)) else {
                 continue;
             };
+            let entity = entity(metric, &s.metric, members.member(&s.metric));
             facts.push(self.fact(
-                metric, &s.metric, age, interval, learned, &runs, last_at, due, severity,
+                metric, &s.metric, entity, age, interval, learned, &runs, last_at, due, severity,
             ));
         }
         facts.sort_by(|a, b| {
@@ -119,6 +122,7 @@ impl StaleJobs {
         &self,
         metric: &str,
         labels: &Labels,
+        entity: Entity,
         age: f64,
         interval: f64,
         learned: Option<f64>,
@@ -151,7 +155,7 @@ impl StaleJobs {
         Fact::new(
             FactClass::Availability,
             self.name(),
-            entity(metric, labels),
+            entity,
             what,
             severity,
             Source::promql(&query),
@@ -248,9 +252,10 @@ pub fn median_gap(runs: &[f64]) -> Option<f64> {
 }
 
 /// What the job is: a CronJob, a systemd timer, a textfile's writer, else the name's stem
-/// with the labels that tell its series apart.
-fn entity(metric: &str, labels: &Labels) -> Entity {
+/// with the member the labels that tell its series apart name (`members.rs`).
+fn entity(metric: &str, labels: &Labels, member: Option<Member>) -> Entity {
     let get = |k: &str| labels.get(k).filter(|v| !v.is_empty());
+    let member_host = member.as_ref().and_then(|m| m.host.clone());
     let (kind, name) = if let Some(c) = get("cronjob") {
         let name = match get("namespace") {
             Some(ns) => format!("{ns}/{c}"),
@@ -263,20 +268,13 @@ fn entity(metric: &str, labels: &Labels) -> Entity {
         ("textfile", file.clone())
     } else {
         let stem = metric.split("_last_").next().unwrap_or(metric);
-        let rest: Vec<String> = labels
-            .iter()
-            .filter(|(k, v)| {
-                !matches!(k.as_str(), "__name__" | "instance" | "job") && !v.is_empty()
-            })
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        match rest.is_empty() {
-            true => ("job", stem.to_string()),
-            false => ("job", format!("{stem} {}", rest.join(","))),
+        match member {
+            Some(m) => ("job", format!("{stem} {}", m.name)),
+            None => ("job", stem.to_string()),
         }
     };
     Entity::new(kind, name)
-        .on_host(host(labels))
+        .on_host(member_host.or_else(|| host(labels)))
         .with_labels(labels_map(labels))
 }
 
@@ -326,7 +324,10 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect()
         };
-        let e = entity(
+        let named = |metric: &str, labels: &Labels| {
+            entity(metric, labels, Members::of([labels]).member(labels))
+        };
+        let e = named(
             "kube_cronjob_status_last_successful_time",
             &l(&[
                 ("namespace", "db"),
@@ -335,14 +336,24 @@ mod tests {
             ]),
         );
         assert_eq!((e.kind.as_str(), e.name.as_str()), ("cronjob", "db/dump"));
-        let e = entity(
+        let e = named(
             "backup_last_success_timestamp_seconds",
             &l(&[("target", "nas"), ("instance", "h1:9100"), ("job", "node")]),
         );
-        assert_eq!(
-            (e.kind.as_str(), e.name.as_str()),
-            ("job", "backup target=nas")
-        );
+        assert_eq!((e.kind.as_str(), e.name.as_str()), ("job", "backup nas"));
         assert_eq!(e.host.as_deref(), Some("h1"));
+        // Among peers, the label that tells them apart names the job, not the constant ones.
+        let metric = "backup_last_success_timestamp_seconds";
+        let peer = |target: &str| {
+            l(&[
+                ("__name__", metric),
+                ("instance", "h1:9100"),
+                ("kind", "full"),
+                ("target", target),
+            ])
+        };
+        let (a, b) = (peer("nas"), peer("tape"));
+        let e = entity(metric, &b, Members::of([&a, &b]).member(&b));
+        assert_eq!(e.name, "backup tape");
     }
 }

@@ -25,11 +25,12 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 
+use super::kinds::{Kind, declared};
 use super::{Prom, escape};
 use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope, Severity};
 use crate::integrations::prometheus::Labels;
 use describe::{brief, fact, series_expr};
-use judge::{counted, early, is_counter, moved, surprise};
+use judge::{counted, counter, early, moved, surprise};
 
 /// Instances reported, by their clearest step (each costs the model tokens).
 const MAX_FACTS: usize = 3;
@@ -74,6 +75,8 @@ pub struct Steps(pub Prom);
 #[derive(Default)]
 struct Points {
     labels: Labels,
+    /// What the scrape declared it (`kinds.rs`): a gauge named `…_total` is one.
+    kind: Kind,
     /// Values at `times[0..4]` (`NaN` when absent).
     v: [f64; 4],
     /// Its change came in the span just before the window (a level it has held since).
@@ -95,8 +98,15 @@ impl Analyzer for Steps {
             .into_iter()
             .partition(|i| focus.names_host(&crate::analyze::host_of(i)));
         let times = times(scope);
+        // Without metadata, names and samples tell counters from gauges.
+        let types = self.0.metric_types(scope).await.unwrap_or_default();
         let mut facts = self
-            .steps(&named[..named.len().min(MAX_INSTANCES)], &times, MAX_FACTS)
+            .steps(
+                &named[..named.len().min(MAX_INSTANCES)],
+                &times,
+                MAX_FACTS,
+                &types,
+            )
             .await?;
         // What else changed at that moment, elsewhere: another host's backup filling the
         // uplink the alerting host's probe crosses, the NFS server that went away. When
@@ -109,7 +119,7 @@ impl Analyzer for Steps {
             } else {
                 MAX_FACTS
             };
-            let elsewhere = self.steps(&others, &times, max).await?;
+            let elsewhere = self.steps(&others, &times, max, &types).await?;
             facts.extend(elsewhere.into_iter().map(|mut f| {
                 if alongside {
                     f.severity = Severity::Info;
@@ -129,6 +139,7 @@ impl Steps {
         instances: &[String],
         times: &[DateTime<Utc>; 4],
         max: usize,
+        types: &HashMap<String, String>,
     ) -> Result<Vec<Fact>, AnalyzeError> {
         let reads = instances.iter().flat_map(|instance| {
             let query = format!("{{instance=\"{}\"}}", escape(instance));
@@ -148,6 +159,7 @@ impl Steps {
                     continue;
                 }
                 let p = series.entry(s.metric.clone()).or_insert_with(|| Points {
+                    kind: declared(types, s.metric.get("__name__").map_or("", String::as_str)),
                     labels: s.metric.clone(),
                     v: [f64::NAN; 4],
                     early: false,
@@ -156,19 +168,18 @@ impl Steps {
             }
         }
         for p in series.values_mut() {
-            let name = p.labels.get("__name__").map_or("", String::as_str);
-            if is_counter(name, &p.v) {
+            if counter(p) {
                 p.v = counted(&p.v);
             }
         }
         // A change within the window, else a level that moved just before it and held.
         let mut scores: HashMap<Labels, f64> = HashMap::new();
         for p in series.values_mut() {
-            let name = p.labels.get("__name__").map_or("", String::as_str);
             // A gauge that stepped moved by a share of its level, not by its jitter (a
             // file-descriptor limit wandering by 1 %).
-            let within = surprise(&p.v, times).filter(|_| is_counter(name, &p.v) || moved(&p.v));
-            let score = within.or_else(|| early(name, &p.v));
+            let is_counter = counter(p);
+            let within = surprise(&p.v, times).filter(|_| is_counter || moved(&p.v));
+            let score = within.or_else(|| early(is_counter, &p.v));
             p.early = within.is_none() && score.is_some();
             if let Some(s) = score {
                 scores.insert(p.labels.clone(), s);
@@ -254,8 +265,7 @@ impl Steps {
             .await
             .ok()?;
         let values = &series.first()?.values;
-        let name = p.labels.get("__name__").map_or("", String::as_str);
-        let i = match is_counter(name, &p.v) {
+        let i = match counter(p) {
             false => {
                 let half = (p.v[b] - p.v[a]).abs() / 2.0;
                 values
@@ -317,6 +327,7 @@ fn points(pairs: &[(&str, &str)], v: [f64; 4]) -> (Labels, Points) {
     let labels = super::labels(pairs);
     let p = Points {
         labels: labels.clone(),
+        kind: Kind::Unknown,
         v,
         early: false,
     };

@@ -138,7 +138,7 @@ async fn the_captured_systemd_host_reports_its_failed_unit_its_unit_at_the_task_
         .collect();
     assert_eq!(stale.len(), 2, "{all}");
     for f in stale {
-        assert_eq!(f.entity.name, "backup target=nas", "{all}");
+        assert_eq!(f.entity.name, "backup nas", "{all}");
         assert_eq!(f.what, "no success for");
         assert!(f.value.unwrap().value > 2.0 * 86400.0, "{all}");
         assert_eq!(f.limit.unwrap().value, 86400.0);
@@ -375,7 +375,7 @@ async fn a_job_that_stopped_succeeding_is_overdue_by_its_own_learned_interval_an
     let f = stale[0];
     assert_eq!(
         (f.entity.kind.as_str(), f.entity.name.as_str()),
-        ("job", "backup target=nas")
+        ("job", "backup nas")
     );
     assert_eq!(f.entity.host.as_deref(), Some("oak-1"));
     assert_eq!(f.limit.unwrap().value, 3600.0, "learned hourly: {all}");

@@ -17,6 +17,7 @@ mod kube;
 mod kube_cluster;
 mod kube_state;
 mod kube_volumes;
+mod limit_members;
 mod limits;
 mod log_changes;
 mod log_world;

@@ -6,7 +6,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 
-use super::{AGE_TOLERANCE, Points, is_counter};
+use super::{AGE_TOLERANCE, Points, counter};
 use crate::analyze::prom::{host, identity, labels_map, selector};
 use crate::analyze::{Entity, Fact, FactClass, Quantity, Severity, Source};
 use crate::integrations::prometheus::Labels;
@@ -65,7 +65,7 @@ pub(super) fn motion(p: &Points, t: &[DateTime<Utc>; 4]) -> Motion {
             return Motion::Age { began };
         }
     }
-    match is_counter(name, &p.v) {
+    match counter(p) {
         true => Motion::Counter {
             before: per(1, 2),
             since: per(2, 3),

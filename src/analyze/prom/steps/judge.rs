@@ -2,30 +2,38 @@
 //! the two before it do not foretell (a step, a counter that began or stopped counting),
 //! or a level that moved in the span just before the window and held (the cause that
 //! came before the alert: a client that took the connections half an hour before they
-//! ran out). Counters and gauges are told apart by name and by how they moved.
+//! ran out). Counters and gauges are told apart by the type the scrape
+//! declared, else by name and by how they moved.
 
 use chrono::{DateTime, Utc};
+
+use crate::analyze::prom::kinds::Kind;
 
 /// How much larger the slope since must differ from the slopes before than they differ
 /// from each other.
 const SURPRISE: f64 = 8.0;
 /// Least change of slope, as a share of the larger slope, that counts.
 const MIN_SLOPE_CHANGE: f64 = 0.1;
-/// A counter that went down to at most this share of its value restarted (from zero, plus
-/// what it counted since).
-const RESET_SHARE: f64 = 0.5;
 /// Least move of a gauge, as a share of its level, that counts.
 const MIN_LEVEL_CHANGE: f64 = 0.05;
-/// Whether series `name` with values `v` is a counter: by its name's suffix, or one
+/// Whether the series `p` is a counter: as its scrape declared it, else as
+/// [`is_counter`] reads its name and values.
+pub(super) fn counter(p: &super::Points) -> bool {
+    match p.kind {
+        Kind::Gauge => false,
+        Kind::Counter => true,
+        Kind::Unknown => is_counter(p.labels.get("__name__").map_or("", String::as_str), &p.v),
+    }
+}
+
+/// Whether undeclared series `name` with values `v` is a counter: by its name's suffix, or one
 /// without it (`node_vmstat_oom_kill`) that never went down and rose before; a gauge that
 /// rose and fell is a gauge (its values say more than its slope). A suffixed series that
 /// went down without falling to a restart's low is a gauge whose name happens to end so
 /// (`pg_stat_activity_count`, a count of connections): a counter only drops when its
 /// process restarts, to a small part of what it had.
 pub(super) fn is_counter(name: &str, v: &[f64; 4]) -> bool {
-    let dropped_but_not_reset = v
-        .windows(2)
-        .any(|w| w[1] < w[0] && w[1] > RESET_SHARE * w[0]);
+    let dropped_but_not_reset = crate::analyze::prom::kinds::fell_without_reset(v);
     let suffix = ["_total", "_count", "_sum"]
         .iter()
         .any(|x| name.ends_with(x))
@@ -104,12 +112,12 @@ pub(super) fn surprise(v: &[f64; 4], t: &[DateTime<Utc>; 4]) -> Option<f64> {
     })
 }
 
-/// How clearly gauge `name` moved to a new level in the span just before the window and
-/// held it since (`None`: it did not, or it is a counter). Such a change comes before the
+/// How clearly a gauge (`counter` false) moved to a new level in the span just before the
+/// window and held it since (`None`: it did not, or it is a counter). Such a change comes before the
 /// trouble the window was drawn around (an alert fires when the damage shows, not when
 /// the cause began). Scores stay below 1, under every change within the window.
-pub(super) fn early(name: &str, v: &[f64; 4]) -> Option<f64> {
-    if v.iter().any(|x| !x.is_finite()) || is_counter(name, v) {
+pub(super) fn early(counter: bool, v: &[f64; 4]) -> Option<f64> {
+    if counter || v.iter().any(|x| !x.is_finite()) {
         return None;
     }
     let step = (v[2] - v[1]).abs();
@@ -124,6 +132,11 @@ pub(super) fn early(name: &str, v: &[f64; 4]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `early` of an undeclared series, its kind read from its name and values.
+    fn early_of(name: &str, v: &[f64; 4]) -> Option<f64> {
+        early(is_counter(name, v), v)
+    }
     use chrono::TimeDelta;
 
     fn at(mins_ago: i64) -> DateTime<Utc> {
@@ -171,19 +184,19 @@ mod tests {
     #[test]
     fn a_level_that_moved_just_before_the_window_and_held_is_an_early_change() {
         // Connections of one client: 4, 4, then 121 at the window's start, 121 now.
-        let score = early(
+        let score = early_of(
             "mysql_info_schema_processes_by_user",
             &[4.0, 4.0, 121.0, 121.0],
         );
         assert!(score.is_some_and(|s| s > 0.9 && s < 1.0), "{score:?}");
         // A level that moved and moved back, or keeps moving, did not change early.
-        assert!(early("db_connections", &[4.0, 4.0, 121.0, 5.0]).is_none());
-        assert!(early("db_connections", &[4.0, 60.0, 121.0, 180.0]).is_none());
+        assert!(early_of("db_connections", &[4.0, 4.0, 121.0, 5.0]).is_none());
+        assert!(early_of("db_connections", &[4.0, 60.0, 121.0, 180.0]).is_none());
         // Jitter of a percent is no change; a counter's rise is its work.
-        assert!(early("queue_depth", &[1000.0, 1001.0, 1010.0, 1010.0]).is_none());
-        assert!(early("http_requests_total", &[4.0, 4.0, 121.0, 121.0]).is_none());
+        assert!(early_of("queue_depth", &[1000.0, 1001.0, 1010.0, 1010.0]).is_none());
+        assert!(early_of("http_requests_total", &[4.0, 4.0, 121.0, 121.0]).is_none());
         // A missing read is not judged.
-        assert!(early("db_connections", &[f64::NAN, 4.0, 121.0, 121.0]).is_none());
+        assert!(early_of("db_connections", &[f64::NAN, 4.0, 121.0, 121.0]).is_none());
     }
 
     #[test]
@@ -231,5 +244,20 @@ mod tests {
         let late = counted(&[f64::NAN, 5.0, 5.0, 9.0]);
         assert!(late[0].is_nan());
         assert_eq!(late[1..], [5.0, 5.0, 9.0]);
+    }
+
+    #[test]
+    fn a_declared_type_decides_over_the_name_and_the_values() {
+        let (_, mut p) = super::super::points(
+            &[("__name__", "kea_dhcp4_addresses_assigned_total")],
+            [10.0, 10.0, 10.0, 90.0],
+        );
+        assert!(counter(&p), "undeclared, a `_total` that only rose counts");
+        p.kind = Kind::Gauge;
+        assert!(!counter(&p));
+        let (_, mut q) = super::super::points(&[("__name__", "jobs_done")], [5.0, 5.0, 5.0, 5.0]);
+        assert!(!counter(&q));
+        q.kind = Kind::Counter;
+        assert!(counter(&q));
     }
 }

@@ -14,6 +14,7 @@ use super::Points;
 use super::describe::{series_entity, series_expr, series_name};
 use super::outliers::peer_groups;
 use crate::analyze::prom::identity;
+use crate::analyze::prom::kinds::Kind;
 use crate::analyze::{Fact, FactClass, Quantity, Severity, Source};
 use crate::integrations::prometheus::Labels;
 
@@ -46,10 +47,15 @@ fn at(p: &Points, i: usize) -> f64 {
 pub fn find(series: &HashMap<Labels, Points>) -> Vec<Riser<'_>> {
     let mut found: Vec<(f64, Riser<'_>)> = Vec::new();
     for ((name, label, _), members) in peer_groups(series) {
-        // A counter's total rises as it works: its rate, not its total, would say who.
-        let counter = ["_total", "_count", "_sum", "_bucket"]
-            .iter()
-            .any(|x| name.ends_with(x));
+        // A counter's total rises as it works: its rate, not its total, would say who. A
+        // gauge named `…_total` (as its scrape declared) is a quantity like any other.
+        let counter = match members.first().map(|p| p.kind) {
+            Some(Kind::Gauge) => false,
+            Some(Kind::Counter) => true,
+            _ => ["_total", "_count", "_sum", "_bucket"]
+                .iter()
+                .any(|x| name.ends_with(x)),
+        };
         if members.len() < MIN_MEMBERS || counter {
             continue;
         }
