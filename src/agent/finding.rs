@@ -53,11 +53,24 @@ impl Finding {
     /// empty summary is filled from the probable cause or the first claim.
     pub fn from_answer(answer: &str) -> Option<Self> {
         let trimmed = answer.trim();
+        // Several objects (a tool call written as text, then the finding): the last one
+        // that is a finding.
+        let objects = json_objects(trimmed);
+        if objects.len() > 1
+            && let Some(f) = objects.iter().rev().find_map(|o| Self::from_object(o))
+        {
+            return Some(f);
+        }
         let candidate = match (trimmed.find('{'), trimmed.rfind('}')) {
             (Some(a), Some(b)) if a < b => &trimmed[a..=b],
             (Some(a), _) => &trimmed[a..],
             _ => return None,
         };
+        Self::from_object(candidate)
+    }
+
+    /// The finding in one JSON object's text (repaired when broken).
+    fn from_object(candidate: &str) -> Option<Self> {
         let mut v = crate::llm::parse_lenient(candidate)?;
         if let Some(inner) = v
             .as_object()
@@ -261,6 +274,44 @@ fn evidence<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Evidence>, D::Error> 
         .collect())
 }
 
+/// The balanced top-level `{…}` objects of `text`, in order (braces inside JSON strings
+/// do not count). Offsets are those of ASCII braces, so every slice is on char boundaries.
+fn json_objects(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for (i, c) in text.char_indices() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match c {
+            '"' if depth > 0 => in_string = true,
+            '{' => {
+                if depth == 0 {
+                    start = i;
+                }
+                depth += 1;
+            }
+            '}' if depth > 0 => {
+                depth -= 1;
+                if depth == 0
+                    && let Some(o) = text.get(start..=i)
+                {
+                    out.push(o);
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -274,6 +325,24 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn of_a_tool_call_written_as_text_then_the_finding_the_finding_is_read() {
+        let answer = r#"{"name": "proxmox_tasks", "arguments": {"node": "hv-7"}} {"summary":"backups of hv-7 fail","probable_cause":"the storage is inactive: \"}\" in a string","evidence":[{"claim":"inactive","tool_call_ids":["fact_1"]}]}"#;
+        let f = Finding::from_answer(answer).expect("the finding");
+        assert_eq!(f.summary, "backups of hv-7 fail");
+        assert_eq!(
+            f.probable_cause,
+            "the storage is inactive: \"}\" in a string"
+        );
+        assert_eq!(f.evidence[0].tool_call_ids, vec!["fact_1".to_string()]);
+        // A tool call alone is no finding; one object is read as before.
+        assert!(Finding::from_answer(r#"{"name": "x", "arguments": {}}"#).is_none());
+        assert_eq!(
+            json_objects("é {\"a\": {\"b\": 1}} x {\"c\": \"{\"} {"),
+            vec!["{\"a\": {\"b\": 1}}", "{\"c\": \"{\"}"]
+        );
+    }
 
     #[test]
     fn a_json_finding_inside_a_code_fence_is_parsed_leniently() {
