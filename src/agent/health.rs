@@ -242,6 +242,16 @@ impl Gathered {
         about.chain(concurrent).map(|(i, _)| Self::id(i)).collect()
     }
 
+    /// Ids of the shown facts about what the trigger is about.
+    pub fn about_trigger(&self) -> Vec<String> {
+        self.shown
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.about_trigger)
+            .map(|(i, _)| Self::id(i))
+            .collect()
+    }
+
     /// The integrations of the shown facts (`prometheus`, `k8s`, …), most relevant first.
     pub fn integrations(&self) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();

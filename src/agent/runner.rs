@@ -174,6 +174,7 @@ impl Runner {
         if let Some(g) = &gathered {
             s.pinned = g.pinned();
             s.alert_start = g.alert_start;
+            s.symptoms = g.about_trigger();
             s.answer_first = self.answer_first && g.has_lead();
             let mut message = format!(
                 "health sweep: {} checks in {} ms, {} facts ({} shown)",
@@ -256,6 +257,8 @@ struct Session<'a> {
     pinned: Vec<String>,
     /// When the alert began (`None` for a question): what may have caused it began before.
     alert_start: Option<chrono::DateTime<chrono::Utc>>,
+    /// Ids of the sweep's facts about what the trigger is about (its symptom).
+    symptoms: Vec<String>,
     /// Answering from the sweep's facts (`llm.answer_first`): calls without tools, until
     /// the answers are unusable twice.
     answer_first: bool,
@@ -286,6 +289,7 @@ impl<'a> Session<'a> {
             trouble: Trouble::default(),
             pinned: Vec::new(),
             alert_start: None,
+            symptoms: Vec::new(),
             answer_first: false,
         }
     }

@@ -2,6 +2,7 @@
 //! back the alert ("the SQL thread is not running", "the probe failed") as the probable
 //! cause, although the facts hold problems or changes that began before the alert or with
 //! it: a log error on the same host, a full storage under a paused guest, a target down.
+//! The sweep's facts about the trigger's own entity are its symptom, not candidates.
 //! When the finding cites none of those facts and its words name none of them, the model
 //! is asked once which of them caused the alert, and its short answer replaces the probable
 //! cause. What counts as "naming" a fact is computed: the words of the fact's entity (or,
@@ -41,9 +42,12 @@ struct Candidate<'a> {
 
 /// The request to choose a cause among the facts, when `finding` restates its trigger.
 /// `trigger` is the question and the alert's text; `start` when the alert began.
+/// `symptoms` are the ids of the sweep's facts about what the trigger is about: the alert
+/// itself seen in the data, never its cause.
 pub(super) fn request(
     finding: &Finding,
     records: &[CallRecord],
+    symptoms: &[String],
     trigger: &str,
     start: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
@@ -52,7 +56,7 @@ pub(super) fn request(
     let trigger_words = words(trigger, MIN_MARK_CHARS);
     let eligible: Vec<(&str, &Fact)> = records
         .iter()
-        .filter(|r| r.ok)
+        .filter(|r| r.ok && !symptoms.contains(&r.id))
         .flat_map(|r| r.facts.iter().map(move |f| (r.id.as_str(), f)))
         .filter(|(_, f)| may_cause(f, start))
         .collect();

@@ -137,6 +137,7 @@ impl Session<'_> {
             if let Some(ask) = cause::request(
                 &finding,
                 self.log.records(),
+                &self.symptoms,
                 &trigger,
                 self.alert_start,
                 chrono::Utc::now(),

@@ -38,6 +38,11 @@ fn finding(summary: &str, cause: &str, cites: &[&str]) -> Finding {
     }
 }
 
+/// The sweep's fact about the trigger itself.
+fn symptom() -> Vec<String> {
+    vec!["fact_1".to_string()]
+}
+
 const TRIGGER: &str = "Alert WebsiteDown firing: instance=http://kiosk.lan:8123 job=blackbox";
 
 /// The alert's probe, a held guest without a start, a disk full for days elsewhere and a
@@ -55,7 +60,8 @@ fn world(start: DateTime<Utc>) -> Vec<CallRecord> {
                 "failing",
                 Severity::Critical,
             )
-            .since(Some(start - TimeDelta::minutes(6))),
+            .since(Some(start - TimeDelta::minutes(6)))
+            .detail("no status code and no connect phase recorded"),
         ),
         record("fact_2", {
             let mut held = fact(
@@ -91,7 +97,8 @@ fn a_cause_that_restates_the_alert_is_asked_which_fact_that_began_with_it_caused
         "the probe of kiosk.lan is failing",
         &["fact_1"],
     );
-    let ask = request(&f, &records, TRIGGER, Some(start), Utc::now()).expect("a request");
+    let ask =
+        request(&f, &records, &symptom(), TRIGGER, Some(start), Utc::now()).expect("a request");
     assert!(
         ask.starts_with("Your probable cause repeats what the alert says."),
         "{ask}"
@@ -103,6 +110,23 @@ fn a_cause_that_restates_the_alert_is_asked_which_fact_that_began_with_it_caused
         "{ask}"
     );
     assert!(ask.contains("<data source=\"facts\">"), "fenced: {ask}");
+    // The symptom's own words copied as the cause do not name a cause.
+    let copied = finding(
+        "kiosk.lan:8123 does not answer",
+        "no status code and no connect phase recorded",
+        &["tool_response"],
+    );
+    assert!(
+        request(
+            &copied,
+            &records,
+            &symptom(),
+            TRIGGER,
+            Some(start),
+            Utc::now()
+        )
+        .is_some()
+    );
 }
 
 #[test]
@@ -115,9 +139,15 @@ fn a_finding_that_names_or_cites_a_fact_beyond_the_alert_is_not_asked() {
         "its VM on hyper4 is held",
         &["fact_1"],
     );
-    assert_eq!(request(&names, &records, TRIGGER, Some(start), now), None);
+    assert_eq!(
+        request(&names, &records, &symptom(), TRIGGER, Some(start), now),
+        None
+    );
     let cites = finding("kiosk.lan:8123 does not answer", "it failed", &["fact_2"]);
-    assert_eq!(request(&cites, &records, TRIGGER, Some(start), now), None);
+    assert_eq!(
+        request(&cites, &records, &symptom(), TRIGGER, Some(start), now),
+        None
+    );
     // Nothing but the alert's own fact and old or context facts: nothing to choose from.
     let only_alert: Vec<CallRecord> = records.into_iter().filter(|r| r.id != "fact_2").collect();
     let restates = finding(
@@ -126,7 +156,14 @@ fn a_finding_that_names_or_cites_a_fact_beyond_the_alert_is_not_asked() {
         &["fact_1"],
     );
     assert_eq!(
-        request(&restates, &only_alert, TRIGGER, Some(start), now),
+        request(
+            &restates,
+            &only_alert,
+            &symptom(),
+            TRIGGER,
+            Some(start),
+            now
+        ),
         None
     );
 }
@@ -166,7 +203,8 @@ fn a_fact_about_the_alerts_own_host_is_named_by_the_words_of_its_detail() {
         "the SQL thread stopped",
         &["fact_1"],
     );
-    let ask = request(&restates, &records, trigger, Some(start), now).expect("a request");
+    let ask =
+        request(&restates, &records, &symptom(), trigger, Some(start), now).expect("a request");
     assert!(
         ask.contains("fact_2: logs dbr2") || ask.contains("fact_2: host dbr2"),
         "{ask}"
@@ -176,7 +214,10 @@ fn a_fact_about_the_alerts_own_host_is_named_by_the_words_of_its_detail() {
         "a duplicate key stopped replication",
         &["fact_1"],
     );
-    assert_eq!(request(&names, &records, trigger, Some(start), now), None);
+    assert_eq!(
+        request(&names, &records, &symptom(), trigger, Some(start), now),
+        None
+    );
 }
 
 #[test]
@@ -212,11 +253,11 @@ fn a_state_that_began_well_after_the_alert_is_an_effect_not_a_cause() {
         &["fact_1"],
     );
     assert_eq!(
-        request(&f, &records, TRIGGER, Some(start), Utc::now()),
+        request(&f, &records, &symptom(), TRIGGER, Some(start), Utc::now()),
         None
     );
     // A question has no start: any fact that began in the sweep's window may be asked about.
-    assert!(request(&f, &records, TRIGGER, None, Utc::now()).is_some());
+    assert!(request(&f, &records, &symptom(), TRIGGER, None, Utc::now()).is_some());
 }
 
 #[test]
