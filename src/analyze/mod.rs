@@ -29,6 +29,7 @@ mod pbs_attempts;
 pub mod prom;
 pub mod proxmox;
 mod proxmox_load;
+mod proxmox_tasks;
 mod quantity;
 pub mod rank;
 mod readable;

@@ -19,11 +19,12 @@ use serde_json::{Value, json};
 
 use super::prom::{reboot_fact, slope, space_severity};
 use super::proxmox_load::busy_node;
+use super::proxmox_tasks::{MAX_TASK_LOGS, TASK_LOG_LINES, task_log_why, task_text};
 use super::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
     keep_most_severe,
 };
-use crate::integrations::proxmox::{ProxmoxClient, ProxmoxTask, PveGuest};
+use crate::integrations::proxmox::{ProxmoxClient, PveGuest};
 
 /// Task types that stop a guest (`qm stop|shutdown`, `pct stop|shutdown`).
 const STOPPING: [&str; 4] = ["qmstop", "qmshutdown", "vzstop", "vzshutdown"];
@@ -95,19 +96,6 @@ fn node_entity(node: &str) -> Entity {
 }
 
 /// "qmshutdown by root@pam: OK".
-fn task_text(t: &ProxmoxTask) -> String {
-    format!(
-        "{}{} by {}: {}",
-        t.kind,
-        t.id.as_deref()
-            .filter(|i| !i.is_empty())
-            .map(|i| format!(" {i}"))
-            .unwrap_or_default(),
-        t.user.as_deref().unwrap_or("?"),
-        t.status.as_deref().unwrap_or("running")
-    )
-}
-
 /// QEMU run states of a VM that is up but not running its guest: stopped on an error (the
 /// guest waits, frozen, until the fault is cleared and it is resumed) and paused or
 /// suspended. Migration and start-up states pass by themselves.
@@ -197,6 +185,7 @@ impl Analyzer for ProxmoxGuests {
             .filter_map(|r| Some((r.sid, r.state?)))
             .collect();
         let mut lookups = 0;
+        let mut failed_logs = 0;
         for n in c.nodes().await? {
             if n.status != "online" {
                 facts.push(
@@ -349,10 +338,19 @@ impl Analyzer for ProxmoxGuests {
                         json!({ "since": since, "errors_only": true }),
                     ),
                 };
+                let mut detail = task_text(t);
+                if class == FactClass::Appliance && failed_logs < MAX_TASK_LOGS {
+                    failed_logs += 1;
+                    if let Ok(log) = c.task_log(&n.node, &t.upid, TASK_LOG_LINES).await
+                        && let Some(why) = task_log_why(&log)
+                    {
+                        detail = format!("{detail}; its log: {why}");
+                    }
+                }
                 facts.push(
                     Fact::new(class, self.name(), entity, what, severity, source)
                         .since(ended)
-                        .detail(task_text(t)),
+                        .detail(detail),
                 );
             }
         }

@@ -225,4 +225,25 @@ impl ProxmoxClient {
         }
         self.api.get(&format!("nodes/{node}/tasks"), &q).await
     }
+
+    /// The first `limit` lines of a task's log (`GET /nodes/{node}/tasks/{upid}/log`),
+    /// where a failed task says why in more words than its status.
+    pub async fn task_log(
+        &self,
+        node: &str,
+        upid: &str,
+        limit: u32,
+    ) -> Result<Vec<String>, UpstreamError> {
+        #[derive(Deserialize)]
+        struct Line {
+            #[serde(default)]
+            t: String,
+        }
+        let q = [("limit", limit.to_string())];
+        let lines: Vec<Line> = self
+            .api
+            .get(&format!("nodes/{node}/tasks/{upid}/log"), &q)
+            .await?;
+        Ok(lines.into_iter().map(|l| l.t).collect())
+    }
 }

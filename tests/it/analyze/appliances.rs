@@ -133,6 +133,19 @@ async fn proxmox_guests_stopped_by_a_task_or_against_ha_or_onboot_failed_tasks_a
             ])),
         ),
         (
+            // The failed backup's log: why, in more words than its status.
+            format!(
+                "GET /api2/json/nodes/pve1/tasks/UPID:pve1:0000{e:X}:00000000:{e:X}:vzdump:100:root@pam:/log",
+                e = m(40)
+            ),
+            data(json!([
+                {"n": 1, "t": "INFO: starting new backup job: vzdump 100 --storage pbs --mode snapshot"},
+                {"n": 2, "t": "ERROR: Backup of VM 100 failed - backup write data failed: no space left on device"},
+                {"n": 3, "t": "INFO: Failed at 2026-11-27 02:00:09"},
+                {"n": 4, "t": "TASK ERROR: job errors"}
+            ])),
+        ),
+        (
             "GET /api2/json/nodes/pve2/tasks".into(),
             data(json!([task(
                 "pve2",
@@ -195,7 +208,10 @@ async fn proxmox_guests_stopped_by_a_task_or_against_ha_or_onboot_failed_tasks_a
     assert_eq!(f.what, "task vzdump failed");
     assert_eq!(
         f.detail.as_deref(),
-        Some("vzdump 100 by root@pam: job errors")
+        Some(
+            "vzdump 100 by root@pam: job errors; its log: ERROR: Backup of VM 100 failed - \
+             backup write data failed: no space left on device"
+        )
     );
     assert_eq!(mins_ago(now, f), 40);
     let f = one(&facts, "postgres");
