@@ -62,18 +62,7 @@ pub fn container(v: &PodView, cs: &ContainerStatus) -> Option<Fact> {
         })
         .or_else(|| waiting_message(cs).map(str::to_string))
         .unwrap_or_default();
-    Some(
-        Fact::new(
-            FactClass::Kubernetes,
-            NAME,
-            pod_entity(v.pod, Some(&cs.name)),
-            what,
-            Severity::Warning,
-            describe_source(v.pod),
-        )
-        .since(since)
-        .detail(detail),
-    )
+    Some(warning(v, Some(cs.name.as_str()), what, since, detail))
 }
 
 /// The fact about a pod in phase `Failed` that ended in the window.
@@ -95,18 +84,7 @@ pub fn failed_pod(v: &PodView) -> Option<Fact> {
         Some(r) => format!("pod failed: {r}"),
         None => "pod failed".to_string(),
     };
-    Some(
-        Fact::new(
-            FactClass::Kubernetes,
-            NAME,
-            pod_entity(v.pod, None),
-            what,
-            Severity::Warning,
-            describe_source(v.pod),
-        )
-        .since(ended)
-        .detail(failed_detail(status)),
-    )
+    Some(warning(v, None, what, ended, failed_detail(status)))
 }
 
 /// "container dump exited 1 (Error); <the pod's message>".
@@ -155,16 +133,26 @@ pub fn stranded(v: &PodView, deleted: Option<DateTime<Utc>>) -> Option<Fact> {
         .filter(|s| !s.trim().is_empty())
         .collect::<Vec<_>>()
         .join(": ");
-    Some(
-        Fact::new(
-            FactClass::Kubernetes,
-            NAME,
-            pod_entity(v.pod, None),
-            what,
-            Severity::Warning,
-            describe_source(v.pod),
-        )
-        .since(since)
-        .detail(detail),
+    Some(warning(v, None, what, since, detail))
+}
+
+/// A warning about pod `v` (or its container `container`): the three facts above differ
+/// only in what they say, since when and why.
+fn warning(
+    v: &PodView,
+    container: Option<&str>,
+    what: String,
+    since: Option<DateTime<Utc>>,
+    detail: String,
+) -> Fact {
+    Fact::new(
+        FactClass::Kubernetes,
+        NAME,
+        pod_entity(v.pod, container),
+        what,
+        Severity::Warning,
+        describe_source(v.pod),
     )
+    .since(since)
+    .detail(detail)
 }
