@@ -3,6 +3,8 @@
 //! inconclusive finding. Evidence gathered before the first LLM call is recorded here too
 //! ([`CallLog::add_evidence`]), so the model can cite it like a tool call.
 
+mod attribute;
+
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -135,10 +137,13 @@ impl CallLog {
     }
 
     /// Checks what `finding` cites against what really ran: ids of calls never made are
-    /// dropped, tool names become the ids of their calls, and without any cited result
-    /// that returned data the confidence is lowered to low. Returns a note per change.
+    /// dropped, tool names become the ids of their calls, a claim left citing nothing cites
+    /// the result whose figures and names it restates ([`attribute::restated`]), and
+    /// without any cited result that returned data the confidence is lowered to low.
+    /// Returns a note per change.
     pub fn check_citations(&self, finding: &mut Finding) -> Vec<String> {
         let mut dropped = Vec::new();
+        let mut attributed = Vec::new();
         let mut supported = false;
         for e in &mut finding.evidence {
             let mut kept: Vec<String> = Vec::new();
@@ -153,6 +158,14 @@ impl CallLog {
                     None => dropped.push(cited.clone()),
                 }
             }
+            if kept.is_empty()
+                && let Some(i) = attribute::restated(&e.claim, &self.records)
+            {
+                let r = &self.records[i];
+                supported = true;
+                attributed.push(r.id.clone());
+                kept.push(r.id.clone());
+            }
             e.tool_call_ids = kept;
         }
         let mut notes = Vec::new();
@@ -160,6 +173,12 @@ impl CallLog {
             notes.push(format!(
                 "the finding cited tool calls that were never made; removed from its evidence: {}",
                 dropped.join(", ")
+            ));
+        }
+        if !attributed.is_empty() {
+            notes.push(format!(
+                "claims citing no call that ran were matched by their words to: {}",
+                attributed.join(", ")
             ));
         }
         if !supported && !finding.confidence.trim().eq_ignore_ascii_case("low") {
@@ -344,5 +363,33 @@ mod tests {
         }
         let mut low = finding("low", &[]);
         assert!(log.check_citations(&mut low).is_empty());
+    }
+
+    #[test]
+    fn a_claim_citing_the_template_role_cites_the_result_it_restates() {
+        // Qwen2.5-Coder-1.5B cited `tool_response` (its chat template's role for tool
+        // results) on every claim; the claims copied one fact each.
+        let mut log = CallLog::default();
+        log.add_evidence(
+            "fact_1",
+            "health sweep",
+            "config reload of prometheus on mon3:9090 failed at 20:14 UTC",
+        );
+        log.add_evidence("fact_2", "health sweep", "disk sdc on mon3 is 71 % busy");
+        let mut f = finding("medium", &["tool_response"]);
+        f.evidence[0].claim = "prometheus on mon3:9090 failed its config reload at 20:14".into();
+        f.evidence.push(Evidence {
+            claim: "something is wrong".into(),
+            tool_call_ids: Vec::new(),
+        });
+        let notes = log.check_citations(&mut f);
+        assert_eq!(f.evidence[0].tool_call_ids, ["fact_1"]);
+        assert!(f.evidence[1].tool_call_ids.is_empty());
+        assert_eq!(f.confidence, "medium", "{notes:?}");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains("matched by their words to: fact_1"))
+        );
     }
 }
