@@ -50,7 +50,7 @@ pub use quantity::{Quantity, Unit, human_bytes, human_seconds, round_sig};
 pub use rank::{Focus, Ranked, rank};
 pub use readable::readable_line;
 pub use resolve::Resolver;
-pub use sweep::{ANALYZER_TIME_LIMIT, Sweep, SweepReport};
+pub use sweep::{ANALYZER_TIME_LIMIT, ONSET_LEAD, Sweep, SweepReport};
 
 use crate::integrations::UpstreamError;
 

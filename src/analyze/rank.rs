@@ -131,6 +131,11 @@ impl Focus {
         !self.alert
     }
 
+    /// The trigger's labels (an alert's; a question has none).
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        &self.labels
+    }
+
     /// The value of the trigger's label `key` (an alert's `pod`, `node`, `instance`).
     pub fn label(&self, key: &str) -> Option<&str> {
         self.labels.get(key).map(String::as_str)

@@ -214,7 +214,7 @@ const MAX_LOGGED_HOSTS: usize = 2;
 
 /// How long before the trigger's start a state must have begun for its onset to be read
 /// around too (what is nearer is read around the start already).
-const ONSET_LEAD: chrono::TimeDelta = chrono::TimeDelta::minutes(45);
+pub const ONSET_LEAD: chrono::TimeDelta = chrono::TimeDelta::minutes(45);
 
 /// The earliest start of a state that `facts` say the trigger is about (its entity matches
 /// the focus, a warning or worse), when it began more than [`ONSET_LEAD`] before the

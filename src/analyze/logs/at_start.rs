@@ -46,8 +46,11 @@ const MAX_FACTS: usize = 3;
 const MAX_PATTERNS: usize = 4;
 /// Most patterns of lines that do not look bad quoted beside a single bad one.
 const MAX_BESIDE: usize = 2;
-/// Characters per quoted line.
-const LINE_CHARS: usize = 90;
+/// Characters of quoted lines in one fact, shared among them: a single line is quoted
+/// nearly whole (its cause is often in its middle: "…; server X said: 535 …"), four at
+/// 75 each (never under [`MIN_LINE_CHARS`]).
+const QUOTE_CHARS: usize = 300;
+const MIN_LINE_CHARS: usize = 72;
 
 /// The bad-looking lines of one host (or service).
 #[derive(Default)]
@@ -287,6 +290,7 @@ fn facts(
             }
             let quoted = quoted(patterns);
             let keys: Vec<String> = quoted.iter().map(|p| line_pattern(&p.example)).collect();
+            let line_chars = (QUOTE_CHARS / quoted.len().max(1)).max(MIN_LINE_CHARS);
             let quoted: Vec<String> = quoted
                 .iter()
                 .map(|p| {
@@ -294,7 +298,7 @@ fn facts(
                         "{} ({}×) {}",
                         p.first.format("%H:%M"),
                         p.count,
-                        truncate_middle(&readable_line(&p.example), LINE_CHARS)
+                        truncate_middle(&readable_line(&p.example), line_chars)
                     )
                 })
                 .collect();

@@ -22,6 +22,7 @@ mod limits;
 mod members;
 mod memory;
 mod network;
+mod onset;
 mod probes;
 mod process_memory;
 mod reboots;
@@ -81,6 +82,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(kube_state::KubeStatePods(p.clone())),
         Arc::new(kube_state_workloads::KubeStateNodes(p.clone())),
         Arc::new(kube_state_workloads::KubeStateRollouts(p.clone())),
+        Arc::new(onset::TriggerOnset(p.clone())),
         Arc::new(steps::Steps(p)),
     ]
 }

@@ -23,6 +23,7 @@ mod log_changes;
 mod log_world;
 mod logs;
 mod memory;
+mod onset;
 mod pbs_backups;
 mod probe_tls;
 mod proxmox_load;
