@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use chrono::{TimeDelta, Utc};
-use sre_agent::analyze::{Analyzer, Fact, Scope, Severity, Sweep, logs};
+use sre_agent::analyze::{Fact, Scope, Severity, Sweep, logs};
 use sre_agent::config::UpstreamConfig;
 use sre_agent::eval::fakes::{FakeServer, LogLine, loki_router};
 use sre_agent::integrations::LokiClient;
