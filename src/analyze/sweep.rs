@@ -332,6 +332,7 @@ mod tests {
                 "log_error_bursts",
                 "logs_at_start",
                 "logs_mentioning",
+                "access_status_bursts",
                 "log_changes"
             ]
         );

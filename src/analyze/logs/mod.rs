@@ -21,9 +21,14 @@
 //!   services that name the host, pod or node in focus;
 //! - `merge.rs`: the log facts of all analyzers that quote the same patterns about one
 //!   service or host as one fact (the sweep calls it);
+//! - `access.rs`: an HTTP access log line (combined, HAProxy, JSON) as its status and
+//!   request; `access_bursts.rs`: a burst of one client-error status (413, 429, 401…)
+//!   that was rare before the trigger's start;
 //! - `at_start.rs`: the lines that look bad around the trigger's start on what it is about,
 //!   new since the hours before.
 
+mod access;
+mod access_bursts;
 mod at_start;
 mod changes;
 mod errors;
@@ -60,6 +65,7 @@ pub fn analyzers(client: Arc<LokiClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(LogErrorBursts(client.clone())),
         Arc::new(at_start::LogsAtStart(client.clone())),
         Arc::new(mentions::LogsMentioning(client.clone())),
+        Arc::new(access_bursts::AccessStatusBursts(client.clone())),
         Arc::new(LogChanges::new(client)),
     ]
 }

@@ -33,8 +33,13 @@ pub enum Kind {
 }
 
 /// The declared kind of `name`: its own entry, else its family's (OpenMetrics declares a
-/// counter `foo` whose samples are `foo_total`).
+/// counter `foo` whose samples are `foo_total`). A summary's quantiles carry the family's
+/// own name (`rpc_duration_seconds{quantile="0.99"}`): levels, gauges; its `_sum` and
+/// `_count` count.
 pub fn declared(types: &HashMap<String, String>, name: &str) -> Kind {
+    if types.get(name).is_some_and(|t| t == "summary") {
+        return Kind::Gauge;
+    }
     let family = ["_total", "_count", "_sum", "_bucket"]
         .iter()
         .find_map(|x| name.strip_suffix(x));
@@ -127,6 +132,8 @@ mod tests {
             declared(&types, "rpc_duration_seconds_count"),
             Kind::Counter
         );
+        // The summary's quantiles are levels.
+        assert_eq!(declared(&types, "rpc_duration_seconds"), Kind::Gauge);
         assert_eq!(declared(&types, "legacy_jobs_total"), Kind::Unknown);
         assert_eq!(declared(&types, "never_declared_total"), Kind::Unknown);
     }

@@ -16,11 +16,12 @@
 //! bookkeeping series are left out.
 
 mod describe;
+mod histograms;
 mod judge;
 mod outliers;
 mod shares;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -28,8 +29,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::kinds::{Kind, declared};
 use super::{Prom, escape};
 use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope, Severity};
-use crate::integrations::prometheus::Labels;
-use describe::{brief, fact, series_expr};
+use crate::integrations::prometheus::{Labels, Sample};
+use describe::{brief, fact, points_expr};
 use judge::{counted, counter, early, moved, surprise};
 
 /// Instances reported, by their clearest step (each costs the model tokens).
@@ -81,6 +82,10 @@ struct Points {
     v: [f64; 4],
     /// Its change came in the span just before the window (a level it has held since).
     early: bool,
+    /// A histogram read as its quantile (`histograms.rs`): `labels` name the family, `v`
+    /// is the quantile and `mean` the mean at each time.
+    quantile: bool,
+    mean: [f64; 4],
 }
 
 #[async_trait]
@@ -152,19 +157,45 @@ impl Steps {
             reads.map(|(k, query, t)| async move { (k, self.0.vector_at(&query, t).await) }),
         )
         .await;
-        let mut series: HashMap<Labels, Points> = HashMap::new();
+        let mut at: [Vec<Sample>; 4] = Default::default();
         for (k, answer) in answers {
-            for s in answer? {
-                if bookkeeping(s.metric.get("__name__").map_or("", String::as_str)) {
+            at[k].extend(answer?);
+        }
+        // Histograms are read as their quantile, their buckets and sums not as counters.
+        let families: HashSet<String> = at
+            .iter()
+            .flatten()
+            .filter_map(|s| histograms::family(&s.metric, types))
+            .filter(|f| !bookkeeping(f))
+            .map(str::to_string)
+            .collect();
+        let mut series: HashMap<Labels, Points> = HashMap::new();
+        for (k, samples) in at.iter().enumerate() {
+            for s in samples {
+                let name = s.metric.get("__name__").map_or("", String::as_str);
+                if bookkeeping(name) || histograms::part(name, &families) {
                     continue;
                 }
                 let p = series.entry(s.metric.clone()).or_insert_with(|| Points {
-                    kind: declared(types, s.metric.get("__name__").map_or("", String::as_str)),
+                    kind: declared(types, name),
                     labels: s.metric.clone(),
                     v: [f64::NAN; 4],
-                    early: false,
+                    ..Points::default()
                 });
                 p.v[k] = s.value;
+            }
+        }
+        if !families.is_empty() {
+            for h in self.histograms(&at, times, &families).await? {
+                let p = Points {
+                    labels: h.labels.clone(),
+                    kind: Kind::Gauge,
+                    v: h.quantile,
+                    early: false,
+                    quantile: true,
+                    mean: h.mean,
+                };
+                series.insert(h.labels, p);
             }
         }
         for p in series.values_mut() {
@@ -257,7 +288,7 @@ impl Steps {
         let (a, b) = if p.early { (1, 2) } else { (2, 3) };
         let span = (t[b] - t[a]).num_seconds().max(60) as u64;
         let step = std::time::Duration::from_secs((span / CHANGE_POINTS).max(15));
-        let expr = series_expr(&p.labels);
+        let expr = points_expr(p);
         let series = self
             .0
             .client
@@ -288,6 +319,48 @@ impl Steps {
         };
         let (at, _) = values.get(i)?;
         DateTime::from_timestamp_millis((at * 1000.0) as i64)
+    }
+}
+
+impl Steps {
+    /// The histograms of `families` among the reads `at` of the four `times`, read again
+    /// [`histograms::RATE_WINDOW`] before each time (the instances that have them), as
+    /// their quantile and mean at each time.
+    async fn histograms(
+        &self,
+        at: &[Vec<Sample>; 4],
+        times: &[DateTime<Utc>; 4],
+        families: &HashSet<String>,
+    ) -> Result<Vec<histograms::Read4>, AnalyzeError> {
+        let instances: std::collections::BTreeSet<&str> = at
+            .iter()
+            .flatten()
+            .filter(|s| {
+                let name = s.metric.get("__name__").map_or("", String::as_str);
+                histograms::part(name, families)
+            })
+            .filter_map(|s| s.metric.get("instance").map(String::as_str))
+            .collect();
+        let reads = instances.iter().flat_map(|instance| {
+            let query = format!(
+                "{{instance=\"{}\",{}}}",
+                escape(instance),
+                histograms::PARTS_SELECTOR
+            );
+            times.iter().enumerate().map(move |(k, t)| {
+                let then = t.checked_sub_signed(histograms::RATE_WINDOW).unwrap_or(*t);
+                (k, query.clone(), then)
+            })
+        });
+        let answers = futures::future::join_all(
+            reads.map(|(k, query, t)| async move { (k, self.0.vector_at(&query, t).await) }),
+        )
+        .await;
+        let mut before: [Vec<Sample>; 4] = Default::default();
+        for (k, answer) in answers {
+            before[k].extend(answer?);
+        }
+        Ok(histograms::fold(at, &before, families))
     }
 }
 
@@ -329,7 +402,7 @@ fn points(pairs: &[(&str, &str)], v: [f64; 4]) -> (Labels, Points) {
         labels: labels.clone(),
         kind: Kind::Unknown,
         v,
-        early: false,
+        ..Points::default()
     };
     (labels, p)
 }

@@ -3,6 +3,7 @@
 //! into a few of them. `world` is the harness every analyzer test uses. The analyzers of
 //! other integrations run against fakes speaking their real wire formats (`kube_cluster`).
 
+mod access_logs;
 mod appliances;
 mod availability;
 mod captured;
@@ -17,6 +18,7 @@ mod kube;
 mod kube_cluster;
 mod kube_state;
 mod kube_volumes;
+mod latency;
 mod limit_members;
 mod limits;
 mod log_changes;

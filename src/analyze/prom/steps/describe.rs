@@ -19,9 +19,13 @@ pub(super) fn series_name(p: &Points) -> String {
         .filter(|(k, _)| !matches!(k.as_str(), "instance" | "job"))
         .map(|(k, v)| format!("{k}={v}"))
         .collect();
-    match own.is_empty() {
+    let name = match own.is_empty() {
         true => name,
         false => format!("{name}{{{}}}", own.join(",")),
+    };
+    match p.quantile {
+        true => format!("p{} of {name}", super::histograms::QUANTILE * 100.0),
+        false => name,
     }
 }
 
@@ -44,6 +48,14 @@ pub(super) fn series_expr(labels: &Labels) -> String {
     format!("{name}{selector}")
 }
 
+/// The query that reads series `p`: its selector, or a histogram's quantile.
+pub(super) fn points_expr(p: &Points) -> String {
+    match p.quantile {
+        true => super::histograms::expr(&p.labels),
+        false => series_expr(&p.labels),
+    }
+}
+
 /// How the series moves: a counter's pace per second before and since, an age's
 /// (grows one a second) beginning, or a gauge's levels.
 pub(super) enum Motion {
@@ -58,7 +70,7 @@ pub(super) fn motion(p: &Points, t: &[DateTime<Utc>; 4]) -> Motion {
     let suffixed = ["_total", "_count", "_sum"]
         .iter()
         .any(|x| name.ends_with(x));
-    if !suffixed && (per(2, 3) - 1.0).abs() <= AGE_TOLERANCE && p.v[3] >= 60.0 {
+    if !suffixed && !p.quantile && (per(2, 3) - 1.0).abs() <= AGE_TOLERANCE && p.v[3] >= 60.0 {
         let began = TimeDelta::try_milliseconds((p.v[3] * 1000.0) as i64)
             .and_then(|d| t[3].checked_sub_signed(d));
         if let Some(began) = began {
@@ -153,10 +165,13 @@ pub(super) fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -
         Motion::Gauge => {
             let (from, to) = ends(p);
             let (verb, value) = moved(&name, from, to);
-            let detail = match p.early {
+            let mut detail = match p.early {
                 true => format!("before {}, and held since", t[2].format("%H:%M UTC")),
                 false => levels(&name, p, t),
             };
+            if let Some(mean) = mean(&name, p) {
+                detail = format!("{detail}; {mean}");
+            }
             (
                 format!("{series} {verb}"),
                 Quantity::of_metric(&name, value),
@@ -171,11 +186,22 @@ pub(super) fn fact(analyzer: &'static str, p: &Points, t: &[DateTime<Utc>; 4]) -
         series_entity(p),
         what,
         Severity::Warning,
-        Source::promql(&series_expr(&p.labels)),
+        Source::promql(&points_expr(p)),
     )
     .value(value)
     .detail(detail)
     .since(began)
+}
+
+/// A histogram's mean at the two times its quantile's change is told between: "mean 3 ms
+/// → 610 ms" (`None`: not a histogram, or a mean not read).
+fn mean(name: &str, p: &Points) -> Option<String> {
+    let (a, b) = match p.early {
+        true => (p.mean[1], p.mean[2]),
+        false => (p.mean[2], p.mean[3]),
+    };
+    let q = |v: f64| Quantity::of_metric(name, v);
+    (p.quantile && a.is_finite() && b.is_finite()).then(|| format!("mean {} → {}", q(a), q(b)))
 }
 
 /// The levels read before the window, equal ones told once: "232 V at 04:10, 05:10 and

@@ -60,7 +60,8 @@ pub(super) fn peer_groups(series: &HashMap<Labels, Points>) -> HashMap<Group, Ve
     let mut groups: HashMap<Group, Vec<&Points>> = HashMap::new();
     for p in series.values() {
         let name = p.labels.get("__name__").cloned().unwrap_or_default();
-        if BREAKDOWNS.iter().any(|b| name.starts_with(b)) {
+        // A quantile is no count, and quantiles do not add up.
+        if p.quantile || BREAKDOWNS.iter().any(|b| name.starts_with(b)) {
             continue;
         }
         let own = identity(&p.labels);
