@@ -22,15 +22,24 @@
 //! - `merge.rs`: the log facts of all analyzers that quote the same patterns about one
 //!   service or host as one fact (the sweep calls it);
 //! - `at_start.rs`: the lines that look bad around the trigger's start on what it is about,
-//!   new since the hours before.
+//!   new since the hours before;
+//! - `joins.rs` (the sweep calls it after the analyzers): log lines joined to other
+//!   analyzers' facts: a failed reload's, unit's or restart loop's service's own lines at
+//!   its failure, and, from `peers.rs`, the other end of a failing connection (`peer.rs`
+//!   reads it from the line) and what it logged as the failures began; `around.rs` finds
+//!   an entity's streams and reads its worst or rare lines around a time.
 
+mod around;
 mod at_start;
 mod changes;
 mod errors;
 mod facts;
+mod joins;
 mod mentions;
 mod merge;
 mod novelty;
+mod peer;
+mod peers;
 mod signal;
 mod traces;
 mod volume;
@@ -39,6 +48,7 @@ use std::sync::Arc;
 
 pub use changes::LogChanges;
 pub use errors::LogErrorBursts;
+pub use joins::join_logs;
 pub use merge::merge_same;
 pub use signal::{Signal, signal};
 pub use traces::fold_log;

@@ -20,6 +20,7 @@ mod kube_volumes;
 mod limit_members;
 mod limits;
 mod log_changes;
+mod log_joins;
 mod log_world;
 mod logs;
 mod memory;
