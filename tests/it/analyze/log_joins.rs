@@ -136,21 +136,17 @@ async fn a_failed_reload_and_a_failed_unit_carry_what_their_service_logged_as_it
         (journal("web1", "caddy.service"), caddy),
         (journal("web1", "sshd.service"), sshd),
     ];
-    let (facts, notes) = sweep(
-        &world,
-        prom::analyzers(world.client()),
-        streams,
-        &[],
-        420,
-    )
-    .await;
+    let (facts, notes) = sweep(&world, prom::analyzers(world.client()), streams, &[], 420).await;
     assert!(notes.is_empty(), "{notes:?}");
     let failed = facts
         .iter()
         .find(|f| f.what == "config reload failed")
         .unwrap_or_else(|| panic!("{}", shown(&facts)));
     let detail = failed.detail.as_deref().unwrap_or_default();
-    assert!(detail.contains("running the configuration loaded at"), "{detail}");
+    assert!(
+        detail.contains("running the configuration loaded at"),
+        "{detail}"
+    );
     assert!(
         detail.contains("its log around") && detail.contains("line 12: field recievers not found"),
         "{}",
@@ -162,7 +158,8 @@ async fn a_failed_reload_and_a_failed_unit_carry_what_their_service_logged_as_it
         .unwrap_or_else(|| panic!("{}", shown(&facts)));
     let detail = unit.detail.as_deref().unwrap_or_default();
     assert!(
-        detail.contains("Caddyfile:12 - Error during parsing") && detail.contains("status=1/FAILURE"),
+        detail.contains("Caddyfile:12 - Error during parsing")
+            && detail.contains("status=1/FAILURE"),
         "{}",
         shown(&facts)
     );
@@ -221,9 +218,18 @@ fn peers_streams() -> Vec<Stream> {
         ],
     ));
     vec![
-        (labels(&[("host", "hub"), ("container", "zigbee2mqtt")]), z2m),
-        (labels(&[("host", "hub"), ("container", "homeassistant")]), ha),
-        (labels(&[("host", "brokerpi"), ("container", "mosquitto")]), broker),
+        (
+            labels(&[("host", "hub"), ("container", "zigbee2mqtt")]),
+            z2m,
+        ),
+        (
+            labels(&[("host", "hub"), ("container", "homeassistant")]),
+            ha,
+        ),
+        (
+            labels(&[("host", "brokerpi"), ("container", "mosquitto")]),
+            broker,
+        ),
         (labels(&[("host", "app1"), ("container", "worker")]), worker),
         (journal("db1", "postgresql@15-main.service"), pg),
     ]
@@ -236,7 +242,11 @@ async fn a_failing_connections_other_end_is_found_by_address_or_name_and_what_it
     for (instance, nodename) in [("10.0.0.5:9100", "brokerpi"), ("10.0.0.7:9100", "hub")] {
         defs.push(series(
             "node_uname_info",
-            &[("instance", instance), ("job", "node"), ("nodename", nodename)],
+            &[
+                ("instance", instance),
+                ("job", "node"),
+                ("nodename", nodename),
+            ],
             |_| Some(1.0),
         ));
     }
@@ -261,7 +271,8 @@ async fn a_failing_connections_other_end_is_found_by_address_or_name_and_what_it
     let detail = mqtt.detail.as_deref().unwrap();
     assert!(detail.starts_with("brokerpi logged from"), "{detail}");
     assert!(
-        detail.contains("Starting in local only mode") && detail.contains("version 2.0.18 starting"),
+        detail.contains("Starting in local only mode")
+            && detail.contains("version 2.0.18 starting"),
         "{detail}"
     );
     assert!(!detail.contains("New client connected"), "{detail}");
