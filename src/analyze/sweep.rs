@@ -120,6 +120,7 @@ impl Sweep {
             report.notes.extend(again.notes);
         }
         self.logged_as_it_began(&mut report.facts, &scope).await;
+        self.joined_logs(&mut report, &scope).await;
         report.facts = logs::merge_same(std::mem::take(&mut report.facts));
         report.elapsed = start.elapsed();
         report.focus = focus;
@@ -172,6 +173,25 @@ impl Sweep {
             let host = f.entity.host.clone().unwrap_or_default();
             let detail = f.detail.take().map_or(String::new(), |d| format!("{d}; "));
             f.detail = Some(format!("{detail}{host} logged as it began: {text}"));
+        }
+    }
+
+    /// Log lines joined to the facts found ([`logs::join_logs`]: a failure's service's own
+    /// lines, what the other end of a failing connection logged), within an analyzer's
+    /// time limit.
+    async fn joined_logs(&self, report: &mut SweepReport, scope: &Scope) {
+        let Some(loki) = &self.resolver.loki else {
+            return;
+        };
+        let limit = self.time_limit.unwrap_or(ANALYZER_TIME_LIMIT);
+        let prometheus = self.resolver.prometheus.as_deref();
+        let joined = logs::join_logs(loki, prometheus, &mut report.facts, scope);
+        match tokio::time::timeout(limit, joined).await {
+            Ok(peers) => report.facts.extend(peers),
+            Err(_) => report.notes.push(format!(
+                "log joins: skipped (no answer within {} s)",
+                limit.as_secs_f64()
+            )),
         }
     }
 

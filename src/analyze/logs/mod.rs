@@ -25,17 +25,26 @@
 //!   request; `access_bursts.rs`: a burst of one client-error status (413, 429, 401…)
 //!   that was rare before the trigger's start;
 //! - `at_start.rs`: the lines that look bad around the trigger's start on what it is about,
-//!   new since the hours before.
+//!   new since the hours before;
+//! - `joins.rs` (the sweep calls it after the analyzers): log lines joined to other
+//!   analyzers' facts: a failed reload's, unit's or restart loop's service's own lines at
+//!   its failure, and, from `peers.rs`, the other end of a failing connection (`peer.rs`
+//!   reads it from the line) and what it logged as the failures began; `around.rs` finds
+//!   an entity's streams and reads its worst or rare lines around a time.
 
 mod access;
 mod access_bursts;
+mod around;
 mod at_start;
 mod changes;
 mod errors;
 mod facts;
+mod joins;
 mod mentions;
 mod merge;
 mod novelty;
+mod peer;
+mod peers;
 mod signal;
 mod traces;
 mod volume;
@@ -44,6 +53,7 @@ use std::sync::Arc;
 
 pub use changes::LogChanges;
 pub use errors::LogErrorBursts;
+pub use joins::join_logs;
 pub use merge::merge_same;
 pub use signal::{Signal, signal};
 pub use traces::fold_log;

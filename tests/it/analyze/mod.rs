@@ -22,6 +22,7 @@ mod latency;
 mod limit_members;
 mod limits;
 mod log_changes;
+mod log_joins;
 mod log_world;
 mod logs;
 mod memory;
