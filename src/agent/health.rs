@@ -24,7 +24,7 @@ const PINNED_FACTS: usize = 2;
 /// Further problems pinned beside them: facts that are not about the trigger's entity but
 /// began around its start (a cause elsewhere, like the database host of an application).
 const PINNED_CONCURRENT: usize = 2;
-/// How far back a question looks (it names no start).
+/// How far back a question looks when it says no time ("since yesterday" says one).
 const QUESTION_LOOKBACK: TimeDelta = TimeDelta::hours(6);
 
 /// What the sweep found for one investigation.
@@ -126,10 +126,9 @@ fn focus(inv: &Investigation, now: DateTime<Utc>) -> (Focus, Option<DateTime<Utc
         None => {
             let context = inv.context.as_ref().map(|c| c.render());
             let text = format!("{}\n{}", inv.prompt, context.as_deref().unwrap_or(""));
-            (
-                Focus::question(&text),
-                now.checked_sub_signed(QUESTION_LOOKBACK),
-            )
+            let started = super::asked_time::asked_start(&inv.prompt, now)
+                .or_else(|| now.checked_sub_signed(QUESTION_LOOKBACK));
+            (Focus::question(&text), started)
         }
     }
 }

@@ -8,6 +8,7 @@
 //! ([`IncidentMemory`]), and their store.
 
 mod alert_context;
+mod asked_time;
 mod budget;
 mod call_log;
 mod context;

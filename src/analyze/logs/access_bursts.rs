@@ -36,8 +36,11 @@ pub struct AccessStatusBursts(pub Arc<LokiClient>);
 const AROUND: TimeDelta = TimeDelta::minutes(10);
 /// Least span before that, for "rare before" to mean anything.
 const MIN_BEFORE: TimeDelta = TimeDelta::minutes(10);
-/// Least answers of one status since for a burst.
-const MIN_BURST: f64 = 10.0;
+/// Least answers of one status since for a burst: a homelab's few users send few
+/// requests, and three refused uploads where there were none are the incident.
+const MIN_BURST: f64 = 3.0;
+/// Fewest lines read for a burst to be judged a scan.
+const MIN_SCAN: usize = 10;
 /// How many times as often (per minute) as before a status must come since.
 const RISE: f64 = 5.0;
 /// A status rare before: at most this many lines, or this share of the requests.
@@ -334,7 +337,15 @@ fn is_burst(t: &Tally, requests_before: f64, before_min: f64, since_min: f64) ->
     let rate = |n: f64, m: f64| n / m.max(1.0);
     let rose = rate(t.since, since_min) >= RISE * rate(t.before, before_min);
     let read: usize = t.requests.values().sum();
-    let scan = read >= MIN_BURST as usize
+    // A scanner probes paths it reads; refused writes (uploads to distinct paths) are not a scan.
+    let reads: usize = t
+        .requests
+        .iter()
+        .filter(|((method, _), _)| matches!(method.as_str(), "GET" | "HEAD"))
+        .map(|(_, n)| n)
+        .sum();
+    let scan = read >= MIN_SCAN
+        && 2 * reads > read
         && t.paths.len() as f64 >= SCAN_PATHS * read as f64
         && !t.clients.is_empty()
         && t.clients.len() <= SCAN_CLIENTS;

@@ -39,13 +39,21 @@ fn a_status_rare_before_and_frequent_since_is_a_burst_and_a_routine_or_scanned_o
     assert!(is_burst(&tally(2.0, &uploads, "x"), 900.0, 50.0, 22.0));
     // Common before (a public site's 404s: 120 of 900): routine.
     assert!(!is_burst(&tally(120.0, &uploads, "x"), 900.0, 50.0, 22.0));
-    // Too few since.
+    // Three where there were none (a homelab's few uploads) are a burst; two are not.
+    assert!(is_burst(&tally(0.0, &uploads[..3], "x"), 900.0, 50.0, 22.0));
     assert!(!is_burst(
-        &tally(0.0, &uploads[..6], "x"),
+        &tally(0.0, &uploads[..2], "x"),
         900.0,
         50.0,
         22.0
     ));
+    // Uploads to a new path each, from one or two clients, are refused writes, no scan.
+    let files: Vec<String> = (0..12).map(|i| format!("/dav/uploads/u/{i}/1")).collect();
+    let refused: Vec<(&str, &str, &str)> = files
+        .iter()
+        .map(|p| ("PUT", p.as_str(), "192.168.1.52"))
+        .collect();
+    assert!(is_burst(&tally(0.0, &refused, "x"), 900.0, 50.0, 22.0));
     // A scanner: one client, a different path each time.
     let paths: Vec<String> = (0..40).map(|i| format!("/wp-admin/{i}.php")).collect();
     let scan: Vec<(&str, &str, &str)> = paths
