@@ -107,11 +107,12 @@ impl Focus {
     }
 
     /// Whether `host` is one the trigger names: an alert's host label, or a word of a
-    /// question, exactly (normalised).
+    /// question or of an alert's other label values and annotations ("osd.4 on pve-yew",
+    /// `device="filer:/export/media"`), exactly (normalised): the host an alert is about
+    /// is often not the one its metric was scraped from.
     pub fn names_host(&self, host: &str) -> bool {
         let h = normalise(host);
-        h.chars().count() >= MIN_NAME_CHARS
-            && (self.hosts.contains(&h) || (!self.alert && self.names.contains(&h)))
+        h.chars().count() >= MIN_NAME_CHARS && (self.hosts.contains(&h) || self.names.contains(&h))
     }
 
     /// Whether the trigger names a host (an alert's host label).

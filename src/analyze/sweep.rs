@@ -121,6 +121,7 @@ impl Sweep {
         }
         self.logged_as_it_began(&mut report.facts, &scope).await;
         self.joined_logs(&mut report, &scope).await;
+        logs::join_coinciding(&mut report.facts);
         report.facts = logs::merge_same(std::mem::take(&mut report.facts));
         report.elapsed = start.elapsed();
         report.focus = focus;

@@ -138,8 +138,35 @@ pub(crate) struct Said {
     pub first: DateTime<Utc>,
     /// The order its first line was read in (ties in time keep the log's order).
     pub order: usize,
+    /// The stream's labels other than its host's (empty when one stream is read).
+    pub stream: String,
     pub count: usize,
     pub example: String,
+}
+
+/// Counts `line` under `pattern`, keeping the earliest line as its example and the order
+/// patterns were first read in.
+pub(crate) fn tally(
+    seen: &mut HashMap<String, Said>,
+    pattern: String,
+    (grade, at): (Signal, DateTime<Utc>),
+    stream: &str,
+    line: String,
+) {
+    let order = seen.len();
+    let e = seen.entry(pattern).or_insert_with(|| Said {
+        grade,
+        first: at,
+        order,
+        stream: stream.to_string(),
+        count: 0,
+        example: line.clone(),
+    });
+    e.count += 1;
+    if at < e.first {
+        e.first = at;
+        e.example = line;
+    }
 }
 
 /// What a read around a time found.
@@ -179,19 +206,7 @@ pub(crate) async fn read_near(
         for (ns, line, grade) in fold_entries(&s.entries) {
             lines += 1;
             let t = DateTime::from_timestamp_nanos(ns);
-            let order = by.len();
-            let e = by.entry(line_pattern(&line)).or_insert_with(|| Said {
-                grade,
-                first: t,
-                order,
-                count: 0,
-                example: line.clone(),
-            });
-            e.count += 1;
-            if t < e.first {
-                e.first = t;
-                e.example = line;
-            }
+            tally(&mut by, line_pattern(&line), (grade, t), "", line);
         }
     }
     Ok(Near {
@@ -332,6 +347,7 @@ mod tests {
             grade,
             first: t(m),
             order: 0,
+            stream: String::new(),
             count,
             example: example.into(),
         };

@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::json;
 
+use super::around::{Said, tally};
 use super::signal::Signal;
 use super::traces::fold_entries;
 use super::{HOST_LABELS, SERVICE_LABELS, service_label};
@@ -51,25 +52,19 @@ const MAX_BESIDE: usize = 2;
 /// 75 each (never under [`MIN_LINE_CHARS`]).
 const QUOTE_CHARS: usize = 300;
 const MIN_LINE_CHARS: usize = 72;
+/// How often a new line that does not look bad must occur on the trigger's hosts to be
+/// told when nothing there looks bad, and from how many a warning.
+const MIN_RECURRING: usize = 2;
+/// How many new lines a host may log in the range for each of them to be told.
+const FEW_NEW: usize = 3;
+const RECURRING_WARNING: usize = 3;
 
 /// The bad-looking lines of one host (or service).
 #[derive(Default)]
 struct Group {
     about: bool,
     grade: Option<Signal>,
-    patterns: HashMap<String, Seen>,
-}
-
-/// One pattern's lines.
-struct Seen {
-    grade: Signal,
-    first: DateTime<Utc>,
-    /// Order of the first line read (ties in time keep the log's order).
-    order: usize,
-    /// The stream's labels other than its host's.
-    stream: String,
-    count: usize,
-    example: String,
+    patterns: HashMap<String, Said>,
 }
 
 #[async_trait]
@@ -168,9 +163,14 @@ impl Analyzer for LogsAtStart {
                     .map(|(_, l, _)| line_pattern(&l)),
             );
         }
-        Ok(facts(
-            &streams, &routine, label, host_label, scope, &read[0], start,
-        ))
+        let read = Read {
+            label,
+            host_label,
+            selector: &read[0],
+            since: format!("{}m", (scope.now - start).num_minutes().max(1)),
+            named: !everything,
+        };
+        Ok(facts(&streams, &routine, scope, &read))
     }
 }
 
@@ -220,21 +220,33 @@ fn service_entity(label: &str, service: &str, host: Option<String>) -> Entity {
         .with_labels(BTreeMap::from([(label.to_string(), service.to_string())]))
 }
 
-/// One fact per host (or service) whose lines in range look bad in a way not seen before.
+/// Where the lines were read from and what for ([`facts`]).
+struct Read<'a> {
+    label: &'a str,
+    host_label: Option<&'a str>,
+    selector: &'a str,
+    /// How far back from now the lines were read, as the citation's `since` (`45m`).
+    since: String,
+    /// Whether the streams are those of the trigger's hosts and services (not every
+    /// stream, read for a question that names nothing Loki has).
+    named: bool,
+}
+
+/// One fact per host (or service) whose lines in range look bad in a way not seen before;
+/// on the trigger's own hosts and services, when none looks bad, what is new there: the
+/// lines that recur (a driver resetting a device, a daemon retrying: words a grader cannot
+/// know), or all of a quiet host's few new lines (an admin's commands).
 fn facts(
     streams: &[LogStream],
     routine: &BTreeSet<String>,
-    label: &str,
-    host_label: Option<&str>,
     scope: &Scope,
-    selector: &str,
-    start: DateTime<Utc>,
+    read: &Read,
 ) -> Vec<Fact> {
-    let since = format!("{}m", (scope.now - start).num_minutes().max(1));
+    let (label, host_label) = (read.label, read.host_label);
     let mut groups: BTreeMap<(String, String), Group> = BTreeMap::new();
     // The new lines that do not look bad, per group: what an admin or a firewall said
     // beside a single daemon's error.
-    let mut quiet: BTreeMap<(String, String), HashMap<String, Seen>> = BTreeMap::new();
+    let mut quiet: BTreeMap<(String, String), HashMap<String, Said>> = BTreeMap::new();
     let mut seen_entries = BTreeSet::new();
     for s in streams {
         let service = s.labels.get(label).cloned().unwrap_or_default();
@@ -261,91 +273,132 @@ fn facts(
             let at = DateTime::from_timestamp_nanos(ns);
             if grade == Signal::None {
                 let q = quiet.entry(key.clone()).or_default();
-                tally(q, pattern, grade, at, &stream, line);
+                tally(q, pattern, (grade, at), &stream, line);
                 continue;
             }
             let g = groups.entry(key.clone()).or_default();
             g.about |= scope.is_about(&service_entity(label, &service, host.clone()));
             g.grade = g.grade.max(Some(grade));
-            tally(&mut g.patterns, pattern, grade, at, &stream, line);
+            tally(&mut g.patterns, pattern, (grade, at), &stream, line);
         }
     }
     let mut ordered: Vec<((String, String), Group)> = groups.into_iter().collect();
     ordered.sort_by(|a, b| {
         (!a.1.about, std::cmp::Reverse(a.1.grade)).cmp(&(!b.1.about, std::cmp::Reverse(b.1.grade)))
     });
-    ordered
-        .into_iter()
-        .take(MAX_FACTS)
-        .filter_map(|((kind, name), g)| {
-            let grade = g.grade?;
-            let mut patterns: Vec<Seen> = g.patterns.into_values().collect();
-            let first = patterns.iter().map(|p| p.first).min()?;
-            let total: usize = patterns.iter().map(|p| p.count).sum();
-            let count = patterns.len();
-            if count == 1
-                && let Some(q) = quiet.remove(&(kind.clone(), name.clone()))
-            {
-                patterns.extend(beside(q.into_values().collect(), first));
+    let mut out: Vec<Fact> = Vec::new();
+    for ((kind, name), g) in ordered.into_iter().take(MAX_FACTS) {
+        let Some(grade) = g.grade else { continue };
+        let mut patterns: Vec<Said> = g.patterns.into_values().collect();
+        let Some(first) = patterns.iter().map(|p| p.first).min() else {
+            continue;
+        };
+        let total: usize = patterns.iter().map(|p| p.count).sum();
+        let count = patterns.len();
+        let beside_lines = quiet.remove(&(kind.clone(), name.clone()));
+        if count == 1
+            && let Some(q) = beside_lines
+        {
+            patterns.extend(beside(q.into_values().collect(), first));
+        }
+        let severity = match grade {
+            Signal::Error => Severity::Warning,
+            _ => Severity::Info,
+        };
+        let what = format!(
+            "{total} log lines that look bad, not seen in the hours before, in {count} patterns"
+        );
+        out.push(group_fact(&kind, &name, patterns, what, severity, read));
+    }
+    if !read.named {
+        return out;
+    }
+    for ((kind, name), q) in quiet {
+        if out.len() >= MAX_FACTS {
+            break;
+        }
+        let mut patterns: Vec<Said> = q.into_values().collect();
+        let most = patterns.iter().map(|p| p.count).max().unwrap_or(0);
+        let total: usize = patterns.iter().map(|p| p.count).sum();
+        // A quiet host's few new lines all tell (an admin's commands); among many, those
+        // that recur.
+        if total > FEW_NEW {
+            if most < MIN_RECURRING {
+                continue;
             }
-            let quoted = quoted(patterns);
-            let keys: Vec<String> = quoted.iter().map(|p| line_pattern(&p.example)).collect();
-            let line_chars = (QUOTE_CHARS / quoted.len().max(1)).max(MIN_LINE_CHARS);
-            let quoted: Vec<String> = quoted
-                .iter()
-                .map(|p| {
-                    format!(
-                        "{} ({}×) {}",
-                        p.first.format("%H:%M"),
-                        p.count,
-                        truncate_middle(&readable_line(&p.example), line_chars)
-                    )
-                })
-                .collect();
-            let entity = match kind.as_str() {
-                "host" => Entity::new("logs", name.clone())
-                    .on_host(Some(name.clone()))
-                    .with_labels(BTreeMap::from([(
-                        host_label.unwrap_or("host").to_string(),
-                        name.clone(),
-                    )])),
-                _ => service_entity(label, &name, None),
-            };
-            let severity = match grade {
-                Signal::Error => Severity::Warning,
-                _ => Severity::Info,
-            };
-            Some(
-                Fact::new(
-                    FactClass::Logs,
-                    "logs_at_start",
-                    entity,
-                    format!(
-                        "{total} log lines that look bad, not seen in the hours before, in {} patterns",
-                        count
-                    ),
-                    severity,
-                    Source::new(
-                        "loki_query",
-                        json!({"query": selector, "since": since}),
-                    ),
-                )
-                .since(Some(first))
-                .detail(quoted.join(" | "))
-                .patterns(keys),
+            patterns.retain(|p| p.count >= MIN_RECURRING);
+        }
+        let total: usize = patterns.iter().map(|p| p.count).sum();
+        let severity = match most >= RECURRING_WARNING {
+            true => Severity::Warning,
+            false => Severity::Info,
+        };
+        let what = format!(
+            "{total} new log lines, not seen in the hours before, in {} patterns (none says error)",
+            patterns.len()
+        );
+        out.push(group_fact(&kind, &name, patterns, what, severity, read));
+    }
+    out
+}
+
+/// The fact of one group's `patterns` (those quoted: [`quoted`]).
+fn group_fact(
+    kind: &str,
+    name: &str,
+    patterns: Vec<Said>,
+    what: String,
+    severity: Severity,
+    read: &Read,
+) -> Fact {
+    let first = patterns.iter().map(|p| p.first).min();
+    let quoted = quoted(patterns);
+    let keys: Vec<String> = quoted.iter().map(|p| line_pattern(&p.example)).collect();
+    let line_chars = (QUOTE_CHARS / quoted.len().max(1)).max(MIN_LINE_CHARS);
+    let quoted: Vec<String> = quoted
+        .iter()
+        .map(|p| {
+            format!(
+                "{} ({}×) {}",
+                p.first.format("%H:%M"),
+                p.count,
+                truncate_middle(&readable_line(&p.example), line_chars)
             )
         })
-        .collect()
+        .collect();
+    let entity = match kind {
+        "host" => Entity::new("logs", name)
+            .on_host(Some(name.to_string()))
+            .with_labels(BTreeMap::from([(
+                read.host_label.unwrap_or("host").to_string(),
+                name.to_string(),
+            )])),
+        _ => service_entity(read.label, name, None),
+    };
+    Fact::new(
+        FactClass::Logs,
+        "logs_at_start",
+        entity,
+        what,
+        severity,
+        Source::new(
+            "loki_query",
+            json!({"query": read.selector, "since": read.since}),
+        ),
+    )
+    .since(first)
+    .detail(quoted.join(" | "))
+    .patterns(keys)
 }
 
 /// Of the new lines that do not look bad, the [`MAX_BESIDE`] patterns nearest in time to
 /// `at` (the first bad line), one per stream first, those before it first at equal
 /// distance: when one pattern is all that looks bad, what else was new beside it (an
 /// admin's command, a firewall's rule, a unit stopped) is often the cause.
-fn beside(mut quiet: Vec<Seen>, at: DateTime<Utc>) -> Vec<Seen> {
+fn beside(mut quiet: Vec<Said>, at: DateTime<Utc>) -> Vec<Said> {
     quiet.sort_by_key(|p| ((p.first - at).abs(), p.first > at, p.order));
     let mut streams = BTreeSet::new();
-    let (mut picked, rest): (Vec<Seen>, Vec<Seen>) = quiet
+    let (mut picked, rest): (Vec<Said>, Vec<Said>) = quiet
         .into_iter()
         .partition(|p| streams.insert(p.stream.clone()));
     picked.truncate(MAX_BESIDE);
@@ -354,41 +407,15 @@ fn beside(mut quiet: Vec<Seen>, at: DateTime<Utc>) -> Vec<Seen> {
     picked
 }
 
-/// Counts `line` under `pattern`, keeping the earliest line as its example and the order
-/// patterns were first read in.
-fn tally(
-    seen: &mut HashMap<String, Seen>,
-    pattern: String,
-    grade: Signal,
-    at: DateTime<Utc>,
-    stream: &str,
-    line: String,
-) {
-    let order = seen.len();
-    let e = seen.entry(pattern).or_insert_with(|| Seen {
-        grade,
-        first: at,
-        order,
-        stream: stream.to_string(),
-        count: 0,
-        example: line.clone(),
-    });
-    e.count += 1;
-    if at < e.first {
-        e.first = at;
-        e.example = line;
-    }
-}
-
 /// The patterns to quote, at most [`MAX_PATTERNS`]: one per family of lines first (lines
 /// of one stream that begin alike: the same device, subsystem or logger), the worst and
 /// then the earliest of each; families taken by turns across streams (each stream's first
 /// family, then each one's second), by time within a turn; then the next of each family.
 /// A burst of one driver's lines leaves room for what the other parts and services logged.
-fn quoted(mut patterns: Vec<Seen>) -> Vec<Seen> {
+fn quoted(mut patterns: Vec<Said>) -> Vec<Said> {
     patterns.sort_by_key(|p| (std::cmp::Reverse(p.grade), p.first, p.order));
     // ((stream, family), first line, patterns)
-    type Family = ((String, String), DateTime<Utc>, Vec<Seen>);
+    type Family = ((String, String), DateTime<Utc>, Vec<Said>);
     let mut families: Vec<Family> = Vec::new();
     for p in patterns {
         let key = (p.stream.clone(), family(&p.example));
@@ -403,7 +430,7 @@ fn quoted(mut patterns: Vec<Seen>) -> Vec<Seen> {
     families.sort_by_key(|f| f.1);
     // A family's turn: how many families of its stream came before it.
     let mut seen_per_stream: HashMap<String, usize> = HashMap::new();
-    let mut turns: Vec<(usize, DateTime<Utc>, Vec<Seen>)> = families
+    let mut turns: Vec<(usize, DateTime<Utc>, Vec<Said>)> = families
         .into_iter()
         .map(|((stream, _), first, ps)| {
             let turn = seen_per_stream.entry(stream).or_default();
@@ -413,7 +440,7 @@ fn quoted(mut patterns: Vec<Seen>) -> Vec<Seen> {
         .collect();
     turns.sort_by_key(|f| (f.0, f.1));
     let families = turns;
-    let mut queues: Vec<std::collections::VecDeque<Seen>> =
+    let mut queues: Vec<std::collections::VecDeque<Said>> =
         families.into_iter().map(|f| f.2.into()).collect();
     let mut out = Vec::new();
     while out.len() < MAX_PATTERNS && queues.iter().any(|q| !q.is_empty()) {

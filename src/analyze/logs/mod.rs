@@ -37,6 +37,7 @@ mod access_bursts;
 mod around;
 mod at_start;
 mod changes;
+mod coincide;
 mod errors;
 mod facts;
 mod joins;
@@ -52,6 +53,7 @@ mod volume;
 use std::sync::Arc;
 
 pub use changes::LogChanges;
+pub use coincide::join_coinciding;
 pub use errors::LogErrorBursts;
 pub use joins::join_logs;
 pub use merge::merge_same;

@@ -257,3 +257,101 @@ async fn a_single_bad_pattern_is_quoted_with_the_new_quiet_lines_nearest_it() {
     assert!(!line.contains("Session"), "{line}");
     assert!(!line.contains("Reloading"), "{line}");
 }
+
+/// The at-start facts of an alert with `alert` labels that began `started` minutes ago,
+/// over `streams`.
+async fn alert_facts(
+    streams: Vec<(BTreeMap<String, String>, Vec<(i64, String)>)>,
+    alert: &[(&str, &str)],
+    started: i64,
+) -> Vec<Fact> {
+    crate::install_crypto_provider();
+    let now = Utc::now();
+    let server = FakeServer::start(loki_router(streams)).await.unwrap();
+    let mut config = crate::config::Config::default();
+    config.loki.url = Some(server.url.parse().unwrap());
+    let upstreams = crate::integrations::Upstreams::from_config(&config).unwrap();
+    let started = now - TimeDelta::minutes(started);
+    let focus = Focus::alert(&labels(alert), Some(started));
+    let scope = Scope::new(now, Some(started)).with_focus(focus);
+    LogsAtStart(upstreams.loki.unwrap())
+        .run(&scope)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn when_nothing_looks_bad_the_new_lines_that_recur_on_the_alerts_host_are_told() {
+    let now = Utc::now();
+    let mut entries: Vec<(i64, &str)> = vec![
+        (
+            240,
+            "r8169 0000:03:00.0 enp3s0: Link is Up - 1Gbps/Full - flow control off",
+        ),
+        (239, "systemd[1]: Started Daily apt download activities."),
+        (
+            20,
+            "systemd[1]: Starting Cleanup of Temporary Directories...",
+        ),
+        (19, "CRON[9912]: (root) CMD (test -x /usr/sbin/anacron)"),
+    ];
+    for ago in [24, 18, 12, 6] {
+        entries.push((
+            ago,
+            "r8169 0000:03:00.0 enp3s0: rtl_rxtx_empty_cond == 0 (loop: 42, delay: 100).",
+        ));
+        entries.push((ago, "r8169 0000:03:00.0 enp3s0: Link is Down"));
+    }
+    let streams = vec![(
+        labels(&[("host", "tarn5"), ("unit", "kernel")]),
+        lines(now, &entries),
+    )];
+    let facts = alert_facts(streams, &[("instance", "tarn5:9100")], 15).await;
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    let line = facts[0].line(now);
+    assert!(line.contains("8 new log lines"), "{line}");
+    assert!(line.contains("rtl_rxtx_empty_cond"), "{line}");
+    assert!(line.contains("Link is Down"), "{line}");
+    // Once-only lines among many new ones are noise; the routine link-up is old news.
+    assert!(!line.contains("CRON"), "{line}");
+    assert!(!line.contains("Temporary"), "{line}");
+    assert_eq!(facts[0].severity, Severity::Warning);
+}
+
+#[tokio::test]
+async fn a_quiet_host_the_alerts_labels_name_tells_its_few_new_lines() {
+    let now = Utc::now();
+    let streams = vec![
+        (
+            labels(&[("host", "store2"), ("job", "journal")]),
+            lines(
+                now,
+                &[
+                    (
+                        300,
+                        "systemd[1]: Started session-12.scope - Session 12 of User ops.",
+                    ),
+                    (
+                        40,
+                        "sudo[7710]:      ops : TTY=pts/1 ; PWD=/root ; USER=root ; COMMAND=/usr/sbin/zfs set sharenfs=off tank/pics",
+                    ),
+                ],
+            ),
+        ),
+        (
+            labels(&[("host", "other4"), ("job", "journal")]),
+            lines(now, &[(40, "sudo[1]: ops : COMMAND=/usr/bin/true")]),
+        ),
+    ];
+    let alert = [
+        ("instance", "app3:9100"),
+        ("device", "store2:/tank/pics"),
+        ("mountpoint", "/mnt/pics"),
+    ];
+    let facts = alert_facts(streams, &alert, 30).await;
+    assert_eq!(facts.len(), 1, "{facts:?}");
+    let line = facts[0].line(now);
+    assert!(line.starts_with("logs store2: 1 new log lines"), "{line}");
+    assert!(line.contains("sharenfs=off"), "{line}");
+    assert_eq!(facts[0].severity, Severity::Info);
+}

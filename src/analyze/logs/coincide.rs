@@ -1,0 +1,179 @@
+//! A state and the log lines that began with it, told together. A series that stepped, a
+//! probe that started failing, a unit that failed: the sweep finds the state from one
+//! integration and, separately, the lines a host logged as it began ([`super::at_start`]).
+//! A small model restates the state it ranks first; when the cause is in those lines it
+//! must travel with the state. A log fact joins the state whose start is nearest its own,
+//! within [`COINCIDE`], on the same host or on a host the state's labels name (an NFS
+//! mount's `device="filer:/export"`, a probe's target).
+//!
+//! Only facts already found are joined; nothing is read.
+
+use chrono::TimeDelta;
+
+use crate::analyze::{Fact, FactClass, Severity, host_of};
+use crate::text::truncate;
+
+/// How far apart a state's start and its host's first new lines may be to be one event.
+const COINCIDE: TimeDelta = TimeDelta::minutes(10);
+/// Characters of a log fact's quotes added to the state.
+const QUOTE_CHARS: usize = 300;
+/// Most log facts joined to one state.
+const MAX_PER_STATE: usize = 2;
+
+/// Adds to each state (a warning or worse, with a start and a host) the quotes of the log
+/// facts that began with it (each log fact to the one state nearest in time).
+pub fn join_coinciding(facts: &mut [Fact]) {
+    let mut joins: Vec<(usize, usize, TimeDelta)> = Vec::new();
+    for (l, log) in facts.iter().enumerate() {
+        let (Some(log_host), Some(log_since)) = (log.entity.host.as_deref(), log.since) else {
+            continue;
+        };
+        if log.class != FactClass::Logs || log.detail.is_none() {
+            continue;
+        }
+        let nearest = facts
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| is_state(f) && names_host(f, log_host))
+            .filter_map(|(i, f)| Some((i, (f.since? - log_since).abs())))
+            .filter(|(_, gap)| *gap <= COINCIDE)
+            .min_by_key(|(i, gap)| (*gap, *i));
+        if let Some((i, gap)) = nearest {
+            joins.push((i, l, gap));
+        }
+    }
+    joins.sort_by_key(|(i, _, gap)| (*i, *gap));
+    let mut per_state: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
+    for (i, l, _) in joins {
+        let said = per_state.entry(i).or_default();
+        if said.len() < MAX_PER_STATE {
+            let log = &facts[l];
+            let host = log.entity.host.clone().unwrap_or_default();
+            let quote = truncate(log.detail.as_deref().unwrap_or_default(), QUOTE_CHARS);
+            said.push(format!("{host} logged as it began: {quote}"));
+        }
+    }
+    for (i, said) in per_state {
+        let f = &mut facts[i];
+        let rest = f.detail.take().map_or(String::new(), |d| format!("; {d}"));
+        f.detail = Some(format!("{}{rest}", said.join("; ")));
+    }
+}
+
+/// A state a log fact may explain: not itself a log fact, a warning or worse, with a
+/// start and a host.
+fn is_state(f: &Fact) -> bool {
+    f.class != FactClass::Logs
+        && f.severity >= Severity::Warning
+        && f.since.is_some()
+        && f.entity.host.is_some()
+}
+
+/// Whether `f` is on `host` or one of its label values names it.
+fn names_host(f: &Fact, host: &str) -> bool {
+    let same = |h: &str| h.eq_ignore_ascii_case(host);
+    f.entity.host.as_deref().is_some_and(same)
+        || f.entity.labels.values().any(|v| {
+            same(&host_of(v))
+                || v.split([':', '/', ',', ' '])
+                    .filter(|p| !p.is_empty())
+                    .any(same)
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use chrono::{DateTime, Utc};
+
+    use super::*;
+    use crate::analyze::{Entity, Source};
+
+    fn at(m: i64) -> DateTime<Utc> {
+        DateTime::<Utc>::UNIX_EPOCH + TimeDelta::minutes(1000 + m)
+    }
+
+    fn state(host: &str, since: i64, labels: &[(&str, &str)]) -> Fact {
+        let labels: BTreeMap<String, String> = labels
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Fact::new(
+            FactClass::Change,
+            "series_steps",
+            Entity::new("series", "x")
+                .on_host(Some(host.into()))
+                .with_labels(labels),
+            "rose",
+            Severity::Warning,
+            Source::promql("x"),
+        )
+        .since(Some(at(since)))
+        .detail("0 at 10:00")
+    }
+
+    fn logs(host: &str, since: i64, quote: &str) -> Fact {
+        Fact::new(
+            FactClass::Logs,
+            "logs_at_start",
+            Entity::new("logs", host).on_host(Some(host.into())),
+            "new lines",
+            Severity::Info,
+            Source::new("loki_query", serde_json::json!({})),
+        )
+        .since(Some(at(since)))
+        .detail(quote)
+    }
+
+    #[test]
+    fn the_lines_a_host_logged_as_a_state_began_travel_with_it() {
+        let mut facts = vec![
+            state("cache2", 0, &[]),
+            state("filer-b", 3, &[]),
+            logs("cache2", 1, "01:01 (2×) fork: Cannot allocate memory"),
+            logs("cache2", 40, "01:40 (1×) much later"),
+        ];
+        join_coinciding(&mut facts);
+        let d = facts[0].detail.as_deref().unwrap();
+        assert!(
+            d.starts_with("cache2 logged as it began: 01:01 (2×) fork"),
+            "{d}"
+        );
+        assert!(d.ends_with("; 0 at 10:00"), "{d}");
+        assert!(!d.contains("much later"), "{d}");
+        assert_eq!(facts[1].detail.as_deref(), Some("0 at 10:00"));
+    }
+
+    #[test]
+    fn a_host_named_in_a_state_s_labels_joins_and_each_log_fact_joins_its_nearest_state() {
+        let mut facts = vec![
+            state("media9", 0, &[("device", "vault7:/export/tv")]),
+            state("media9", 8, &[]),
+            logs("vault7", -2, "00:58 (1×) exportfs -ra"),
+            logs("media9", 7, "01:07 (1×) Stale file handle"),
+        ];
+        join_coinciding(&mut facts);
+        let first = facts[0].detail.as_deref().unwrap();
+        assert!(
+            first.contains("vault7 logged as it began: 00:58"),
+            "{first}"
+        );
+        assert!(!first.contains("Stale"), "{first}");
+        let second = facts[1].detail.as_deref().unwrap();
+        assert!(
+            second.contains("media9 logged as it began: 01:07"),
+            "{second}"
+        );
+    }
+
+    #[test]
+    fn infos_and_other_hosts_take_no_lines() {
+        let mut quiet = state("box1", 0, &[]);
+        quiet.severity = Severity::Info;
+        let mut facts = vec![quiet, state("box2", 0, &[]), logs("box1", 0, "x")];
+        join_coinciding(&mut facts);
+        assert_eq!(facts[0].detail.as_deref(), Some("0 at 10:00"));
+        assert_eq!(facts[1].detail.as_deref(), Some("0 at 10:00"));
+    }
+}
