@@ -7,6 +7,8 @@
 //!   the reason, "line 42: field foo not found", is one line of the service's log). Its
 //!   streams are found by the service's, job's, unit's, container's or pod's name (case
 //!   and a `.service` suffix aside) on its host;
+//! - the most severe log facts get when the line they quote first appeared, when that was
+//!   well before the window, and what the host logged just before ([`super::first_seen`]);
 //! - the failing connections of the logs get their own facts with what the peer logged
 //!   ([`super::peers`]).
 //!
@@ -16,6 +18,7 @@
 use chrono::TimeDelta;
 
 use super::around::{Catalog, Pick, quote, range_around, read_near, stream_selector};
+use super::first_seen::first_seen;
 use super::peers::failing_peers;
 use crate::analyze::{Fact, Scope, Severity};
 use crate::integrations::{LokiClient, PrometheusClient};
@@ -64,10 +67,11 @@ pub async fn join_logs(
     let Ok(catalog) = Catalog::read(loki, scope.window_start, scope.now).await else {
         return Vec::new();
     };
-    let (_, peers) = tokio::join!(
-        own_lines(loki, &catalog, facts, scope),
-        failing_peers(loki, prometheus, &catalog, scope)
-    );
+    let joined = async {
+        own_lines(loki, &catalog, facts, scope).await;
+        first_seen(loki, &catalog, facts, scope).await;
+    };
+    let (_, peers) = tokio::join!(joined, failing_peers(loki, prometheus, &catalog, scope));
     peers
 }
 

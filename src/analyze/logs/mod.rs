@@ -40,6 +40,7 @@ mod changes;
 mod coincide;
 mod errors;
 mod facts;
+mod first_seen;
 mod joins;
 mod mentions;
 mod merge;
