@@ -16,10 +16,11 @@ static AGO: LazyLock<Regex> = LazyLock::new(|| {
     ))
     .expect("valid regex")
 });
-/// "for 3 days", "in the last two hours", "over the past week", "for the past hour".
+/// "for 3 days", "in the last two hours", "over the past week", "for the past hour", "for
+/// about three hours".
 static SPAN: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"(?i)\b(?:for|in|over|during|within)\s+(?:the\s+)?(?:last|past)?\s*{COUNT}?\s*(minute|min|hour|hr|day|week)s?\b"
+        r"(?i)\b(?:for|in|over|during|within)\s+(?:the\s+)?(?:last|past)?\s*(?:about|around|roughly|nearly|almost|approximately|some|maybe|over|like)?\s*{COUNT}?\s*(minute|min|hour|hr|day|week)s?\b"
     ))
     .expect("valid regex")
 });
@@ -181,6 +182,15 @@ mod tests {
             Some("2026-11-26 00:00")
         );
         assert_eq!(asked("for 40 days").as_deref(), Some("2026-11-20 01:15"));
+        // A hedge before the count.
+        assert_eq!(
+            asked("hanging for about three hours").as_deref(),
+            Some("2026-11-26 22:15")
+        );
+        assert_eq!(
+            asked("dropping for roughly 20 minutes").as_deref(),
+            Some("2026-11-27 00:55")
+        );
     }
 
     #[test]

@@ -126,9 +126,11 @@ fn focus(inv: &Investigation, now: DateTime<Utc>) -> (Focus, Option<DateTime<Utc
         None => {
             let context = inv.context.as_ref().map(|c| c.render());
             let text = format!("{}\n{}", inv.prompt, context.as_deref().unwrap_or(""));
-            let started = super::asked_time::asked_start(&inv.prompt, now)
-                .or_else(|| now.checked_sub_signed(QUESTION_LOOKBACK));
-            (Focus::question(&text), started)
+            // A time the question states is when its trouble began: states that began
+            // then rank as an alert's near its start; the look-back is no such time.
+            let asked = super::asked_time::asked_start(&inv.prompt, now);
+            let started = asked.or_else(|| now.checked_sub_signed(QUESTION_LOOKBACK));
+            (Focus::question(&text).began(asked), started)
         }
     }
 }

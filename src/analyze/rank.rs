@@ -71,6 +71,12 @@ impl Focus {
         f
     }
 
+    /// Sets when the trouble began (a question's stated time).
+    pub fn began(mut self, start: Option<DateTime<Utc>>) -> Self {
+        self.start = start;
+        self
+    }
+
     /// Adds the names in `text` to the focus.
     pub fn with_text(mut self, text: &str) -> Self {
         self.add_names(text);
