@@ -3,8 +3,8 @@
 //! looks, in a window of hours, as if it always did; the cause is then days back, in what
 //! changed just before the first such line (a folder added, an upgrade, an edited config).
 //!
-//! For the most severe log facts (at most [`MAX_FACTS`]): the longest literal part of the
-//! pattern they quote is counted per hour over a week in its stream; when its first hour is
+//! For the most severe log facts of one line (at most [`MAX_FACTS`]): the longest literal
+//! part of the pattern they quote is counted per hour over a week in its stream; when its first hour is
 //! well before the fact's start, that hour's lines give the first one's minute, and the
 //! lines of the host in the hours before it are read for what looks bad or is rare there.
 //! Queries are built from label values found in Loki and the quoted text, escaped.
@@ -45,7 +45,13 @@ pub(crate) async fn first_seen(
     let mut picked: Vec<usize> = (0..facts.len())
         .filter(|i| {
             let f = &facts[*i];
-            f.class == FactClass::Logs && f.since.is_some() && !f.patterns.is_empty()
+            // One line's fact (a burst's most frequent line, a new pattern); the lines new at
+            // the trigger's start are new by their reading, and one of several (a link
+            // coming up) may have been logged at the last boot.
+            f.class == FactClass::Logs
+                && f.since.is_some()
+                && f.patterns.len() == 1
+                && f.analyzer != "logs_at_start"
         })
         .collect();
     picked.sort_by_key(|i| (std::cmp::Reverse(facts[*i].severity), facts[*i].since));

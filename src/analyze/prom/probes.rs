@@ -84,7 +84,11 @@ impl Analyzer for ProbeFailures {
                     .map(|h| h.values.as_slice())
                     .unwrap_or_default()
             };
-            let failing_since = last_transition(history(0)).map(|(t, _)| t);
+            let flaps = flapping(history(0));
+            let failing_since = match &flaps {
+                Some(f) => Some(f.since),
+                None => last_transition(history(0)).map(|(t, _)| t),
+            };
             let code = ev.status.get(&key).copied();
             let expiry = expired.get(&key).copied();
             let (what, detail) = match expiry {
@@ -119,6 +123,19 @@ impl Analyzer for ProbeFailures {
             )
             .since(failing_since);
             let mut detail = detail;
+            if let Some(f) = &flaps {
+                detail = format!(
+                    "failing on and off: {} failed spells, down in {:.0} % of the samples since {}; {detail}",
+                    f.spells,
+                    f.down_share * 100.0,
+                    f.since.format("%H:%M UTC")
+                );
+            }
+            // Two probes of one target differ by their module (a plain ping and a
+            // large one with don't-fragment; HTTP and TLS).
+            if let Some(m) = s.metric.get("module").filter(|m| !m.is_empty()) {
+                detail = format!("module {m}; {detail}");
+            }
             if let Some(c) = code {
                 fact = fact.value(Quantity::new(c, Unit::Plain));
                 if let Some((t, before)) = last_transition(history(1)) {
@@ -256,9 +273,46 @@ impl Evidence {
                     "no status code and no connect phase recorded; probe failed after {duration}"
                 ),
             ),
+            None if duration == "?" => ("failing".into(), "probe failed".into()),
             None => ("failing".into(), format!("probe failed after {duration}")),
         }
     }
+}
+
+/// A probe that failed on and off over the window rather than once.
+struct Flapping {
+    /// The first failed sample of its first spell.
+    since: chrono::DateTime<chrono::Utc>,
+    /// Runs of failed samples.
+    spells: usize,
+    /// The share of samples failed since then.
+    down_share: f64,
+}
+
+/// Fewest failed spells that make a probe's history flapping.
+const MIN_SPELLS: usize = 3;
+
+/// Whether `values` (a `probe_success` history) failed in [`MIN_SPELLS`] or more separate
+/// spells: a link that drops and recovers, a host that hangs and resets. Its start is then
+/// the first failure, not the latest one.
+fn flapping(values: &[(f64, f64)]) -> Option<Flapping> {
+    let first = values.iter().position(|(_, v)| *v == 0.0)?;
+    let since = time_of(values[first].0)?;
+    let tail = &values[first..];
+    let spells = tail
+        .windows(2)
+        .filter(|w| w[0].1 != 0.0 && w[1].1 == 0.0)
+        .count()
+        + 1;
+    if spells < MIN_SPELLS {
+        return None;
+    }
+    let down = tail.iter().filter(|(_, v)| *v == 0.0).count();
+    Some(Flapping {
+        since,
+        spells,
+        down_share: down as f64 / tail.len() as f64,
+    })
 }
 
 /// The labels identifying one probe's series (all of them but the name).
@@ -382,5 +436,25 @@ mod tests {
         assert_eq!(expired_detail(not_after, now, &key, &mixed), plain);
         assert_eq!(expired_detail(not_after, now, &key, &[]), plain);
         assert!(expired_detail(f64::NAN, now, &key, &[]).contains("expired at ?"));
+    }
+
+    #[test]
+    fn a_probe_failing_on_and_off_is_flapping_since_its_first_failure() {
+        let t0 = 1_800_000_000.0;
+        let run = |pattern: &str| -> Vec<(f64, f64)> {
+            pattern
+                .chars()
+                .enumerate()
+                .map(|(i, c)| (t0 + 60.0 * i as f64, if c == '1' { 1.0 } else { 0.0 }))
+                .collect()
+        };
+        let f = flapping(&run("1111110011000110100")).unwrap();
+        assert_eq!(f.spells, 4);
+        assert_eq!(f.since, time_of(t0 + 360.0).unwrap());
+        assert!((f.down_share - 8.0 / 13.0).abs() < 1e-9, "{}", f.down_share);
+        // Once down (still), or down and back once: not flapping.
+        assert!(flapping(&run("1111100000")).is_none());
+        assert!(flapping(&run("1110011100")).is_none());
+        assert!(flapping(&run("1111")).is_none());
     }
 }
