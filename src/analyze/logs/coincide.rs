@@ -60,10 +60,11 @@ pub fn join_coinciding(facts: &mut [Fact]) {
     }
 }
 
-/// A state a log fact may explain: not itself a log fact, a warning or worse, with a
-/// start and a host.
+/// A state a log fact may explain: not read from the logs itself (a log fact, a failing
+/// connection found in them), a warning or worse, with a start and a host.
 fn is_state(f: &Fact) -> bool {
     f.class != FactClass::Logs
+        && f.source.tool != "loki_query"
         && f.severity >= Severity::Warning
         && f.since.is_some()
         && f.entity.host.is_some()
@@ -165,6 +166,15 @@ mod tests {
             second.contains("media9 logged as it began: 01:07"),
             "{second}"
         );
+    }
+
+    #[test]
+    fn a_state_read_from_the_logs_takes_no_more_of_them() {
+        let mut from_logs = state("hub2", 0, &[]);
+        from_logs.source = Source::new("loki_query", serde_json::json!({}));
+        let mut facts = vec![from_logs, logs("hub2", 0, "x")];
+        join_coinciding(&mut facts);
+        assert_eq!(facts[0].detail.as_deref(), Some("0 at 10:00"));
     }
 
     #[test]
