@@ -327,6 +327,7 @@ mod tests {
                 "kube_pods",
                 "kube_nodes",
                 "kube_rollouts",
+                "kube_services",
                 "kube_events",
                 "proxmox_guests",
                 "proxmox_storage",

@@ -2,7 +2,8 @@
 //! pods not ready with their reason and the events behind it (`pods.rs`, one file per
 //! failure class under it; `volume_node.rs`: the volume whose node holds a pod), node
 //! conditions (`nodes.rs`), and rollouts in progress, stuck,
-//! or done in the window (`rollouts.rs`), and the Warning events about other objects
+//! or done in the window (`rollouts.rs`), Services whose selector matches no ready pod
+//! (`services.rs`), and the Warning events about other objects
 //! (`events.rs`). Each lists what it needs once per sweep. What
 //! they share lives here: times from the API, resource quantities, and the entity of a pod
 //! (its namespace, name, node and owning workload).
@@ -17,6 +18,7 @@ mod pod_logs;
 mod pods;
 mod rollouts;
 mod scheduling;
+mod services;
 mod view;
 mod volume_node;
 
@@ -45,6 +47,7 @@ pub fn analyzers(client: Arc<KubeClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(pods::KubePods(client.clone())),
         Arc::new(nodes::KubeNodes(client.clone())),
         Arc::new(rollouts::KubeRollouts(client.clone())),
+        Arc::new(services::KubeServices(client.clone())),
         Arc::new(events::KubeEvents(client)),
     ]
 }
