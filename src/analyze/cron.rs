@@ -2,7 +2,10 @@
 //! number the CronJob analyzers (API and kube-state-metrics) need: how long one run may
 //! take before it holds up the next. Approximate by design: the gap a schedule mostly
 //! leaves between runs, from its finest field that is not fixed; `None` when the
-//! schedule is not read (a timezone prefix is dropped first).
+//! schedule is not read (a timezone prefix is dropped first). And what a run held past
+//! the interval does to the next ones under the CronJob's `concurrencyPolicy`.
+
+use super::Severity;
 
 /// Seconds of a minute, an hour, a day, a week, a month and a year.
 const MINUTE: f64 = 60.0;
@@ -105,6 +108,36 @@ pub fn interval(schedule: &str) -> Option<f64> {
         (Field::Every, d) => d,
         (_, Some(d)) if d < MONTH => Some(d),
         (m, _) => level(m, MONTH, YEAR).or(Some(YEAR)),
+    }
+}
+
+/// Slack beyond one interval before a run holds up the next (scrapes, a late start).
+pub const SLACK: f64 = 900.0;
+/// The interval assumed when the schedule is not read.
+pub const DEFAULT_INTERVAL: f64 = DAY;
+
+/// What a run held past its interval does to the runs after it, under `policy`.
+pub fn consequence(policy: Option<&str>, due: u64) -> (String, Severity) {
+    let runs = if due == 1 { "run" } else { "runs" };
+    match policy {
+        Some("Forbid") => (
+            format!(
+                "concurrencyPolicy Forbid: {due} {runs} due since were skipped and later ones will be until it ends"
+            ),
+            Severity::Critical,
+        ),
+        Some("Replace") => (
+            "concurrencyPolicy Replace: the next run should have replaced it".into(),
+            Severity::Warning,
+        ),
+        Some(p) => (
+            format!("concurrencyPolicy {p}: {due} later {runs} started beside it"),
+            Severity::Warning,
+        ),
+        None => (
+            format!("{due} {runs} due since it started"),
+            Severity::Warning,
+        ),
     }
 }
 

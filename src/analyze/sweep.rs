@@ -328,6 +328,7 @@ mod tests {
                 "kube_nodes",
                 "kube_rollouts",
                 "kube_services",
+                "kube_cronjobs",
                 "kube_events",
                 "proxmox_guests",
                 "proxmox_storage",

@@ -3,13 +3,15 @@
 //! failure class under it; `volume_node.rs`: the volume whose node holds a pod), node
 //! conditions (`nodes.rs`), and rollouts in progress, stuck,
 //! or done in the window (`rollouts.rs`), Services whose selector matches no ready pod
-//! (`services.rs`), and the Warning events about other objects
+//! (`services.rs`), CronJobs held up by a Job running past their interval
+//! (`cronjobs.rs`), and the Warning events about other objects
 //! (`events.rs`). Each lists what it needs once per sweep. What
 //! they share lives here: times from the API, resource quantities, and the entity of a pod
 //! (its namespace, name, node and owning workload).
 
 mod changes;
 mod crash;
+mod cronjobs;
 mod events;
 mod image_pull;
 mod nodes;
@@ -48,6 +50,7 @@ pub fn analyzers(client: Arc<KubeClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(nodes::KubeNodes(client.clone())),
         Arc::new(rollouts::KubeRollouts(client.clone())),
         Arc::new(services::KubeServices(client.clone())),
+        Arc::new(cronjobs::KubeCronJobs(client.clone())),
         Arc::new(events::KubeEvents(client)),
     ]
 }

@@ -15,20 +15,16 @@ use async_trait::async_trait;
 
 use super::history::time_of;
 use super::{Prom, selector};
-use crate::analyze::cron;
+use crate::analyze::cron::{self, DEFAULT_INTERVAL, SLACK, consequence};
 use crate::analyze::{
-    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source,
-    human_seconds, keep_most_severe,
+    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Source, human_seconds,
+    keep_most_severe,
 };
 use crate::integrations::prometheus::Sample;
 
 const NAME: &str = "kube_state_cronjobs";
 /// Most facts.
 const MAX_FACTS: usize = 20;
-/// Slack beyond one interval before a run holds up the next (scrapes, a late start).
-const SLACK: f64 = 900.0;
-/// The interval assumed when the schedule is not read.
-const DEFAULT_INTERVAL: f64 = 86400.0;
 
 pub struct KubeStateCronJobs(pub Prom);
 
@@ -142,31 +138,6 @@ pub fn join(
     out.into_values().collect()
 }
 
-/// What a run held past its interval does to the runs after it, under `policy`.
-pub fn consequence(policy: Option<&str>, due: u64) -> (String, Severity) {
-    let runs = if due == 1 { "run" } else { "runs" };
-    match policy {
-        Some("Forbid") => (
-            format!(
-                "concurrencyPolicy Forbid: {due} {runs} due since were skipped and later ones will be until it ends"
-            ),
-            Severity::Critical,
-        ),
-        Some("Replace") => (
-            "concurrencyPolicy Replace: the next run should have replaced it".into(),
-            Severity::Warning,
-        ),
-        Some(p) => (
-            format!("concurrencyPolicy {p}: {due} later {runs} started beside it"),
-            Severity::Warning,
-        ),
-        None => (
-            format!("{due} {runs} due since it started"),
-            Severity::Warning,
-        ),
-    }
-}
-
 /// The fact of `s` at `now`, when it has run longer than its interval.
 pub fn fact(s: &Stuck, now: f64) -> Option<Fact> {
     let running = now - s.started;
@@ -226,6 +197,7 @@ pub fn fact(s: &Stuck, now: f64) -> Option<Fact> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::Severity;
     use crate::integrations::prometheus::Labels;
 
     fn sample(name: &str, labels: &[(&str, &str)], value: f64) -> Sample {
