@@ -118,11 +118,15 @@ pub const DEFAULT_INTERVAL: f64 = DAY;
 
 /// What a run held past its interval does to the runs after it, under `policy`.
 pub fn consequence(policy: Option<&str>, due: u64) -> (String, Severity) {
-    let runs = if due == 1 { "run" } else { "runs" };
+    let (runs, were) = if due == 1 {
+        ("run", "was")
+    } else {
+        ("runs", "were")
+    };
     match policy {
         Some("Forbid") => (
             format!(
-                "concurrencyPolicy Forbid: {due} {runs} due since were skipped and later ones will be until it ends"
+                "concurrencyPolicy Forbid: {due} {runs} due since {were} skipped and later ones will be until it ends"
             ),
             Severity::Critical,
         ),
