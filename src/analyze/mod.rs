@@ -20,6 +20,7 @@
 //! - `proxmox.rs` (with `proxmox_load.rs`), `pbs.rs` (with `pbs_attempts.rs`), `truenas.rs`:
 //!   analyzers over the appliances' APIs.
 
+mod cron;
 mod fact;
 pub mod kube;
 pub mod logs;

@@ -328,6 +328,8 @@ mod tests {
                 "kube_pods",
                 "kube_nodes",
                 "kube_rollouts",
+                "kube_services",
+                "kube_cronjobs",
                 "kube_events",
                 "proxmox_guests",
                 "proxmox_storage",

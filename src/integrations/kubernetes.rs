@@ -1,12 +1,16 @@
-//! Read-only Kubernetes client (kube): pods, pod logs, events, nodes, workloads, volume
-//! claims and the (cluster-wide) persistent volumes they are bound to, limited to the `kubernetes.namespaces` allow-list. Secrets and ConfigMaps are never
+//! Read-only Kubernetes client (kube): pods, pod logs, events, nodes, workloads, Services,
+//! CronJobs and their Jobs, volume claims and the (cluster-wide) persistent volumes they
+//! are bound to, limited to the `kubernetes.namespaces` allow-list. Secrets and ConfigMaps are never
 //! requested. A 403 names the verb, resource and namespace the ServiceAccount lacks.
 
 use std::fmt::Debug;
 
 use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
-use k8s_openapi::api::core::v1::{Event, Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::batch::v1::{CronJob, Job};
+use k8s_openapi::api::core::v1::{
+    Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
+};
 use kube::api::{Api, ListParams, LogParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Resource};
@@ -312,6 +316,31 @@ impl KubeClient {
             self.list(ns, &lp).await?,
             self.list(ns, &lp).await?,
         ))
+    }
+
+    /// Services in `ns` (or every allowed namespace): their selectors and types.
+    pub async fn services(&self, ns: Option<&str>) -> Result<Vec<Service>, KubeError> {
+        self.list(ns, &ListParams::default()).await
+    }
+
+    /// CronJobs and Jobs in `ns` (or every allowed namespace): schedules, concurrency
+    /// policies, and which Jobs run and since when.
+    pub async fn cronjobs(&self, ns: Option<&str>) -> Result<(Vec<CronJob>, Vec<Job>), KubeError> {
+        let lp = ListParams::default();
+        Ok((self.list(ns, &lp).await?, self.list(ns, &lp).await?))
+    }
+
+    /// Events in `ns` (or every allowed namespace) with `reason` (a constant of the
+    /// caller's, never alert text), oldest first.
+    pub async fn events_with_reason(
+        &self,
+        ns: Option<&str>,
+        reason: &'static str,
+    ) -> Result<Vec<Event>, KubeError> {
+        let lp = ListParams::default().fields(&format!("reason={reason}"));
+        let mut events: Vec<Event> = self.list(ns, &lp).await?;
+        events.sort_by_key(event_time);
+        Ok(events)
     }
 
     /// ReplicaSets in `ns` (or every allowed namespace): a Deployment's revisions, each

@@ -2,13 +2,16 @@
 //! pods not ready with their reason and the events behind it (`pods.rs`, one file per
 //! failure class under it; `volume_node.rs`: the volume whose node holds a pod), node
 //! conditions (`nodes.rs`), and rollouts in progress, stuck,
-//! or done in the window (`rollouts.rs`), and the Warning events about other objects
+//! or done in the window (`rollouts.rs`), Services whose selector matches no ready pod
+//! (`services.rs`), CronJobs held up by a Job running past their interval
+//! (`cronjobs.rs`), and the Warning events about other objects
 //! (`events.rs`). Each lists what it needs once per sweep. What
 //! they share lives here: times from the API, resource quantities, and the entity of a pod
 //! (its namespace, name, node and owning workload).
 
 mod changes;
 mod crash;
+mod cronjobs;
 mod events;
 mod image_pull;
 mod nodes;
@@ -17,6 +20,7 @@ mod pod_logs;
 mod pods;
 mod rollouts;
 mod scheduling;
+mod services;
 mod view;
 mod volume_node;
 
@@ -45,6 +49,8 @@ pub fn analyzers(client: Arc<KubeClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(pods::KubePods(client.clone())),
         Arc::new(nodes::KubeNodes(client.clone())),
         Arc::new(rollouts::KubeRollouts(client.clone())),
+        Arc::new(services::KubeServices(client.clone())),
+        Arc::new(cronjobs::KubeCronJobs(client.clone())),
         Arc::new(events::KubeEvents(client)),
     ]
 }

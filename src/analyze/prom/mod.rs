@@ -16,6 +16,8 @@ mod inventory;
 mod io_consumers;
 mod kinds;
 mod kube_state;
+mod kube_state_cronjobs;
+mod kube_state_services;
 mod kube_state_workloads;
 mod limit_names;
 mod limits;
@@ -82,6 +84,8 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(kube_state::KubeStatePods(p.clone())),
         Arc::new(kube_state_workloads::KubeStateNodes(p.clone())),
         Arc::new(kube_state_workloads::KubeStateRollouts(p.clone())),
+        Arc::new(kube_state_services::KubeStateEndpoints(p.clone())),
+        Arc::new(kube_state_cronjobs::KubeStateCronJobs(p.clone())),
         Arc::new(onset::TriggerOnset(p.clone())),
         Arc::new(steps::Steps(p)),
     ]

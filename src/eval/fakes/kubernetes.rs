@@ -1,4 +1,5 @@
-//! A fake Kubernetes API server over a scenario's objects: lists (all namespaces or one),
+//! A fake Kubernetes API server over a scenario's objects (core, `apps/v1` and
+//! `batch/v1` kinds): lists (all namespaces or one),
 //! gets by name, pod logs (`tailLines`), and the label and field selectors the client
 //! sends (`k=v`, `k!=v` on any dotted path), in the API server's JSON with `Status`
 //! errors.
@@ -35,12 +36,18 @@ fn resource_of(kind: &str) -> Option<(&'static str, &'static str)> {
         "StatefulSet" => ("apis/apps/v1", "statefulsets"),
         "DaemonSet" => ("apis/apps/v1", "daemonsets"),
         "ReplicaSet" => ("apis/apps/v1", "replicasets"),
+        "CronJob" => ("apis/batch/v1", "cronjobs"),
+        "Job" => ("apis/batch/v1", "jobs"),
         _ => return None,
     })
 }
 
 fn api_version(prefix: &str) -> &'static str {
-    if prefix == "api/v1" { "v1" } else { "apps/v1" }
+    match prefix {
+        "api/v1" => "v1",
+        "apis/batch/v1" => "batch/v1",
+        _ => "apps/v1",
+    }
 }
 
 /// A router serving `objects` (each with `kind`) and `logs`.
@@ -97,6 +104,8 @@ async fn handle(
         ("api/v1", r)
     } else if let Some(r) = path.strip_prefix("apis/apps/v1/") {
         ("apis/apps/v1", r)
+    } else if let Some(r) = path.strip_prefix("apis/batch/v1/") {
+        ("apis/batch/v1", r)
     } else {
         return status(
             StatusCode::NOT_FOUND,
@@ -179,6 +188,8 @@ fn resource_of_plural(plural: &str) -> &'static str {
         "StatefulSet",
         "DaemonSet",
         "ReplicaSet",
+        "CronJob",
+        "Job",
     ]
     .into_iter()
     .find(|k| resource_of(k).is_some_and(|(_, p)| p == plural))
@@ -236,5 +247,7 @@ mod tests {
         ));
         assert!(passes(Some(&"status.phase!=Succeeded".into()), f));
         assert_eq!(resource_of_plural("deployments"), "Deployment");
+        assert_eq!(resource_of_plural("cronjobs"), "CronJob");
+        assert_eq!(api_version("apis/batch/v1"), "batch/v1");
     }
 }

@@ -234,7 +234,7 @@ async fn a_cluster_that_refuses_the_service_account_is_a_note_per_analyzer_not_a
         .run(Scope::new(Utc::now(), None))
         .await;
     assert!(report.facts.is_empty());
-    assert_eq!(report.notes.len(), 4, "{:?}", report.notes);
+    assert_eq!(report.notes.len(), 6, "{:?}", report.notes);
     assert!(
         report.notes[0].starts_with("kube_pods: skipped (Kubernetes API denied list pods"),
         "{:?}",

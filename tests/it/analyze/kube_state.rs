@@ -14,7 +14,7 @@ const CAPTURE: &str = include_str!("../../fixtures/exporters/kube_state_metrics.
 
 /// Every series of the capture, as kube-state-metrics at `instance` serves it, constant
 /// over the history, except those `incident` replaces (same name and labels).
-fn capture_with(incident: Vec<SeriesDef>) -> Vec<SeriesDef> {
+pub(super) fn capture_with(incident: Vec<SeriesDef>) -> Vec<SeriesDef> {
     let mut defs: Vec<SeriesDef> = Vec::new();
     for (name, mut labels, value) in exposition(CAPTURE) {
         labels.insert("job".into(), "kube-state-metrics".into());
@@ -35,7 +35,7 @@ fn capture_with(incident: Vec<SeriesDef>) -> Vec<SeriesDef> {
     defs
 }
 
-fn ksm(
+pub(super) fn ksm(
     name: &str,
     labels: &[(&str, &str)],
     value: impl Fn(i64) -> Option<f64> + 'static,
