@@ -67,7 +67,9 @@ fn a_transaction_open_since_the_look_back_and_absent_before_is_told_with_its_beg
     // Appears 36 h into the look-back at 18 h old, climbs one a second to now (72 h).
     let now = 72.0 * 3600.0;
     let appeared = 36.0 * 3600.0;
-    let v = read(now, |t| (t >= appeared).then_some(64_800.0 + (t - appeared)));
+    let v = read(now, |t| {
+        (t >= appeared).then_some(64_800.0 + (t - appeared))
+    });
     let a = climb(&v, 0.0, STEP).expect("an age");
     assert_eq!(a.value, 64_800.0 + 36.0 * 3600.0);
     assert_eq!(a.began.timestamp(), (now - a.value) as i64);
