@@ -208,6 +208,16 @@ impl Focus {
             .any(|h| h.chars().count() >= MIN_MENTIONED_CHARS && text.contains(h.as_str()))
     }
 
+    /// Whether `text` quotes the alert's very instance, port and all (`crowsnest:9090`,
+    /// not only its host): a fact about something else that acted on the trigger's
+    /// entity (the scrape target whose series filled the alerting Prometheus).
+    fn quotes_instance(&self, text: Option<&str>) -> bool {
+        let (Some(text), Some(i)) = (text, self.labels.get("instance")) else {
+            return false;
+        };
+        i.contains(':') && i.chars().count() >= MIN_MENTIONED_CHARS && text.contains(i.as_str())
+    }
+
     /// How relevant `fact` is, and whether its entity matched.
     fn score(&self, fact: &Fact) -> (i32, bool) {
         let mut score = 0;
@@ -246,6 +256,10 @@ impl Focus {
         // client. Weaker than being about it.
         if !(host_hit || shared > 0) && self.mentioned_in(fact.detail.as_deref()) {
             score += 3;
+            // Naming the alert's instance itself is as close as being on its host.
+            if self.quotes_instance(fact.detail.as_deref()) {
+                score += 3;
+            }
         }
         if fact.class == FactClass::Context {
             score -= if self.alert { 4 } else { 2 };
@@ -254,7 +268,9 @@ impl Focus {
     }
 }
 
-/// `facts` ordered by relevance to `focus` (ties: more severe first, then sweep order).
+/// `facts` ordered by relevance to `focus` (ties: more severe first, then a state that
+/// began at a known time before a standing one — a filesystem full since 02:18 before one
+/// flat at 97 % for days — then sweep order).
 pub fn rank(facts: Vec<Fact>, focus: &Focus) -> Vec<Ranked> {
     let distinct = distinctive_values(&facts);
     let mut ranked: Vec<Ranked> = facts
@@ -284,6 +300,7 @@ pub fn rank(facts: Vec<Fact>, focus: &Focus) -> Vec<Ranked> {
         b.score
             .cmp(&a.score)
             .then(b.fact.severity.cmp(&a.fact.severity))
+            .then(b.fact.since.is_some().cmp(&a.fact.since.is_some()))
     });
     ranked
 }

@@ -363,6 +363,8 @@ mod tests {
         let names = configured(&config).names();
         for name in [
             "targets_down",
+            "scrape_series",
+            "ages",
             "probe_failures",
             "certificate_expiry",
             "log_error_bursts",

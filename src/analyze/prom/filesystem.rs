@@ -21,7 +21,9 @@ use crate::analyze::{
     human_seconds,
 };
 
-/// Filesystems that are not disks.
+mod full;
+
+/// Filesystems that are not disks (their use is not news; a full one is, `full.rs`).
 pub(super) const PSEUDO: &str = r#"fstype!~"tmpfs|ramfs|devtmpfs|overlay|squashfs|nsfs|autofs|proc|sysfs|iso9660|fuse.lxcfs|fuse.snapfuse""#;
 
 /// One exporter's spelling of free and total space (or inodes).
@@ -34,6 +36,10 @@ struct Variant {
     resource: &'static str,
     unit: Unit,
     filter: &'static str,
+    /// The exporter's read-only flag, and the filter of the filesystems that may be full
+    /// (`full.rs`: every type but those full by design).
+    readonly: Option<&'static str>,
+    full_filter: &'static str,
 }
 
 const VARIANTS: [Variant; 3] = [
@@ -44,6 +50,8 @@ const VARIANTS: [Variant; 3] = [
         resource: "space",
         unit: Unit::Bytes,
         filter: PSEUDO,
+        readonly: Some("node_filesystem_readonly"),
+        full_filter: full::ALWAYS_FULL,
     },
     Variant {
         free: "node_filesystem_files_free",
@@ -52,6 +60,8 @@ const VARIANTS: [Variant; 3] = [
         resource: "inodes",
         unit: Unit::Count,
         filter: PSEUDO,
+        readonly: Some("node_filesystem_readonly"),
+        full_filter: full::ALWAYS_FULL,
     },
     Variant {
         free: "windows_logical_disk_free_bytes",
@@ -60,6 +70,8 @@ const VARIANTS: [Variant; 3] = [
         resource: "space",
         unit: Unit::Bytes,
         filter: r#"volume!~"HarddiskVolume.*""#,
+        readonly: None,
+        full_filter: r#"volume!~"HarddiskVolume.*""#,
     },
 ];
 
@@ -90,14 +102,32 @@ impl Analyzer for FilesystemSpace {
         let mut facts = Vec::new();
         let mut space = Vec::new();
         for v in &VARIANTS {
-            let (f, read) = self.variant(v, scope).await?;
+            let (mut f, read) = self.variant(v, scope).await?;
+            // A filesystem that became full is told as full, once, whatever its type.
+            let full = self.0.full(self.name(), &v.names(), scope).await?;
+            f.retain(|x| !full.iter().any(|y| y.entity == x.entity));
             facts.extend(f);
+            facts.extend(full);
             if v.resource == "space" {
                 space.extend(read);
             }
         }
         facts.extend(fills_first(self.name(), &space));
         Ok(facts)
+    }
+}
+
+impl Variant {
+    fn names(&self) -> full::Names {
+        full::Names {
+            free: self.free,
+            size: self.size,
+            readonly: self.readonly,
+            name_label: self.name_label,
+            resource: self.resource,
+            unit: self.unit,
+            filter: self.full_filter,
+        }
     }
 }
 

@@ -4,6 +4,8 @@
 //! analyzer reads the metric names real exporters emit (node_exporter, process-exporter,
 //! cAdvisor, kube-state-metrics, blackbox_exporter) and skips a variant it does not find.
 
+mod ages;
+mod cardinality;
 mod certs;
 mod clock;
 mod container_memory;
@@ -70,6 +72,8 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(context::HostContext(p.clone())),
         Arc::new(inventory::Inventory(p.clone())),
         Arc::new(targets::TargetsDown(p.clone())),
+        Arc::new(cardinality::ScrapeSeries(p.clone())),
+        Arc::new(ages::Ages(p.clone())),
         Arc::new(probes::ProbeFailures(p.clone())),
         Arc::new(certs::CertExpiry(p.clone())),
         Arc::new(systemd::FailedUnits(p.clone())),

@@ -198,3 +198,46 @@ fn one_typo_is_tolerated_only_in_long_names() {
     assert_eq!(edit_distance("kitten", "sitting"), 3);
     assert_eq!(edit_distance("ünï", "uni"), 2);
 }
+
+#[test]
+fn of_two_equal_facts_a_state_that_began_in_the_window_leads_a_standing_one() {
+    // A question names the host: a disk flat at 97 % for days and a tmpfs full since
+    // minutes ago score alike; the one that began is the news.
+    let flat = fact("filesystem", "/srv", "reel1", &[], Severity::Critical);
+    let mut full = fact("filesystem", "/scratch", "reel1", &[], Severity::Critical);
+    full.since = Some(Utc::now() - TimeDelta::minutes(40));
+    let r = rank(
+        vec![flat, full],
+        &Focus::question("playback fails on reel1"),
+    );
+    assert_eq!(r[0].score, r[1].score);
+    let order: Vec<&str> = r.iter().map(|r| r.fact.entity.name.as_str()).collect();
+    assert_eq!(order, vec!["/scratch", "/srv"]);
+}
+
+#[test]
+fn a_fact_quoting_the_alerts_instance_itself_ranks_above_one_naming_its_host() {
+    let target = |detail: &str| {
+        fact("target", "apphost:8000", "apphost", &[], Severity::Critical)
+            .detail(detail.to_string())
+    };
+    let instance = target("with it, the head series of kestrel-mon:9090 rose 7-fold");
+    let host = target("kestrel-mon scrapes it");
+    let focus = Focus::alert(
+        &labels(&[
+            ("alertname", "PromRestarts"),
+            ("instance", "kestrel-mon:9090"),
+        ]),
+        None,
+    );
+    let r = rank(vec![host, instance], &focus);
+    assert_eq!(r[0].score, r[1].score + 3);
+    assert!(
+        r[0].fact
+            .detail
+            .as_deref()
+            .unwrap()
+            .contains("kestrel-mon:9090")
+    );
+    assert!(!r[0].about_trigger);
+}

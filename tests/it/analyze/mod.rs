@@ -12,6 +12,7 @@ mod clock;
 mod exposition;
 mod exposition_text;
 mod filesystem;
+mod full_and_growing;
 mod host;
 mod inventory;
 mod kube;
