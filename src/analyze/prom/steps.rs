@@ -41,8 +41,8 @@ const MAX_INSTANCES: usize = 4;
 const SERIES_PER_FACT: usize = 5;
 /// Points read to find when the clearest step happened.
 const CHANGE_POINTS: u64 = 120;
-/// A series without a counter's suffix that grows by one a second, give or take this
-/// share, is an age or a duration (a replication lag, the oldest transaction, the time
+/// A series whose name states a span of time ([`super::ages::age_name`]) that grows by one
+/// a second, give or take this share, is an age or a duration (a replication lag, the oldest transaction, the time
 /// since the last success): its value says when it began.
 const AGE_TOLERANCE: f64 = 0.1;
 /// Series that stand out from peers at zero reported per read.

@@ -7,6 +7,7 @@
 use chrono::{DateTime, TimeDelta, Utc};
 
 use super::{AGE_TOLERANCE, Points, counter};
+use crate::analyze::prom::ages::age_name;
 use crate::analyze::prom::{host, identity, labels_map, selector};
 use crate::analyze::{Entity, Fact, FactClass, Quantity, Severity, Source};
 use crate::integrations::prometheus::Labels;
@@ -67,10 +68,9 @@ pub(super) enum Motion {
 pub(super) fn motion(p: &Points, t: &[DateTime<Utc>; 4]) -> Motion {
     let name = p.labels.get("__name__").map_or("", String::as_str);
     let per = |a: usize, b: usize| (p.v[b] - p.v[a]) / (t[b] - t[a]).num_seconds().max(1) as f64;
-    let suffixed = ["_total", "_count", "_sum"]
-        .iter()
-        .any(|x| name.ends_with(x));
-    if !suffixed && !p.quantile && (per(2, 3) - 1.0).abs() <= AGE_TOLERANCE && p.v[3] >= 60.0 {
+    // An age only when the name says it is a span of time: a counter of one request a
+    // second without its `_total` suffix grows by one a second too.
+    if age_name(name) && !p.quantile && (per(2, 3) - 1.0).abs() <= AGE_TOLERANCE && p.v[3] >= 60.0 {
         let began = TimeDelta::try_milliseconds((p.v[3] * 1000.0) as i64)
             .and_then(|d| t[3].checked_sub_signed(d));
         if let Some(began) = began {
@@ -269,6 +269,25 @@ mod tests {
             brief(&p, &t),
             "ipmi_voltage_volts{name=Voltage 2} fell from 231 V to 0 V"
         );
+    }
+
+    #[test]
+    fn only_a_series_named_as_a_span_of_time_that_grows_a_second_a_second_is_an_age() {
+        let t = times();
+        let climb = [100.0, 3700.0, 7300.0, 10900.0];
+        let (_, lag) = points(&[("__name__", "mysql_slave_lag_seconds")], climb);
+        assert!(matches!(motion(&lag, &t), Motion::Age { .. }));
+        // A counter of one request a second without its `_total` suffix.
+        let (_, requests) = points(
+            &[
+                ("__name__", "nginx_ingress_controller_requests"),
+                ("status", "503"),
+            ],
+            climb,
+        );
+        assert!(!matches!(motion(&requests, &t), Motion::Age { .. }));
+        let f = fact("steps", &requests, &t);
+        assert!(!f.what.contains("second a second"), "{}", f.what);
     }
 
     #[test]
