@@ -258,13 +258,12 @@ async fn a_single_bad_pattern_is_quoted_with_the_new_quiet_lines_nearest_it() {
     assert!(!line.contains("Reloading"), "{line}");
 }
 
+/// Streams as the fake Loki takes them: labels and lines.
+type Streams = Vec<(BTreeMap<String, String>, Vec<(i64, String)>)>;
+
 /// The at-start facts of an alert with `alert` labels that began `started` minutes ago,
 /// over `streams`.
-async fn alert_facts(
-    streams: Vec<(BTreeMap<String, String>, Vec<(i64, String)>)>,
-    alert: &[(&str, &str)],
-    started: i64,
-) -> Vec<Fact> {
+async fn alert_facts(streams: Streams, alert: &[(&str, &str)], started: i64) -> Vec<Fact> {
     crate::install_crypto_provider();
     let now = Utc::now();
     let server = FakeServer::start(loki_router(streams)).await.unwrap();
