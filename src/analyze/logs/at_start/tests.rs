@@ -156,17 +156,7 @@ async fn a_go_panic_logged_as_one_entry_is_one_pattern_quoted_by_its_panic_line(
             ],
         ),
     )];
-    let server = FakeServer::start(loki_router(streams)).await.unwrap();
-    let mut config = crate::config::Config::default();
-    config.loki.url = Some(server.url.parse().unwrap());
-    let upstreams = crate::integrations::Upstreams::from_config(&config).unwrap();
-    let started = now - TimeDelta::minutes(10);
-    let focus = Focus::alert(&labels(&[("instance", "mirror3:9100")]), Some(started));
-    let scope = Scope::new(now, Some(started)).with_focus(focus);
-    let facts = LogsAtStart(upstreams.loki.unwrap())
-        .run(&scope)
-        .await
-        .unwrap();
+    let facts = alert_facts(streams, &[("instance", "mirror3:9100")], 10).await;
     assert_eq!(facts.len(), 1, "{facts:?}");
     let line = facts[0].line(now);
     assert!(line.contains("in 1 patterns"), "{line}");
@@ -234,17 +224,7 @@ async fn a_single_bad_pattern_is_quoted_with_the_new_quiet_lines_nearest_it() {
             ),
         ),
     ];
-    let server = FakeServer::start(loki_router(streams)).await.unwrap();
-    let mut config = crate::config::Config::default();
-    config.loki.url = Some(server.url.parse().unwrap());
-    let upstreams = crate::integrations::Upstreams::from_config(&config).unwrap();
-    let started = now - TimeDelta::minutes(10);
-    let focus = Focus::alert(&labels(&[("instance", "web4:9100")]), Some(started));
-    let scope = Scope::new(now, Some(started)).with_focus(focus);
-    let facts = LogsAtStart(upstreams.loki.unwrap())
-        .run(&scope)
-        .await
-        .unwrap();
+    let facts = alert_facts(streams, &[("instance", "web4:9100")], 10).await;
     assert_eq!(facts.len(), 1, "{facts:?}");
     let line = facts[0].line(now);
     assert!(line.contains("3 log lines that look bad"), "{line}");
