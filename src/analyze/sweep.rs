@@ -365,6 +365,7 @@ mod tests {
             "targets_down",
             "scrape_series",
             "ages",
+            "process_counts",
             "probe_failures",
             "certificate_expiry",
             "log_error_bursts",

@@ -28,6 +28,7 @@ mod memory;
 mod network;
 mod onset;
 mod probes;
+mod process_counts;
 mod process_memory;
 mod reboots;
 mod reloads;
@@ -74,6 +75,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(targets::TargetsDown(p.clone())),
         Arc::new(cardinality::ScrapeSeries(p.clone())),
         Arc::new(ages::Ages(p.clone())),
+        Arc::new(process_counts::ProcessCounts(p.clone())),
         Arc::new(probes::ProbeFailures(p.clone())),
         Arc::new(certs::CertExpiry(p.clone())),
         Arc::new(systemd::FailedUnits(p.clone())),
