@@ -5,12 +5,15 @@
 //! falls (the steepest material fall over ten minutes, an hour, the window, while the last
 //! ten minutes still fall) and when it is gone; since when it has been short.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 
 use super::{Prom, by_identity, host, identity, labels_map, long_span, pick, selector, steepest};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Rate, Scope, Severity, Source, Unit,
 };
+use crate::integrations::prometheus::Labels;
 
 /// One exporter's spelling of available and total memory.
 struct Variant {
@@ -68,7 +71,48 @@ impl Analyzer for HostMemory {
             .await?;
             facts.extend(f);
         }
+        if !facts.is_empty() {
+            let span = long_span(scope);
+            let shmem =
+                |q: String| async move { by_identity(self.0.vector(&q).await.unwrap_or_default()) };
+            let now = shmem(SHMEM.to_string()).await;
+            let low = shmem(format!("min_over_time({SHMEM}[{span}s])")).await;
+            with_shmem(&mut facts, &now, &low);
+        }
         Ok(facts)
+    }
+}
+
+/// Memory in tmpfs files and shared memory (node_exporter's `Shmem` of /proc/meminfo): no
+/// process's resident memory shows it.
+const SHMEM: &str = "node_memory_Shmem_bytes";
+/// Share of a host's memory `Shmem` must hold, or have grown by, to be told.
+const SHMEM_SHARE: f64 = 0.2;
+
+/// Tells, on the memory facts of hosts whose `Shmem` holds or grew by a fifth of their
+/// memory, how much of it is there: files written to a tmpfs (`/tmp` on recent Debian,
+/// `/dev/shm`, a transcode directory) hold memory no process owns, and no process is seen
+/// to grow.
+fn with_shmem(facts: &mut [Fact], now: &HashMap<Labels, f64>, low: &HashMap<Labels, f64>) {
+    for f in facts.iter_mut() {
+        let (Some(size), Some(&held)) = (f.limit.map(|q| q.value), now.get(&f.entity.labels))
+        else {
+            continue;
+        };
+        let was = low.get(&f.entity.labels).copied().unwrap_or(held).min(held);
+        if held < SHMEM_SHARE * size && held - was < SHMEM_SHARE * size {
+            continue;
+        }
+        let told = format!(
+            "of the memory used, {} is Shmem (files in a tmpfs such as /tmp or /dev/shm, \
+             shared memory; no process owns it), {} at its lowest in the look-back",
+            Quantity::bytes(held),
+            Quantity::bytes(was)
+        );
+        f.detail = Some(match f.detail.take() {
+            Some(d) => format!("{d}; {told}"),
+            None => told,
+        });
     }
 }
 
@@ -236,5 +280,55 @@ impl Swap {
             );
         }
         Ok(facts)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::prom::labels;
+
+    fn memory_fact(instance: &str, size_gib: f64) -> Fact {
+        let l = labels(&[("instance", instance), ("job", "node")]);
+        Fact::new(
+            FactClass::Exhaustion,
+            "host_memory",
+            Entity::new("memory", host(&l).unwrap()).with_labels(labels_map(&l)),
+            "memory used",
+            Severity::Critical,
+            Source::promql("x"),
+        )
+        .limit(Quantity::bytes(size_gib * GIB))
+        .detail("0.5 GiB available")
+    }
+
+    const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+
+    #[test]
+    fn memory_held_in_tmpfs_files_is_told_on_the_hosts_memory_fact() {
+        let key = |i: &str| labels(&[("instance", i), ("job", "node")]);
+        let mut facts = vec![
+            memory_fact("seed4:9100", 16.0),
+            memory_fact("kiln:9100", 16.0),
+        ];
+        let now = HashMap::from([
+            (key("seed4:9100"), 7.7 * GIB),
+            (key("kiln:9100"), 0.3 * GIB),
+        ]);
+        let low = HashMap::from([
+            (key("seed4:9100"), 0.2 * GIB),
+            (key("kiln:9100"), 0.2 * GIB),
+        ]);
+        with_shmem(&mut facts, &now, &low);
+        let d = facts[0].detail.as_deref().unwrap();
+        assert!(
+            d.starts_with("0.5 GiB available; of the memory used, 7.7 GiB is Shmem"),
+            "{d}"
+        );
+        assert!(
+            d.ends_with("204.8 MiB at its lowest in the look-back"),
+            "{d}"
+        );
+        assert_eq!(facts[1].detail.as_deref(), Some("0.5 GiB available"));
     }
 }
