@@ -104,8 +104,8 @@ fn with_shmem(facts: &mut [Fact], now: &HashMap<Labels, f64>, low: &HashMap<Labe
             continue;
         }
         let told = format!(
-            "of the memory used, {} is Shmem (files in a tmpfs such as /tmp or /dev/shm, \
-             shared memory; no process owns it), {} at its lowest in the look-back",
+            "of the memory used, {} is Shmem (files in a tmpfs, a RAM-backed filesystem, \
+             or shared memory; no process owns it), {} at its lowest in the look-back",
             Quantity::bytes(held),
             Quantity::bytes(was)
         );
