@@ -9,9 +9,9 @@
 //! The step detector leaves `scrape_*` out as bookkeeping, so this is the one fact.
 
 use async_trait::async_trait;
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::TimeDelta;
 
-use super::since::run_start;
+use super::since::rose_to;
 use super::{Prom, by_identity, host, identity, labels_map, pick, selector};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, round_sig,
@@ -130,15 +130,7 @@ impl Analyzer for ScrapeSeries {
             let sel = selector(pick(&e.labels, &["job", "instance"]));
             let expr = format!("scrape_samples_scraped{sel}");
             let mid = (e.usual + e.now) / 2.0;
-            let since: Option<DateTime<Utc>> = self
-                .0
-                .client
-                .query_range(&expr, start, scope.now, step)
-                .await
-                .ok()
-                .and_then(|s| s.into_iter().next())
-                .and_then(|s| run_start(&s.values, |v| v >= mid))
-                .filter(|t| *t > start);
+            let since = rose_to(&self.0, &expr, (start, scope.now), step, mid).await;
             let mut detail = format!(
                 "rose {}-fold, from {} to {} samples per scrape (job {}): a label taking \
                  unbounded values (ids, paths) multiplies a target's series",

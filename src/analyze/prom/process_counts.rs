@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use chrono::TimeDelta;
 
-use super::since::run_start;
+use super::since::rose_to;
 use super::{Prom, by_identity, host, identity, label, labels_map, selector};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, round_sig,
@@ -194,15 +194,7 @@ impl Analyzer for ProcessCounts {
                 let base = m.split('{').next().unwrap_or(m);
                 let expr = format!("{base}{}", selector(pairs));
                 let mid = (r.usual + r.now) / 2.0;
-                let since = self
-                    .0
-                    .client
-                    .query_range(&expr, start, scope.now, step)
-                    .await
-                    .ok()
-                    .and_then(|s| s.into_iter().next())
-                    .and_then(|s| run_start(&s.values, |v| v >= mid))
-                    .filter(|t| *t > start);
+                let since = rose_to(&self.0, &expr, (start, scope.now), step, mid).await;
                 facts.push(count.fact(&r, &expr, since));
             }
         }

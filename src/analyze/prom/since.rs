@@ -7,6 +7,26 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::{Lookups, Prom};
 use crate::analyze::Scope;
 
+/// When `expr` (one series) rose to `level` and has held it since, read from `start` to
+/// `now` every `step`: the start of its last run at or above it, when that is after
+/// `start` (a count that rose many-fold: a scrape target's series, a process group's copies).
+pub async fn rose_to(
+    prom: &Prom,
+    expr: &str,
+    (start, now): (DateTime<Utc>, DateTime<Utc>),
+    step: std::time::Duration,
+    level: f64,
+) -> Option<DateTime<Utc>> {
+    prom.client
+        .query_range(expr, start, now, step)
+        .await
+        .ok()?
+        .into_iter()
+        .next()
+        .and_then(|s| run_start(&s.values, |v| v >= level))
+        .filter(|t| *t > start)
+}
+
 /// The first time of the last run of points where `bad` holds: when the current bad state
 /// began (`None` when the last point is not bad or the series is empty). A run that fills
 /// the whole window began at or before the window's start, its first point.
