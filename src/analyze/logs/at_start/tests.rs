@@ -76,11 +76,26 @@ async fn facts_for(focus: Focus, started_mins_ago: i64) -> Vec<Fact> {
             ),
         ),
     ];
+    let started = now - TimeDelta::minutes(started_mins_ago);
+    run_over(streams, focus, now, started).await
+}
+
+/// Streams as the fake Loki takes them: labels and lines.
+type Streams = Vec<(BTreeMap<String, String>, Vec<(i64, String)>)>;
+
+/// The at-start facts of `focus` over `streams` served by a fake Loki, at `now`, for a
+/// trigger that began at `started`.
+async fn run_over(
+    streams: Streams,
+    focus: Focus,
+    now: DateTime<Utc>,
+    started: DateTime<Utc>,
+) -> Vec<Fact> {
+    crate::install_crypto_provider();
     let server = FakeServer::start(loki_router(streams)).await.unwrap();
     let mut config = crate::config::Config::default();
     config.loki.url = Some(server.url.parse().unwrap());
     let upstreams = crate::integrations::Upstreams::from_config(&config).unwrap();
-    let started = now - TimeDelta::minutes(started_mins_ago);
     let scope = Scope::new(now, Some(started)).with_focus(focus);
     LogsAtStart(upstreams.loki.unwrap())
         .run(&scope)
@@ -238,25 +253,18 @@ async fn a_single_bad_pattern_is_quoted_with_the_new_quiet_lines_nearest_it() {
     assert!(!line.contains("Reloading"), "{line}");
 }
 
-/// Streams as the fake Loki takes them: labels and lines.
-type Streams = Vec<(BTreeMap<String, String>, Vec<(i64, String)>)>;
-
 /// The at-start facts of an alert with `alert` labels that began `started` minutes ago,
 /// over `streams`.
 async fn alert_facts(streams: Streams, alert: &[(&str, &str)], started: i64) -> Vec<Fact> {
-    crate::install_crypto_provider();
     let now = Utc::now();
-    let server = FakeServer::start(loki_router(streams)).await.unwrap();
-    let mut config = crate::config::Config::default();
-    config.loki.url = Some(server.url.parse().unwrap());
-    let upstreams = crate::integrations::Upstreams::from_config(&config).unwrap();
     let started = now - TimeDelta::minutes(started);
-    let focus = Focus::alert(&labels(alert), Some(started));
-    let scope = Scope::new(now, Some(started)).with_focus(focus);
-    LogsAtStart(upstreams.loki.unwrap())
-        .run(&scope)
-        .await
-        .unwrap()
+    run_over(
+        streams,
+        Focus::alert(&labels(alert), Some(started)),
+        now,
+        started,
+    )
+    .await
 }
 
 #[tokio::test]
