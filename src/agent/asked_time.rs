@@ -12,7 +12,7 @@ use regex_lite::Regex;
 /// "3 hours ago", "an hour ago", "a couple of days ago", "two days back".
 static AGO: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"(?i)\b{COUNT}\s+(minute|min|hour|hr|day|week)s?\s+(?:ago|back|before now)\b"
+        r"(?i)\b{COUNT}\s+(minute|min|hour|hr|day|week)(s?)\s+(?:ago|back|before now)\b"
     ))
     .expect("valid regex")
 });
@@ -20,7 +20,7 @@ static AGO: LazyLock<Regex> = LazyLock::new(|| {
 /// about three hours".
 static SPAN: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(&format!(
-        r"(?i)\b(?:for|in|over|during|within)\s+(?:the\s+)?(?:last|past)?\s*(?:about|around|roughly|nearly|almost|approximately|some|maybe|over|like)?\s*{COUNT}?\s*(minute|min|hour|hr|day|week)s?\b"
+        r"(?i)\b(?:for|in|over|during|within)\s+(?:the\s+)?(?:last|past)?\s*(?:about|around|roughly|nearly|almost|approximately|some|maybe|over|like)?\s*{COUNT}?\s*(minute|min|hour|hr|day|week)(s?)\b"
     ))
     .expect("valid regex")
 });
@@ -79,39 +79,94 @@ fn at_hour(now: DateTime<Utc>, h: u32, days_back: i64) -> Option<DateTime<Utc>> 
     }
 }
 
+/// When a question says its trouble began: the earliest start it states, and how
+/// precisely ("since yesterday" is any time yesterday, "about two hours ago" an hour or so
+/// either side of it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Asked {
+    /// The stated start (the look-back reads from here).
+    pub start: DateTime<Utc>,
+    /// The span the trouble's start may fall in.
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+}
+
 /// The earliest time `text` says its trouble began, if it says one within a week.
 pub fn asked_start(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    let mut times: Vec<DateTime<Utc>> = Vec::new();
+    asked(text, now).map(|a| a.start)
+}
+
+/// The earliest start `text` states within a week, with the span it may fall in.
+pub fn asked(text: &str, now: DateTime<Utc>) -> Option<Asked> {
+    let mut times: Vec<Asked> = Vec::new();
     for re in [&*AGO, &*SPAN] {
         for c in re.captures_iter(text) {
-            let n = count(c.get(1).map(|m| m.as_str()));
             let Some(u) = c.get(2) else { continue };
-            if let Some(back) = unit(u.as_str()).checked_mul(n.clamp(1, 1000) as i32)
-                && let Some(t) = now.checked_sub_signed(back)
-            {
-                times.push(t);
-            }
+            let u = unit(u.as_str());
+            let plural = c.get(3).is_some_and(|m| !m.as_str().is_empty());
+            let counted = c.get(1).map(|m| m.as_str());
+            times.extend(match (counted, plural) {
+                // "for hours", "for days": one to a dozen of them.
+                (None, true) => span(now, u.checked_mul(3), u.checked_mul(12), Some(u)),
+                _ => {
+                    let back = u.checked_mul(count(counted).clamp(1, 1000) as i32);
+                    // A stated count is a rough one: a third of it either side, ten
+                    // minutes at least.
+                    let tol = back
+                        .and_then(|b| b.checked_div(3))
+                        .map(|t| t.max(TimeDelta::minutes(10)));
+                    let far = back.zip(tol).and_then(|(b, t)| b.checked_add(&t));
+                    let near = back.zip(tol).and_then(|(b, t)| b.checked_sub(&t));
+                    span(now, back, far, near)
+                }
+            });
         }
     }
     for c in DAY_PART.captures_iter(text) {
         let part = c[1].to_ascii_lowercase();
-        let t = match part.as_str() {
-            "yesterday" => at_hour(now, 0, 1),
-            "last night" => at_hour(now, 18, 1),
-            "this morning" | "today" | "earlier today" => at_hour(now, 0, 0),
-            "this afternoon" => at_hour(now, 12, 0),
-            "this evening" | "tonight" => at_hour(now, 17, 0),
-            "last week" | "this week" => now.checked_sub_signed(TimeDelta::weeks(1)),
-            day => weekday_start(now, day),
+        let hours = |h: i64| TimeDelta::hours(h);
+        let (start, length) = match part.as_str() {
+            "yesterday" => (at_hour(now, 0, 1), hours(24)),
+            "last night" => (at_hour(now, 18, 1), hours(13)),
+            "this morning" => (at_hour(now, 0, 0), hours(12)),
+            "today" | "earlier today" => (at_hour(now, 0, 0), hours(24)),
+            "this afternoon" => (at_hour(now, 12, 0), hours(6)),
+            "this evening" | "tonight" => (at_hour(now, 17, 0), hours(7)),
+            "last week" | "this week" => (now.checked_sub_signed(TimeDelta::weeks(1)), hours(168)),
+            day => (weekday_start(now, day), hours(24)),
         };
-        times.extend(t);
+        times.extend(start.and_then(|s| {
+            Some(Asked {
+                start: s,
+                from: s,
+                to: s.checked_add_signed(length)?.min(now),
+            })
+        }));
     }
     let earliest = now.checked_sub_signed(MAX_BACK)?;
     times
         .into_iter()
-        .filter(|t| *t <= now)
-        .min()
-        .map(|t| t.max(earliest))
+        .filter(|t| t.start <= now)
+        .min_by_key(|t| t.start)
+        .map(|t| Asked {
+            start: t.start.max(earliest),
+            from: t.from.max(earliest),
+            to: t.to.max(earliest),
+        })
+}
+
+/// The start `back` before `now`, in the span from `far` to `near` before it.
+fn span(
+    now: DateTime<Utc>,
+    back: Option<TimeDelta>,
+    far: Option<TimeDelta>,
+    near: Option<TimeDelta>,
+) -> Option<Asked> {
+    Some(Asked {
+        start: now.checked_sub_signed(back?)?,
+        from: now.checked_sub_signed(far?)?,
+        to: now.checked_sub_signed(near?)?,
+    })
 }
 
 /// The start of the latest `day` (a weekday name) up to today.
@@ -190,6 +245,44 @@ mod tests {
         assert_eq!(
             asked("dropping for roughly 20 minutes").as_deref(),
             Some("2026-11-27 00:55")
+        );
+    }
+
+    fn window(text: &str) -> Option<String> {
+        super::asked(text, now()).map(|a| {
+            let f = |t: DateTime<Utc>| t.format("%d %H:%M").to_string();
+            format!("{}..{}", f(a.from), f(a.to))
+        })
+    }
+
+    #[test]
+    fn a_stated_time_is_a_span_as_wide_as_its_words_are_vague() {
+        assert_eq!(
+            window("since yesterday").as_deref(),
+            Some("26 00:00..27 00:00")
+        );
+        assert_eq!(
+            window("about two hours ago").as_deref(),
+            Some("26 22:35..26 23:55")
+        );
+        assert_eq!(
+            window("went away 15 minutes ago").as_deref(),
+            Some("27 00:50..27 01:10")
+        );
+        assert_eq!(
+            window("getting slower for hours").as_deref(),
+            Some("26 13:15..27 00:15")
+        );
+        assert_eq!(
+            asked_start("getting slower for hours", now())
+                .map(|t| t.to_rfc3339())
+                .as_deref(),
+            Some("2026-11-26T22:15:00+00:00")
+        );
+        // A part of the day ends at most now.
+        assert_eq!(
+            window("since this morning").as_deref(),
+            Some("27 00:00..27 01:15")
         );
     }
 

@@ -128,9 +128,11 @@ fn focus(inv: &Investigation, now: DateTime<Utc>) -> (Focus, Option<DateTime<Utc
             let text = format!("{}\n{}", inv.prompt, context.as_deref().unwrap_or(""));
             // A time the question states is when its trouble began: states that began
             // then rank as an alert's near its start; the look-back is no such time.
-            let asked = super::asked_time::asked_start(&inv.prompt, now);
-            let started = asked.or_else(|| now.checked_sub_signed(QUESTION_LOOKBACK));
-            (Focus::question(&text).began(asked), started)
+            let asked = super::asked_time::asked(&inv.prompt, now);
+            let start = asked.map(|a| a.start);
+            let started = start.or_else(|| now.checked_sub_signed(QUESTION_LOOKBACK));
+            let window = asked.map(|a| (a.from, a.to));
+            (Focus::question(&text).began(start, window), started)
         }
     }
 }

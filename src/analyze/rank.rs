@@ -18,6 +18,9 @@ pub struct Focus {
     /// Normalised names: label values and the question's words.
     names: BTreeSet<String>,
     start: Option<DateTime<Utc>>,
+    /// The span a question's trouble began in ("since yesterday": all of yesterday); an
+    /// alert's start is exact.
+    window: Option<(DateTime<Utc>, DateTime<Utc>)>,
     /// An alert (context facts matter less than under a question, which may compare).
     alert: bool,
 }
@@ -71,9 +74,14 @@ impl Focus {
         f
     }
 
-    /// Sets when the trouble began (a question's stated time).
-    pub fn began(mut self, start: Option<DateTime<Utc>>) -> Self {
+    /// Sets when the trouble began (a question's stated time) and the span it may fall in.
+    pub fn began(
+        mut self,
+        start: Option<DateTime<Utc>>,
+        window: Option<(DateTime<Utc>, DateTime<Utc>)>,
+    ) -> Self {
         self.start = start;
+        self.window = window;
         self
     }
 
@@ -155,7 +163,19 @@ impl Focus {
     /// Whether `fact`'s state began near the trigger's start.
     fn near_start(&self, fact: &Fact) -> Option<bool> {
         let (start, since) = (self.start?, fact.since?);
-        Some((since - start).num_seconds().unsigned_abs() <= NEAR_START_SECS)
+        Some(self.apart(start, since) <= NEAR_START_SECS)
+    }
+
+    /// Seconds between the trouble's start and `since`: from `start`, or from the span a
+    /// question's words allow (0 inside it).
+    fn apart(&self, start: DateTime<Utc>, since: DateTime<Utc>) -> u64 {
+        let secs = |d: chrono::TimeDelta| d.num_seconds().unsigned_abs();
+        match self.window {
+            Some((from, _)) if since < from => secs(from - since),
+            Some((_, to)) if since > to => secs(since - to),
+            Some(_) => 0,
+            None => secs(since - start),
+        }
     }
 
     /// Whether `entity` is the trigger's: it shares a label with it, or its host or its
@@ -234,7 +254,7 @@ impl Focus {
             Severity::Info => 0,
         };
         if let (Some(start), Some(since)) = (self.start, fact.since) {
-            let apart = (since - start).num_seconds().unsigned_abs();
+            let apart = self.apart(start, since);
             // A state that began with the alert is the strongest sign of its cause,
             // wherever it is (an application's alert, its database's disk).
             score += match apart {

@@ -241,3 +241,24 @@ fn a_fact_quoting_the_alerts_instance_itself_ranks_above_one_naming_its_host() {
     );
     assert!(!r[0].about_trigger);
 }
+
+#[test]
+fn a_state_that_began_when_a_question_says_outranks_a_worse_standing_one() {
+    // "Since yesterday": any time yesterday is the start, not its midnight alone.
+    let day: DateTime<Utc> = "2026-11-27T00:00:00Z".parse().unwrap();
+    let standing = fact("filesystem", "/srv", "nas-x", &[], Severity::Warning);
+    let began = fact("service", "dns", "gate-y", &[], Severity::Info)
+        .since(Some(day + TimeDelta::hours(7)));
+    let later = fact("service", "web", "gate-y", &[], Severity::Info)
+        .since(Some(day + TimeDelta::hours(30)));
+    let focus = Focus::question("my app says no connection since yesterday")
+        .began(Some(day), Some((day, day + TimeDelta::hours(24))));
+    let r = rank(vec![standing.clone(), later.clone(), began.clone()], &focus);
+    assert_eq!(r[0].fact.entity.name, "dns");
+    assert_eq!(r[0].near_start, Some(true));
+    assert_eq!(r[2].fact.entity.name, "web");
+    // Without the span only the stated midnight counts: the worse one leads.
+    let focus = Focus::question("x").began(Some(day), None);
+    let r = rank(vec![standing, later, began], &focus);
+    assert_eq!(r[0].fact.entity.name, "/srv");
+}
