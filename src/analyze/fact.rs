@@ -261,18 +261,10 @@ impl Fact {
         self
     }
 
-    /// One line: "filesystem /var/lib/vz on pve1: used 94.1 % of 1.0 TiB, falling 48.6 GiB
-    /// per day, full in 30.1 h (since 2026-11-26 10:02 UTC): <detail>".
-    pub fn line(&self, now: DateTime<Utc>) -> String {
-        self.line_beside(now, None)
-    }
-
-    /// [`Fact::line`], with when its state began told against `alert_start` ("6 min
-    /// before the alert", "as the alert began", "20 min after the alert began"): a cause
-    /// precedes its alert, a consequence follows it, and a small model does not subtract
-    /// times reliably.
-    pub fn line_beside(&self, now: DateTime<Utc>, alert_start: Option<DateTime<Utc>>) -> String {
-        let mut s = format!("{}: {}", self.entity.describe(), self.what);
+    /// What is wrong with its figures, without the entity, the start or the detail:
+    /// "resident memory 3.4 GiB of 7.6 GiB, rising 357.0 MiB per hour, out of memory in 3.2 h".
+    pub fn headline(&self) -> String {
+        let mut s = self.what.clone();
         if let Some(v) = &self.value {
             let _ = write!(s, " {v}");
         }
@@ -285,6 +277,21 @@ impl Fact {
         if let (Some(eta), Some(what)) = (self.eta_seconds, &self.eta_what) {
             let _ = write!(s, ", {what} in {}", human_seconds(eta));
         }
+        s
+    }
+
+    /// One line: "filesystem /var/lib/vz on pve1: used 94.1 % of 1.0 TiB, rising 48.6 GiB
+    /// per day, full in 30.1 h (since 2026-11-26 10:02 UTC): <detail>".
+    pub fn line(&self, now: DateTime<Utc>) -> String {
+        self.line_beside(now, None)
+    }
+
+    /// [`Fact::line`], with when its state began told against `alert_start` ("6 min
+    /// before the alert", "as the alert began", "20 min after the alert began"): a cause
+    /// precedes its alert, a consequence follows it, and a small model does not subtract
+    /// times reliably.
+    pub fn line_beside(&self, now: DateTime<Utc>, alert_start: Option<DateTime<Utc>>) -> String {
+        let mut s = format!("{}: {}", self.entity.describe(), self.headline());
         if let Some(t) = self.since {
             let ago = (now - t).num_seconds().max(0) as f64;
             let _ = write!(
@@ -379,12 +386,12 @@ mod tests {
         )
         .value(Quantity::percent(94.14))
         .limit(Quantity::bytes(1099511627776.0))
-        .rate(Rate::from_per_second(-600_000.0, Unit::Bytes))
+        .rate(Rate::from_per_second(600_000.0, Unit::Bytes))
         .eta(30.0 * 3600.0, "full")
         .since(Some(now - chrono::TimeDelta::minutes(47)));
         assert_eq!(
             f.line(now),
-            "filesystem /var/lib/vz on pve1: used 94.1 % of 1.0 TiB, falling 2.0 GiB per \
+            "filesystem /var/lib/vz on pve1: used 94.1 % of 1.0 TiB, rising 2.0 GiB per \
              hour, full in 30.0 h (since 2026-11-26 11:13 UTC, 47 min ago)"
         );
         assert_eq!(f.integration(), "prometheus");

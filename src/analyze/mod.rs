@@ -24,6 +24,7 @@ mod cron;
 mod fact;
 pub mod kube;
 pub mod logs;
+mod one_entity;
 mod pattern;
 pub mod pbs;
 mod pbs_attempts;

@@ -123,6 +123,7 @@ impl Sweep {
         self.joined_logs(&mut report, &scope).await;
         logs::join_coinciding(&mut report.facts);
         report.facts = logs::merge_same(std::mem::take(&mut report.facts));
+        report.facts = super::one_entity::join_same_entity(std::mem::take(&mut report.facts));
         report.elapsed = start.elapsed();
         report.focus = focus;
         report

@@ -294,8 +294,9 @@ impl Reading {
         .value(Quantity::percent(self.used))
         .limit(Quantity::new(self.total, v.unit))
         .detail(detail);
+        // The value is the used share: told as used space growing (the slope is of free).
         if let Some(d) = self.slope {
-            fact = fact.rate(Rate::from_per_second(d, v.unit));
+            fact = fact.rate(Rate::from_per_second(-d, v.unit));
         }
         if let Some(e) = self.eta {
             fact = fact.eta(e, "full");
@@ -360,7 +361,7 @@ fn fills_first(analyzer: &str, read: &[Reading]) -> Option<Fact> {
     .limit(Quantity::bytes(first.total))
     .detail(detail.join("; "));
     if let Some(d) = first.slope {
-        fact = fact.rate(Rate::from_per_second(d, Unit::Bytes));
+        fact = fact.rate(Rate::from_per_second(-d, Unit::Bytes));
     }
     if let Some(e) = first.eta {
         fact = fact.eta(e, "full");

@@ -192,7 +192,8 @@ async fn exhaustion(
         .since(since)
         .detail(format!("{} available", Quantity::bytes(avail)));
         if let Some(d) = slope {
-            fact = fact.rate(Rate::from_per_second(d, Unit::Bytes));
+            // The value is the used share: told as used memory growing.
+            fact = fact.rate(Rate::from_per_second(-d, Unit::Bytes));
         }
         if let Some(e) = eta {
             fact = fact.eta(e, words.2);
