@@ -34,7 +34,7 @@ pub fn join_coinciding(facts: &mut [Fact]) {
         let nearest = facts
             .iter()
             .enumerate()
-            .filter(|(_, f)| is_state(f) && names_host(f, log_host))
+            .filter(|(_, f)| is_state(f, log.severity) && names_host(f, log_host))
             .filter_map(|(i, f)| Some((i, (f.since? - log_since).abs())))
             .filter(|(_, gap)| *gap <= COINCIDE)
             .min_by_key(|(i, gap)| (*gap, *i));
@@ -60,12 +60,15 @@ pub fn join_coinciding(facts: &mut [Fact]) {
     }
 }
 
-/// A state a log fact may explain: not read from the logs itself (a log fact, a failing
-/// connection found in them), a warning or worse, with a start and a host.
-fn is_state(f: &Fact) -> bool {
+/// A state a log fact of `said` severity may explain: not read from the logs itself (a log
+/// fact, a failing connection found in them), no summary, with a start and a host; a
+/// warning or worse, or any state when the lines themselves are (a replica's link that
+/// fell as it logged an authentication error: the lines say what the state does not).
+fn is_state(f: &Fact, said: Severity) -> bool {
     f.class != FactClass::Logs
+        && f.class != FactClass::Context
         && f.source.tool != "loki_query"
-        && f.severity >= Severity::Warning
+        && (f.severity >= Severity::Warning || said >= Severity::Warning)
         && f.since.is_some()
         && f.entity.host.is_some()
 }
@@ -173,6 +176,24 @@ mod tests {
         let mut from_logs = state("hub2", 0, &[]);
         from_logs.source = Source::new("loki_query", serde_json::json!({}));
         let mut facts = vec![from_logs, logs("hub2", 0, "x")];
+        join_coinciding(&mut facts);
+        assert_eq!(facts[0].detail.as_deref(), Some("0 at 10:00"));
+    }
+
+    #[test]
+    fn an_info_state_takes_lines_that_look_bad_but_not_plain_ones() {
+        let mut link = state("kv2", 0, &[]);
+        link.severity = Severity::Info;
+        let mut bad = logs("kv2", 1, "01:01 (37×) NOAUTH Authentication required");
+        bad.severity = Severity::Warning;
+        let mut facts = vec![link.clone(), bad];
+        join_coinciding(&mut facts);
+        let d = facts[0].detail.as_deref().unwrap();
+        assert!(
+            d.starts_with("kv2 logged as it began: 01:01 (37×) NOAUTH"),
+            "{d}"
+        );
+        let mut facts = vec![link, logs("kv2", 1, "01:01 (1×) Connecting")];
         join_coinciding(&mut facts);
         assert_eq!(facts[0].detail.as_deref(), Some("0 at 10:00"));
     }

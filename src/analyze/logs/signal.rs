@@ -38,6 +38,10 @@ static LEVEL_TOKEN: LazyLock<Regex> = LazyLock::new(|| {
 /// glog/klog's header: `E1127 08:01:02.123456`.
 static GLOG: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r"^([EFW])\d{4} \d\d:\d\d:\d\d").expect("valid regex"));
+/// Redis's level mark after its pid and role: `1:M # …` warning, `*` notice, `-` verbose,
+/// `.` debug.
+static REDIS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b\d+:[XCMS] ([#*.-]) ").expect("valid regex"));
 /// The status after an access log's quoted request line.
 static HTTP_STATUS: LazyLock<Regex> =
     LazyLock::new(|| Regex::new(r#""[A-Z]{3,7} \S+ HTTP/[0-9.]+" (\d{3}) "#).expect("valid regex"));
@@ -97,6 +101,12 @@ pub fn signal(line: &str) -> Signal {
     if EXCEPTION.is_match(line) {
         return Signal::Error;
     }
+    if let Some(c) = REDIS.captures(line) {
+        return match &c[1] {
+            "#" => Signal::Warning,
+            _ => Signal::None,
+        };
+    }
     if let Some(c) = LEVEL_TOKEN.captures(line) {
         let word = c
             .get(1)
@@ -105,10 +115,23 @@ pub fn signal(line: &str) -> Signal {
             .map_or("", |m| m.as_str());
         return from_level(word).unwrap_or(Signal::Warning);
     }
-    match WORDS.is_match(line) {
+    match WORDS
+        .find_iter(line)
+        .any(|m| !counts(line.get(m.end()..).unwrap_or_default()))
+    {
         true => Signal::Warning,
         false => Signal::None,
     }
+}
+
+/// Whether the text after a word of failure makes it the name of a count (`keys expired:
+/// 214`, `errors=0`, `failed: 3`): a statistic, not a failure.
+fn counts(after: &str) -> bool {
+    let rest = after.trim_start();
+    let Some(rest) = rest.strip_prefix([':', '=']) else {
+        return false;
+    };
+    rest.trim_start().starts_with(|c: char| c.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -192,6 +215,17 @@ mod tests {
             ("ErrorPages: loaded 4 templates", Signal::None),
             // A level word inside the message is no level.
             ("sshd[7]: Received disconnect: 11: Bye Bye", Signal::None),
+            // Redis's own marks; a word of failure naming a count is a statistic.
+            (
+                "docker-redis[1]: 1:S # MASTER aborted replication with an error: NOAUTH",
+                Signal::Warning,
+            ),
+            (
+                "redis-server[9]: 9:M * Done loading RDB, keys loaded: 1, keys expired: 214.",
+                Signal::None,
+            ),
+            ("sync done: files=12 errors=0 skipped=1", Signal::None),
+            ("sync done: 3 files failed: disk full", Signal::Warning),
         ];
         for (line, want) in cases {
             assert_eq!(signal(line), want, "{line}");
