@@ -39,6 +39,8 @@ const MAX_FACTS: usize = 3;
 const MAX_INSTANCES: usize = 4;
 /// Changed series of one instance shown in its fact.
 const SERIES_PER_FACT: usize = 5;
+/// Longest span read before the window (twice: two and one spans before its start).
+const MAX_SPAN_BEFORE: TimeDelta = TimeDelta::hours(2);
 /// Points read to find when the clearest step happened.
 const CHANGE_POINTS: u64 = 120;
 /// A series whose name states a span of time ([`super::ages::age_name`]) that grows by one
@@ -390,7 +392,10 @@ fn times(scope: &Scope) -> [DateTime<Utc>; 4] {
         return [start - span - span, start - span, start, scope.now];
     }
     let start = scope.started - TimeDelta::minutes(30);
-    let span = (scope.now - start).max(TimeDelta::hours(1));
+    // The spans before the window are as long as it, within bounds: slopes are per second,
+    // and three times an old alert's age back is often before the data begins (a short
+    // retention, a target added this morning).
+    let span = (scope.now - start).clamp(TimeDelta::hours(1), MAX_SPAN_BEFORE);
     [start - span - span, start - span, start, scope.now]
 }
 
@@ -439,6 +444,11 @@ mod tests {
         let alert = crate::analyze::Focus::alert(&Default::default(), Some(at(20)));
         let scope = Scope::new(now, Some(at(20))).with_focus(alert);
         assert_eq!(times(&scope), [at(170), at(110), at(50), at(0)]);
+        // One that fired 160 minutes ago reads two spans of two hours before its window,
+        // not of its age (9 h 30 min back is before a short retention begins).
+        let alert = crate::analyze::Focus::alert(&Default::default(), Some(at(160)));
+        let scope = Scope::new(now, Some(at(160))).with_focus(alert);
+        assert_eq!(times(&scope), [at(430), at(310), at(190), at(0)]);
     }
 
     #[test]
