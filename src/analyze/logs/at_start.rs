@@ -115,6 +115,14 @@ impl Analyzer for LogsAtStart {
                     .filter(|v| focus.names_host(&host_of(v))),
             );
         }
+        // An alert about a remote target (a probe's address): the hosts that log about it.
+        if hosts.is_empty()
+            && selectors.is_empty()
+            && !focus.is_question()
+            && let Some(h) = host_label
+        {
+            hosts.extend(remote::hosts_logging_about(&self.0, focus, h, start, end).await);
+        }
         let everything = hosts.is_empty() && selectors.is_empty();
         if everything && !focus.is_question() {
             return Ok(Vec::new());
@@ -475,3 +483,5 @@ fn family(line: &str) -> String {
 
 #[cfg(test)]
 mod tests;
+
+mod remote;

@@ -34,7 +34,10 @@ pub fn join_coinciding(facts: &mut [Fact]) {
         let nearest = facts
             .iter()
             .enumerate()
-            .filter(|(_, f)| is_state(f, log.severity) && names_host(f, log_host))
+            .filter(|(_, f)| {
+                is_state(f, log.severity)
+                    && (names_host(f, log_host) || quotes_host(log.detail.as_deref(), f))
+            })
             .filter_map(|(i, f)| Some((i, (f.since? - log_since).abs())))
             .filter(|(_, gap)| *gap <= COINCIDE)
             .min_by_key(|(i, gap)| (*gap, *i));
@@ -71,6 +74,18 @@ fn is_state(f: &Fact, said: Severity) -> bool {
         && (f.severity >= Severity::Warning || said >= Severity::Warning)
         && f.since.is_some()
         && f.entity.host.is_some()
+}
+
+/// Fewest characters of a state's host for a log line naming it to join it.
+const MIN_QUOTED_HOST: usize = 6;
+
+/// Whether the lines `detail` quotes name `f`'s host (a router's lines about the address
+/// its probe pings).
+fn quotes_host(detail: Option<&str>, f: &Fact) -> bool {
+    let (Some(d), Some(h)) = (detail, f.entity.host.as_deref()) else {
+        return false;
+    };
+    h.chars().count() >= MIN_QUOTED_HOST && d.contains(h)
 }
 
 /// Whether `f` is on `host` or one of its label values names it.
@@ -196,6 +211,22 @@ mod tests {
         let mut facts = vec![link, logs("kv2", 1, "01:01 (1×) Connecting")];
         join_coinciding(&mut facts);
         assert_eq!(facts[0].detail.as_deref(), Some("0 at 10:00"));
+    }
+
+    #[test]
+    fn lines_naming_a_state_s_host_join_it_from_another_host() {
+        let mut facts = vec![
+            state("9.9.9.9", 0, &[]),
+            logs("gw-east", 1, "01:01 (5×) WAN_A 9.9.9.9: sendto error"),
+            logs("gw-west", 1, "01:01 (2×) unrelated"),
+        ];
+        join_coinciding(&mut facts);
+        let d = facts[0].detail.as_deref().unwrap();
+        assert!(
+            d.starts_with("gw-east logged as it began: 01:01 (5×) WAN_A"),
+            "{d}"
+        );
+        assert!(!d.contains("gw-west"), "{d}");
     }
 
     #[test]

@@ -342,3 +342,35 @@ async fn a_quiet_host_the_alerts_labels_name_tells_its_few_new_lines() {
     assert!(line.contains("sharenfs=off"), "{line}");
     assert_eq!(facts[0].severity, Severity::Info);
 }
+
+#[tokio::test]
+async fn an_alert_on_a_remote_target_reads_the_hosts_that_log_about_it() {
+    let now = Utc::now();
+    let syslog = |host: &str| labels(&[("host", host), ("job", "syslog")]);
+    let streams = vec![
+        (
+            syslog("edge-gw"),
+            lines(
+                now,
+                &[
+                    (200, "sshd[1]: Accepted publickey for admin from 10.0.0.5"),
+                    (62, "kernel: em0: link state changed to DOWN"),
+                    (62, "gw[9]: MONITOR: FIBRE is down, switch to: BACKUP"),
+                    (61, "probe[7]: FIBRE 203.0.113.77: sendto error: 50"),
+                    (55, "probe[7]: FIBRE 203.0.113.77: sendto error: 50"),
+                ],
+            ),
+        ),
+        (
+            syslog("printer-box"),
+            lines(now, &[(61, "cupsd[3]: job 14 failed: out of paper")]),
+        ),
+    ];
+    let alert = labels(&[("alertname", "Latency"), ("instance", "203.0.113.77")]);
+    let started = now - TimeDelta::minutes(60);
+    let facts = run_over(streams, Focus::alert(&alert, Some(started)), now, started).await;
+    let all: Vec<String> = facts.iter().map(|f| f.line(now)).collect();
+    assert_eq!(facts.len(), 1, "{all:?}");
+    assert_eq!(facts[0].entity.host.as_deref(), Some("edge-gw"), "{all:?}");
+    assert!(all[0].contains("link state changed to DOWN"), "{all:?}");
+}
