@@ -47,10 +47,18 @@ pub fn join_coinciding(facts: &mut [Fact]) {
     }
     joins.sort_by_key(|(i, _, gap)| (*i, *gap));
     let mut per_state: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
+    let mut quoted: std::collections::BTreeMap<usize, Vec<&str>> = Default::default();
     for (i, l, _) in joins {
         let said = per_state.entry(i).or_default();
+        let log = &facts[l];
+        // A fact quoting only lines already joined (a pattern's burst found by two
+        // analyzers) leaves its place to one that says more.
+        let seen = quoted.entry(i).or_default();
+        if !log.patterns.is_empty() && log.patterns.iter().all(|p| seen.contains(&p.as_str())) {
+            continue;
+        }
+        seen.extend(log.patterns.iter().map(String::as_str));
         if said.len() < MAX_PER_STATE {
-            let log = &facts[l];
             let host = log.entity.host.clone().unwrap_or_default();
             let quote = truncate(log.detail.as_deref().unwrap_or_default(), QUOTE_CHARS);
             said.push(format!("{host} logged as it began: {quote}"));
