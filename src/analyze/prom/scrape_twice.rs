@@ -91,7 +91,7 @@ fn shared(a: &HashMap<String, f64>, b: &HashMap<String, f64>) -> Option<(f64, f6
 }
 
 /// The pairs of `jobs` that scrape the same series, with how many they share of how many.
-fn twins<'a>(counts: &'a [(String, HashMap<String, f64>)]) -> Vec<(&'a str, &'a str, f64, f64)> {
+fn twins(counts: &[(String, HashMap<String, f64>)]) -> Vec<(&str, &str, f64, f64)> {
     let mut out = Vec::new();
     for (i, (a, ca)) in counts.iter().enumerate() {
         for (b, cb) in counts.iter().skip(i + 1) {
