@@ -22,6 +22,9 @@ use crate::analyze::{
 };
 
 mod full;
+mod vanished;
+
+pub use vanished::FilesystemVanished;
 
 /// Filesystems that are not disks (their use is not news; a full one is, `full.rs`).
 pub(super) const PSEUDO: &str = r#"fstype!~"tmpfs|ramfs|devtmpfs|overlay|squashfs|nsfs|autofs|proc|sysfs|iso9660|fuse.lxcfs|fuse.snapfuse""#;

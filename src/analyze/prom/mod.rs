@@ -34,6 +34,7 @@ mod reboots;
 mod reloads;
 mod restarts;
 mod rollouts;
+mod scrape_twice;
 mod settings;
 mod since;
 mod stale_jobs;
@@ -61,6 +62,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
     let p = Prom { client };
     vec![
         Arc::new(filesystem::FilesystemSpace(p.clone())),
+        Arc::new(filesystem::FilesystemVanished(p.clone())),
         Arc::new(memory::HostMemory(p.clone())),
         Arc::new(memory::Swap(p.clone())),
         Arc::new(process_memory::ProcessMemory(p.clone())),
@@ -74,6 +76,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(inventory::Inventory(p.clone())),
         Arc::new(targets::TargetsDown(p.clone())),
         Arc::new(cardinality::ScrapeSeries(p.clone())),
+        Arc::new(scrape_twice::ScrapedTwice(p.clone())),
         Arc::new(ages::Ages(p.clone())),
         Arc::new(process_counts::ProcessCounts(p.clone())),
         Arc::new(probes::ProbeFailures(p.clone())),

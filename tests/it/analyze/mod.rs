@@ -39,4 +39,5 @@ mod saturation;
 mod steps;
 mod stopped_times;
 mod truenas;
+mod twice_and_vanished;
 pub mod world;
