@@ -39,4 +39,5 @@ mod saturation;
 mod steps;
 mod stopped_times;
 mod truenas;
+mod truenas_resilver;
 pub mod world;
