@@ -18,6 +18,7 @@ mod inventory;
 mod kube;
 mod kube_backends;
 mod kube_cluster;
+mod kube_multi_attach;
 mod kube_state;
 mod kube_state_backends;
 mod kube_volumes;
