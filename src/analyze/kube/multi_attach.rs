@@ -196,7 +196,7 @@ fn describe(waiting: &Pod, error: &MultiAttach, holders: &[(&str, Option<&Pod>)]
 }
 
 /// " of the older ReplicaSet web-6b7f on node w2, still Running": what the pod list
-/// says of `holder` beside `waiting`.
+/// says of `holder` beside `waiting` (or ", being deleted (deadline 14:05 UTC)").
 fn holder(waiting: &Pod, holder: &Pod) -> String {
     let mut s = String::new();
     let controller = |p: &Pod| {
@@ -241,7 +241,11 @@ fn holder(waiting: &Pod, holder: &Pod) -> String {
     let deleting = holder.metadata.deletion_timestamp.as_ref().and_then(time);
     let phase = holder.status.as_ref().and_then(|s| s.phase.as_deref());
     match (deleting, phase) {
-        (Some(t), _) => s.push_str(&format!(", being deleted since {}", t.format("%H:%M UTC"))),
+        // The API's deletion timestamp is the deadline of a graceful deletion.
+        (Some(t), _) => s.push_str(&format!(
+            ", being deleted (deadline {})",
+            t.format("%H:%M UTC")
+        )),
         (None, Some(p)) if rolled_over && p == "Running" => s.push_str(", still Running"),
         (None, Some(p)) => s.push_str(&format!(", {p}")),
         (None, None) => {}

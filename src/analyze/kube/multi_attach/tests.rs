@@ -186,3 +186,31 @@ fn the_waiting_pods_fact_names_the_holder_of_the_older_replicaset_and_relates_it
     tell(&v, &pods, &mut facts);
     assert!(facts.is_empty());
 }
+
+#[test]
+fn a_holder_of_another_workload_or_being_deleted_is_told_as_such() {
+    let new = pod(
+        "reader-7c9d5b6f48-x2x9q",
+        "reader-7c9d5b6f48",
+        "w2",
+        "Pending",
+        6,
+    );
+    let mut other = pod(
+        "backup-6d5c4b3a2-m8n7p",
+        "backup-6d5c4b3a2",
+        "w3",
+        "Running",
+        60,
+    );
+    assert_eq!(
+        holder(&new, &other),
+        " of ReplicaSet backup-6d5c4b3a2 (Deployment backup) on node w3, Running"
+    );
+    other.metadata.deletion_timestamp =
+        Some(serde_json::from_value(json!("2026-11-28T14:05:00Z")).unwrap());
+    assert_eq!(
+        holder(&new, &other),
+        " of ReplicaSet backup-6d5c4b3a2 (Deployment backup) on node w3, being deleted (deadline 14:05 UTC)"
+    );
+}
