@@ -186,6 +186,10 @@ pub struct Fact {
     /// tells two facts that quote the same lines apart from two that do not.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub patterns: Vec<String>,
+    /// Other entities the fact names as part of what it says (the pod that holds the
+    /// volume a waiting pod needs): the ranking matches them as it matches `entity`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub related: Vec<Entity>,
 }
 
 /// Longest detail kept in a fact's line.
@@ -216,7 +220,16 @@ impl Fact {
             severity,
             source,
             patterns: Vec::new(),
+            related: Vec::new(),
         }
+    }
+
+    /// Adds `entity` to the entities the fact names besides its own.
+    pub fn related(mut self, entity: Entity) -> Self {
+        if self.related.iter().all(|e| *e != entity) {
+            self.related.push(entity);
+        }
+        self
     }
 
     pub fn patterns(mut self, patterns: Vec<String>) -> Self {

@@ -38,6 +38,7 @@ mod readable;
 mod resolve;
 mod sweep;
 pub mod truenas;
+mod truenas_scan;
 
 use std::sync::Arc;
 

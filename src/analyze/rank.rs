@@ -185,6 +185,18 @@ impl Focus {
         shared > 0 || host_hit || name_hit
     }
 
+    /// [`Focus::matches`] over the fact's entity and the entities it names besides
+    /// (`Fact::related`): the most labels any of them shares, and whether any host or
+    /// name matched.
+    fn matches_fact(&self, fact: &Fact) -> (i32, bool, bool) {
+        std::iter::once(&fact.entity)
+            .chain(&fact.related)
+            .map(|e| self.matches(e))
+            .fold((0, false, false), |(s, h, n), (s2, h2, n2)| {
+                (s.max(s2), h || h2, n || n2)
+            })
+    }
+
     /// Labels `e` shares with the trigger, and whether its host and its name matched.
     fn matches(&self, e: &Entity) -> (i32, bool, bool) {
         let shared = e
@@ -241,7 +253,7 @@ impl Focus {
     /// How relevant `fact` is, and whether its entity matched.
     fn score(&self, fact: &Fact) -> (i32, bool) {
         let mut score = 0;
-        let (shared, host_hit, name_hit) = self.matches(&fact.entity);
+        let (shared, host_hit, name_hit) = self.matches_fact(fact);
         score += 4 * shared.min(3);
         // The entity is the trigger's by its host or its name: counted once (a host's
         // name is its host).

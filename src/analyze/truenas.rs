@@ -1,7 +1,8 @@
 //! Analyzers over TrueNAS (`TruenasClient`). `truenas_pools`: ZFS pools not ONLINE or not
-//! healthy, with the devices that are not ONLINE and their read/write/checksum errors (one
-//! fact per device too), scrubs that found errors, and pools nearly full (the filesystem
-//! analyzer's thresholds). `truenas_alerts`: the active (not dismissed) alerts of level
+//! healthy, or being scrubbed or resilvered, with the scan's progress, the devices that
+//! are not ONLINE and their read/write/checksum errors (one fact per device too), and the
+//! member disks with their models (`truenas_scan.rs`); scrubs that found errors, and
+//! pools nearly full (the filesystem analyzer's thresholds). `truenas_alerts`: the active (not dismissed) alerts of level
 //! WARNING and above, with their formatted text. `truenas_disks`: disks whose newest SMART
 //! self-test did not succeed, and disks hotter than their kind should run. An endpoint a
 //! TrueNAS version does not have (404) is skipped.
@@ -14,12 +15,13 @@ use chrono::DateTime;
 use serde_json::{Value, json};
 
 use super::prom::space_severity;
+use super::truenas_scan;
 use super::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
     keep_most_severe,
 };
 use crate::integrations::UpstreamError;
-use crate::integrations::truenas::{TruenasClient, TruenasDisk};
+use crate::integrations::truenas::{TruenasClient, TruenasDisk, TruenasPool};
 
 /// Temperatures (°C) at which a spinning disk is a warning, and critical.
 pub const HDD_WARN_C: f64 = 50.0;
@@ -86,35 +88,77 @@ impl Analyzer for TruenasPools {
         "truenas_pools"
     }
 
-    async fn run(&self, _: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
+    async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
         let source = Source::new("truenas_pools", json!({}));
         let mut facts = Vec::new();
-        for p in self.0.pools().await? {
+        let pools = self.0.pools().await?;
+        let told = |p: &TruenasPool| {
+            p.status != "ONLINE"
+                || p.healthy == Some(false)
+                || p.scan.as_ref().is_some_and(|s| s.running())
+                || !p.unhealthy_devices().is_empty()
+        };
+        // The disks' models; without them (a failed call) the pools are told all the same.
+        let disks = match pools.iter().any(told) {
+            true => self.0.disks().await.unwrap_or_default(),
+            false => Vec::new(),
+        };
+        let info = |name: &str| disks.iter().find(|d| d.name == name);
+        for p in pools {
             let devices = p.unhealthy_devices();
             let errors = |(d, s, r, w, c): &(String, String, u64, u64, u64)| {
                 format!("{d} {s} (read {r}, write {w}, checksum {c} errors)")
             };
-            if p.status != "ONLINE" || p.healthy == Some(false) {
-                let mut detail: Vec<String> = p.status_detail.iter().cloned().collect();
+            let unhealthy = p.status != "ONLINE" || p.healthy == Some(false);
+            let progress = p
+                .scan
+                .as_ref()
+                .and_then(|s| truenas_scan::progress(s, scope.now));
+            if unhealthy || progress.is_some() {
+                let mut detail: Vec<String> = progress.iter().map(|g| g.text.clone()).collect();
                 if !devices.is_empty() {
                     let list: Vec<String> = devices.iter().map(errors).collect();
                     detail.push(format!("devices: {}", list.join(", ")));
                 }
-                let severity = match p.status.as_str() {
-                    "ONLINE" => Severity::Warning,
+                detail.extend(truenas_scan::members(&p, &disks));
+                detail.extend(p.status_detail.iter().cloned());
+                let resilver = progress.as_ref().is_some_and(|g| g.function == "resilver");
+                let severity = match (p.status.as_str(), unhealthy || resilver) {
+                    ("ONLINE", true) => Severity::Warning,
+                    ("ONLINE", false) => Severity::Info,
                     _ => Severity::Critical,
                 };
-                facts.push(
-                    Fact::new(
-                        FactClass::Appliance,
-                        self.name(),
-                        pool_entity(&p.name),
-                        format!("pool {}", p.status),
-                        severity,
-                        source.clone(),
-                    )
-                    .detail(detail.join("; ")),
-                );
+                // "pool DEGRADED, resilver at 42.5 %", "scrub at 12.0 %", "pool FAULTED".
+                let mut what: Vec<String> = Vec::new();
+                if unhealthy {
+                    what.push(format!("pool {}", p.status));
+                }
+                if let Some(g) = &progress {
+                    let how = if g.percent.is_some() { "at" } else { "running" };
+                    what.push(format!("{} {how}", g.function));
+                }
+                let mut fact = Fact::new(
+                    FactClass::Appliance,
+                    self.name(),
+                    pool_entity(&p.name),
+                    what.join(", "),
+                    severity,
+                    source.clone(),
+                )
+                .detail(detail.join("; "));
+                if let Some(g) = &progress {
+                    // A healthy pool's fact is about its scan: since the scan began.
+                    if !unhealthy {
+                        fact = fact.since(g.started);
+                    }
+                    if let Some(pc) = g.percent {
+                        fact = fact.value(Quantity::percent(pc));
+                    }
+                    if let Some(eta) = g.eta {
+                        fact = fact.eta(eta, &format!("{} done", g.function));
+                    }
+                }
+                facts.push(fact);
             }
             for d in &devices {
                 let (disk, status, r, w, c) = d;
@@ -126,7 +170,7 @@ impl Analyzer for TruenasPools {
                     Fact::new(
                         FactClass::Appliance,
                         self.name(),
-                        disk_entity(disk, None, Some(&p.name)),
+                        disk_entity(disk, info(disk), Some(&p.name)),
                         format!("{status} in pool {}, errors", p.name),
                         severity,
                         source.clone(),

@@ -1,6 +1,7 @@
 //! Analyzers over the Kubernetes API (the `KubeClient`, so the namespace allow-list holds):
 //! pods not ready with their reason and the events behind it (`pods.rs`, one file per
-//! failure class under it; `volume_node.rs`: the volume whose node holds a pod), node
+//! failure class under it; `volume_node.rs`: the volume whose node holds a pod;
+//! `multi_attach.rs`: the pod that holds the volume another waits for), node
 //! conditions (`nodes.rs`), and rollouts in progress, stuck,
 //! or done in the window (`rollouts.rs`), Services whose selector matches no ready pod
 //! (`services.rs`), CronJobs held up by a Job running past their interval
@@ -14,6 +15,7 @@ mod crash;
 mod cronjobs;
 mod events;
 mod image_pull;
+mod multi_attach;
 mod nodes;
 mod not_ready;
 mod pod_logs;

@@ -6,7 +6,8 @@
 //! that stopped answering (`not_ready.rs`). A container gets one fact, from the first
 //! class that claims it; a failed run's log lines are added to it (`pod_logs.rs`), and a
 //! pod held by a volume pinned to an unavailable node gets a fact saying so
-//! (`volume_node.rs`).
+//! (`volume_node.rs`), and one waiting for a volume another pod holds names that pod
+//! (`multi_attach.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,7 +17,8 @@ use k8s_openapi::api::core::v1::{Event, Pod};
 
 use super::view::PodView;
 use super::{
-    MAX_FACTS, crash, image_pull, not_ready, pod_logs, scheduling, time, upstream, volume_node,
+    MAX_FACTS, crash, image_pull, multi_attach, not_ready, pod_logs, scheduling, time, upstream,
+    volume_node,
 };
 use crate::analyze::{AnalyzeError, Analyzer, Fact, Scope, keep_most_severe};
 use crate::integrations::kubernetes::KubeClient;
@@ -79,10 +81,20 @@ pub fn analyze(pods: &[Pod], events: &[Event], scope: &Scope) -> Vec<Fact> {
             claims,
             scope,
         };
-        facts.extend(pod_facts(&view));
+        let mut found = pod_facts(&view);
+        if !gone(&view) {
+            multi_attach::tell(&view, pods, &mut found);
+        }
+        facts.extend(found);
     }
     keep_most_severe(&mut facts, MAX_FACTS);
     facts
+}
+
+/// Whether the pod is being deleted, within its grace: not ready on purpose.
+fn gone(v: &PodView) -> bool {
+    let deleting = v.pod.metadata.deletion_timestamp.as_ref().and_then(time);
+    deleting.is_some_and(|t| (v.scope.now - t).num_seconds() < DELETING_GRACE_SECS)
 }
 
 fn pod_facts(v: &PodView) -> Vec<Fact> {
@@ -91,7 +103,7 @@ fn pod_facts(v: &PodView) -> Vec<Fact> {
     };
     // A pod being deleted is not ready on purpose, for its grace period.
     let deleting = v.pod.metadata.deletion_timestamp.as_ref().and_then(time);
-    if deleting.is_some_and(|t| (v.scope.now - t).num_seconds() < DELETING_GRACE_SECS) {
+    if gone(v) {
         return Vec::new();
     }
     match status.phase.as_deref() {

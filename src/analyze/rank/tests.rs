@@ -262,3 +262,39 @@ fn a_state_that_began_when_a_question_says_outranks_a_worse_standing_one() {
     let r = rank(vec![standing, later, began], &focus);
     assert_eq!(r[0].fact.entity.name, "/srv");
 }
+
+#[test]
+fn a_fact_naming_the_alerts_pod_as_a_related_entity_ranks_as_about_that_pod() {
+    let pod = |name: &str| {
+        Entity::new("pod", format!("media/{name}"))
+            .on_host(Some("w2".into()))
+            .with_labels(labels(&[("namespace", "media"), ("pod", name)]))
+    };
+    let waiting = |name: &str| {
+        Fact::new(
+            FactClass::Kubernetes,
+            "kube_pods",
+            pod(name),
+            "container not ready",
+            Severity::Warning,
+            Source::new("k8s_describe_pod", serde_json::json!({})),
+        )
+    };
+    let focus = Focus::alert(
+        &labels(&[
+            ("alertname", "KubePodNotReady"),
+            ("namespace", "media"),
+            ("pod", "gamma-5f6d8c7b9-q7t2m"),
+        ]),
+        None,
+    );
+    let plain = rank(
+        vec![waiting("beta-6c8d-x1"), waiting("alpha-7c9d-x2")],
+        &focus,
+    );
+    assert_eq!(plain[0].score, plain[1].score);
+    let named = waiting("alpha-7c9d-x2").related(pod("gamma-5f6d8c7b9-q7t2m"));
+    let r = rank(vec![waiting("beta-6c8d-x1"), named], &focus);
+    assert_eq!(r[0].fact.entity.name, "media/alpha-7c9d-x2");
+    assert!(r[0].score > r[1].score, "{} {}", r[0].score, r[1].score);
+}

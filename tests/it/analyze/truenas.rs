@@ -88,7 +88,7 @@ async fn truenas_degraded_pools_with_their_faulted_devices_scrub_errors_alerts_s
     assert_eq!(
         f.detail.as_deref(),
         Some(
-            "One or more devices are faulted in response to persistent errors.; devices: sdb FAULTED (read 23, write 0, checksum 11 errors)"
+            "devices: sdb FAULTED (read 23, write 0, checksum 11 errors); members sda, sdb (WDC WD40EFRX); One or more devices are faulted in response to persistent errors."
         )
     );
     let sdb: Vec<&Fact> = facts.iter().filter(|f| f.entity.name == "sdb").collect();

@@ -19,6 +19,8 @@ pub struct FakeState {
     forbidden_body: Value,
     pub requests: Mutex<Vec<String>>,
     pub forbidden: AtomicBool,
+    /// Routes ("GET /path") answered 500, as a server whose handler failed.
+    pub failing: Mutex<Vec<String>>,
 }
 
 pub struct FakeAppliance {
@@ -36,6 +38,7 @@ impl FakeAppliance {
             forbidden_body,
             requests: Mutex::new(Vec::new()),
             forbidden: AtomicBool::new(false),
+            failing: Mutex::new(Vec::new()),
         });
         let app = Router::new().fallback(handle).with_state(state.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -46,6 +49,11 @@ impl FakeAppliance {
             addr,
             state,
         }
+    }
+
+    /// Answers `route` ("GET /path") with 500 from now on.
+    pub fn fail(&self, route: &str) {
+        self.state.failing.lock().unwrap().push(route.to_string());
     }
 
     pub fn set_forbidden(&self, on: bool) {
@@ -76,6 +84,13 @@ async fn handle(
         return (
             StatusCode::FORBIDDEN,
             axum::Json(state.forbidden_body.clone()),
+        )
+            .into_response();
+    }
+    if state.failing.lock().unwrap().contains(&key) {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            axum::Json(json!({"message": "[EFAULT] Internal error"})),
         )
             .into_response();
     }
@@ -192,7 +207,8 @@ pub fn truenas_routes() -> Vec<(String, Value)> {
             {"id": 1, "name": "tank", "guid": "14394758612353456789", "path": "/mnt/tank", "status": "DEGRADED",
              "scan": {"function": "SCRUB", "state": "FINISHED", "start_time": {"$date": ms - 86400000},
                 "end_time": {"$date": ms - 80000000}, "percentage": 100.0, "bytes_to_process": 5049426657280u64,
-                "bytes_processed": 5049426657280u64, "errors": 0},
+                "bytes_processed": 5049426657280u64, "bytes_issued": 5049426657280u64, "pause": null,
+                "errors": 0, "total_secs_left": null},
              "topology": {"data": [], "log": [], "cache": [], "spare": [], "special": [], "dedup": []},
              "healthy": false, "warning": false,
              "status_detail": "One or more devices are faulted in response to persistent errors.",
@@ -300,6 +316,7 @@ impl FakeAppliance {
             forbidden_body: json!({"data": null}),
             requests: Mutex::new(Vec::new()),
             forbidden: AtomicBool::new(false),
+            failing: Mutex::new(Vec::new()),
         });
         let app = Router::new().fallback(handle).with_state(state.clone());
         let inner = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
