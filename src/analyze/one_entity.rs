@@ -6,9 +6,11 @@
 //! began first leads and the later one follows as what came of it ("then resident memory
 //! 3.4 GiB …, since 03:56").
 //!
-//! Only states are joined: a warning or worse, not read from logs (those are joined by
-//! [`super::logs`]), no context summaries, on the same entity (kind, name, host, and labels
-//! that do not disagree). Nothing is read.
+//! Only states found by two analyzers are joined: a warning or worse, not read from logs
+//! (those are joined by [`super::logs`]), no context summaries and no changes (a rollout,
+//! a reboot: events, told on their own), on the same entity (kind, name, host, and labels
+//! that do not disagree). A host or a node has many states that are not one story (its
+//! CPU, its clock, its conntrack table): they stay apart. Nothing is read.
 
 use chrono::{DateTime, Utc};
 
@@ -44,7 +46,8 @@ fn one_entity(a: &Fact, b: &Fact) -> bool {
     let (ea, eb) = (&a.entity, &b.entity);
     is_state(a)
         && is_state(b)
-        && a.what != b.what
+        && a.analyzer != b.analyzer
+        && !matches!(ea.kind.as_str(), "host" | "node")
         && ea.kind == eb.kind
         && ea.name == eb.name
         && ea.host == eb.host
@@ -56,7 +59,10 @@ fn one_entity(a: &Fact, b: &Fact) -> bool {
 
 fn is_state(f: &Fact) -> bool {
     f.severity >= Severity::Warning
-        && !matches!(f.class, FactClass::Logs | FactClass::Context)
+        && !matches!(
+            f.class,
+            FactClass::Logs | FactClass::Context | FactClass::Change
+        )
         && f.source.tool != "loki_query"
 }
 
@@ -79,11 +85,22 @@ fn tell_together(first: Fact, rest: Vec<Fact>) -> Fact {
             kept.eta_seconds = f.eta_seconds;
             kept.eta_what.clone_from(&f.eta_what);
         }
+        for (k, v) in &f.entity.labels {
+            kept.entity
+                .labels
+                .entry(k.clone())
+                .or_insert_with(|| v.clone());
+        }
         let since = f.since.map(minute).map(|t| format!(" (since {t})"));
-        then.push(format!(
-            "then {}{}",
-            truncate(&f.headline(), THEN_CHARS),
-            since.unwrap_or_default()
+        let detail = f.detail.as_deref().map(|d| format!(": {d}"));
+        then.push(truncate(
+            &format!(
+                "then {}{}{}",
+                f.headline(),
+                since.unwrap_or_default(),
+                detail.unwrap_or_default()
+            ),
+            THEN_CHARS,
         ));
     }
     let own = kept
@@ -113,7 +130,7 @@ mod tests {
     fn state(kind: &str, name: &str, what: &str, since: Option<i64>, sev: Severity) -> Fact {
         Fact::new(
             FactClass::Exhaustion,
-            "t",
+            what,
             Entity::new(kind, name).on_host(Some("h1".into())),
             what,
             sev,
@@ -157,7 +174,9 @@ mod tests {
         assert_eq!(p.since, Some(at(10)));
         let d = p.detail.as_deref().unwrap();
         assert!(
-            d.starts_with("then resident memory 3 (since 19:00 UTC); processes running"),
+            d.starts_with(
+                "then resident memory 3 (since 19:00 UTC): resident memory detail; processes running"
+            ),
             "{d}"
         );
         assert_eq!(out[1].entity.name, "h1");
@@ -165,7 +184,7 @@ mod tests {
     }
 
     #[test]
-    fn logs_context_infos_and_disagreeing_labels_stay_apart() {
+    fn logs_context_infos_disagreeing_labels_hosts_and_one_analyzers_states_stay_apart() {
         let mut log = state("process", "sync", "error lines", Some(5), Severity::Warning);
         log.class = FactClass::Logs;
         let info = state("process", "sync", "cpu", Some(5), Severity::Info);
@@ -179,8 +198,14 @@ mod tests {
         a.entity.labels.insert("instance".into(), "h1:9256".into());
         let mut b = state("process", "sync", "count", Some(9), Severity::Warning);
         b.entity.labels.insert("instance".into(), "h1:9999".into());
-        let out = join_same_entity(vec![log, info, a, b]);
-        assert_eq!(out.len(), 4);
+        let mut cpu = state("host", "h1", "cpu busy", Some(5), Severity::Warning);
+        let clock = state("host", "h1", "clock", Some(5), Severity::Warning);
+        cpu.entity.name = "h1".into();
+        let mut one = state("disk", "sdb", "faulted", Some(5), Severity::Warning);
+        let mut two = state("disk", "sdb", "smart failed", Some(6), Severity::Warning);
+        (one.analyzer, two.analyzer) = ("pools".into(), "pools".into());
+        let out = join_same_entity(vec![log, info, a, b, cpu, clock, one, two]);
+        assert_eq!(out.len(), 8);
         assert!(
             out.iter()
                 .all(|f| !f.detail.as_deref().unwrap().contains("then"))
