@@ -5,27 +5,12 @@
 //! idle in transaction, as postgres_exporter reports it, beside a nightly sawtooth and an
 //! age older than the look-back).
 
-use chrono::{TimeDelta, Utc};
 use sre_agent::analyze::{Fact, Focus, Severity, rank};
 
-use super::world::{SeriesDef, World, lines, series};
+use super::world::{SeriesDef, World, lines, of, series, since_off};
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 const MIB: f64 = 1024.0 * 1024.0;
-
-fn of(facts: &[Fact], analyzer: &str) -> Vec<Fact> {
-    facts
-        .iter()
-        .filter(|f| f.analyzer == analyzer)
-        .cloned()
-        .collect()
-}
-
-/// Seconds between `f`'s since and `secs_ago` before now.
-fn since_off(f: &Fact, secs_ago: i64) -> i64 {
-    let expected = Utc::now() - TimeDelta::seconds(secs_ago);
-    (f.since.expect("a since") - expected).num_seconds().abs()
-}
 
 fn mount(
     mountpoint: &str,

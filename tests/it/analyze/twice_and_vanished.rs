@@ -4,27 +4,13 @@
 //! reboot) beside mounts that come and go, a pseudo filesystem, a read-only image, and a
 //! host whose exporter stopped.
 
-use chrono::{TimeDelta, Utc};
-use sre_agent::analyze::{Fact, Severity};
+use chrono::Utc;
+use sre_agent::analyze::Severity;
 
 use super::captured::target;
-use super::world::{Capture, SeriesDef, World, lines, series, set};
+use super::world::{Capture, SeriesDef, World, lines, of, series, set, since_off};
 
 const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
-
-fn of(facts: &[Fact], analyzer: &str) -> Vec<Fact> {
-    facts
-        .iter()
-        .filter(|f| f.analyzer == analyzer)
-        .cloned()
-        .collect()
-}
-
-/// Seconds between `f`'s since and `secs_ago` before now.
-fn since_off(f: &Fact, secs_ago: i64) -> i64 {
-    let expected = Utc::now() - TimeDelta::seconds(secs_ago);
-    (f.since.expect("a since") - expected).num_seconds().abs()
-}
 
 fn up(instance: &str, job: &str, value: impl Fn(i64) -> Option<f64> + 'static) -> SeriesDef {
     series("up", &[("instance", instance), ("job", job)], value)

@@ -450,3 +450,18 @@ fn every_captured_exporter_parses_and_the_node_capture_replays_counters_and_its_
     let total = find("node_memory_MemTotal_bytes", &[]);
     assert_eq!((total.value)(3600), (total.value)(0));
 }
+
+/// The facts `analyzer` found.
+pub fn of(facts: &[Fact], analyzer: &str) -> Vec<Fact> {
+    facts
+        .iter()
+        .filter(|f| f.analyzer == analyzer)
+        .cloned()
+        .collect()
+}
+
+/// Seconds between `f`'s since and `secs_ago` before now.
+pub fn since_off(f: &Fact, secs_ago: i64) -> i64 {
+    let expected = Utc::now() - chrono::TimeDelta::seconds(secs_ago);
+    (f.since.expect("a since") - expected).num_seconds().abs()
+}
