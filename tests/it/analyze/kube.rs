@@ -15,13 +15,7 @@ async fn sweep(
 ) -> (Vec<Fact>, Vec<String>, DateTime<Utc>) {
     let now = Utc::now();
     let cluster = Cluster::start(objects(now), namespaces).await;
-    let sweep = Sweep::of(sre_agent::analyze::kube::analyzers(cluster.client.clone()));
-    let report = sweep
-        .run(Scope::new(
-            now,
-            Some(now - TimeDelta::minutes(started_mins_ago)),
-        ))
-        .await;
+    let report = cluster.sweep(now, started_mins_ago).await;
     (report.facts, report.notes, now)
 }
 
@@ -347,10 +341,7 @@ async fn what_controllers_complained_about_other_objects_is_reported_once_per_ob
         (3000, 2900, 1),
     ));
     let cluster = Cluster::start(o, &[]).await;
-    let sweep = Sweep::of(sre_agent::analyze::kube::analyzers(cluster.client.clone()));
-    let report = sweep
-        .run(Scope::new(now, Some(now - TimeDelta::minutes(30))))
-        .await;
+    let report = cluster.sweep(now, 30).await;
     let facts: Vec<&Fact> = report
         .facts
         .iter()
@@ -400,10 +391,7 @@ async fn a_rollout_whose_new_pod_logs_errors_says_so_and_is_a_warning() {
     )]
     .into();
     let cluster = Cluster::with_logs(objects(now), &[], logs).await;
-    let sweep = Sweep::of(sre_agent::analyze::kube::analyzers(cluster.client.clone()));
-    let report = sweep
-        .run(Scope::new(now, Some(now - TimeDelta::minutes(20))))
-        .await;
+    let report = cluster.sweep(now, 20).await;
     let all = lines(&report.facts);
     let change = report
         .facts

@@ -5,9 +5,9 @@
 //! controller's `JobAlreadyActive` events beside it), one whose short run is fine, and an
 //! hourly `Allow` one whose runs pile up.
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use sre_agent::analyze::{Fact, Scope, Severity, Sweep};
+use sre_agent::analyze::{Fact, Severity};
 
 use super::kube_cluster::{Cluster, ago};
 use super::world::lines;
@@ -160,10 +160,7 @@ fn about<'a>(facts: &'a [Fact], analyzer: &str, name: &str) -> Vec<&'a Fact> {
 async fn services_without_a_ready_backend_and_cronjobs_held_up_by_a_hung_job_are_reported() {
     let now = Utc::now();
     let cluster = Cluster::start(objects(now), &[]).await;
-    let sweep = Sweep::of(sre_agent::analyze::kube::analyzers(cluster.client.clone()));
-    let report = sweep
-        .run(Scope::new(now, Some(now - TimeDelta::minutes(20))))
-        .await;
+    let report = cluster.sweep(now, 20).await;
     assert!(report.notes.is_empty(), "{:?}", report.notes);
     let facts = report.facts;
     let all = lines(&facts);

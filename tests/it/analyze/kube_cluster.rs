@@ -405,6 +405,21 @@ pub struct Cluster {
 }
 
 impl Cluster {
+    /// The Kubernetes analyzers' sweep over this cluster, for an incident that began
+    /// `started_mins_ago` before `now`.
+    pub async fn sweep(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+        started_mins_ago: i64,
+    ) -> sre_agent::analyze::SweepReport {
+        let sweep =
+            sre_agent::analyze::Sweep::of(sre_agent::analyze::kube::analyzers(self.client.clone()));
+        let started = now - chrono::TimeDelta::minutes(started_mins_ago);
+        sweep
+            .run(sre_agent::analyze::Scope::new(now, Some(started)))
+            .await
+    }
+
     pub async fn start(objects: Vec<Value>, namespaces: &[&str]) -> Self {
         Self::with_logs(objects, namespaces, BTreeMap::new()).await
     }

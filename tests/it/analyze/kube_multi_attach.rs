@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
-use sre_agent::analyze::{Fact, Focus, Scope, Sweep, rank};
+use sre_agent::analyze::{Fact, Focus, rank};
 
 use super::kube_cluster::{Cluster, ago, container, objects, pod};
 use super::world::lines;
@@ -116,10 +116,7 @@ async fn sweep(now: DateTime<Utc>) -> Vec<Fact> {
     let mut o = objects(now);
     o.extend(rollout(now));
     let cluster = Cluster::start(o, &[]).await;
-    let sweep = Sweep::of(sre_agent::analyze::kube::analyzers(cluster.client.clone()));
-    let report = sweep
-        .run(Scope::new(now, Some(now - TimeDelta::minutes(10))))
-        .await;
+    let report = cluster.sweep(now, 10).await;
     assert!(report.notes.is_empty(), "{:?}", report.notes);
     report.facts
 }

@@ -8,7 +8,7 @@
 
 use chrono::{DateTime, TimeDelta, Utc};
 use serde_json::{Value, json};
-use sre_agent::analyze::{Fact, FactClass, Scope, Severity, Sweep};
+use sre_agent::analyze::{Fact, FactClass, Severity};
 
 use super::kube_cluster::{Cluster, ago, container, objects, pod};
 use super::world::lines;
@@ -232,10 +232,7 @@ async fn a_pod_whose_volume_is_pinned_to_an_unavailable_node_says_which_volume_a
     let mut o = objects(now);
     o.extend(storage_tier(now));
     let cluster = Cluster::start(o, &[]).await;
-    let sweep = Sweep::of(sre_agent::analyze::kube::analyzers(cluster.client.clone()));
-    let report = sweep
-        .run(Scope::new(now, Some(now - TimeDelta::minutes(10))))
-        .await;
+    let report = cluster.sweep(now, 10).await;
     assert!(report.notes.is_empty(), "{:?}", report.notes);
     let facts = report.facts;
     let all = lines(&facts);
