@@ -4,7 +4,9 @@
 //! expose and not only the few of the answer.
 //!
 //! Gauges stay at their captured value (optionally wandering by a deterministic `noise`
-//! fraction). Counters (and the `_sum`/`_count`/`_bucket` of summaries and histograms) grow
+//! fraction, those that do vary: a gauge that changed between the exporter's two captured
+//! scrapes, or, with one scrape, one that is not a whole number; a link's speed, a disk's
+//! size, a node's pod capacity or a 0/1 state never wanders). Counters (and the `_sum`/`_count`/`_bucket` of summaries and histograms) grow
 //! at the rate between the exporter's two captured scrapes, or, with one scrape, as if they
 //! had started a day before it. Gauges holding unix times (`*_time_seconds`, `*_expiry`,
 //! `*_created`, …) keep their distance to now that they had to the capture, and
@@ -406,8 +408,14 @@ pub fn series(spec: &BackgroundSpec) -> Result<Vec<BackgroundSeries>, String> {
                     start: is_start_time(&s.name),
                 }
             } else {
+                let varies = match exporter.next {
+                    Some(_) => next
+                        .get(&(s.name.clone(), s.labels.clone()))
+                        .is_some_and(|v2| *v2 != s.value),
+                    None => s.value.fract() != 0.0,
+                };
                 Motion::Gauge {
-                    noise: spec.noise,
+                    noise: if varies { spec.noise } else { 0.0 },
                     seed: seed_of(&s.name, &labels),
                 }
             };

@@ -135,3 +135,23 @@ fn noise_stays_within_its_fraction_and_an_unknown_exporter_is_refused() {
     );
     assert!(series(&spec("node", &[])).is_err());
 }
+
+#[test]
+fn only_gauges_that_vary_wander_a_size_or_a_state_stays_put() {
+    let mut s = spec("node", &["db1"]);
+    s.noise = 0.05;
+    let bg = series(&s).unwrap();
+    let moves = |name: &str| {
+        let g = bg.iter().find(|x| x.name == name).unwrap();
+        (0..86_400)
+            .step_by(600)
+            .any(|t| g.value_at(t, 0, 86_400) != g.value)
+    };
+    // Changed between the two captured scrapes.
+    assert!(moves("node_memory_MemFree_bytes"));
+    assert!(moves("node_load1"));
+    // A size, a link's speed, a 0/1 state: the same in both scrapes.
+    assert!(!moves("node_memory_MemTotal_bytes"));
+    assert!(!moves("node_network_speed_bytes"));
+    assert!(!moves("node_network_up"));
+}
