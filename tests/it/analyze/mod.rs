@@ -25,6 +25,7 @@ mod kube_volumes;
 mod latency;
 mod limit_members;
 mod limits;
+mod link_speed;
 mod log_changes;
 mod log_joins;
 mod log_world;
