@@ -38,6 +38,7 @@ mod rollouts;
 mod scrape_twice;
 mod settings;
 mod since;
+mod smart;
 mod stale_jobs;
 mod steps;
 mod stopped_times;
@@ -73,6 +74,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(disk_io::DiskIo(p.clone())),
         Arc::new(network::NetworkErrors(p.clone())),
         Arc::new(link_speed::LinkSpeed(p.clone())),
+        Arc::new(smart::SmartAttributes(p.clone())),
         Arc::new(clock::Clock(p.clone())),
         Arc::new(context::HostContext(p.clone())),
         Arc::new(inventory::Inventory(p.clone())),

@@ -38,6 +38,7 @@ mod proxmox_load;
 mod proxmox_storage;
 mod reboots;
 mod saturation;
+mod smart;
 mod steps;
 mod stopped_times;
 mod truenas;
