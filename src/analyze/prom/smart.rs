@@ -132,6 +132,9 @@ impl Analyzer for SmartAttributes {
             });
         }
         disks.retain(|_, counters| counters.iter().any(Counter::rose));
+        for counters in disks.values_mut() {
+            counters.sort_by_key(|c| c.id.parse::<u32>().unwrap_or(u32::MAX));
+        }
         if disks.is_empty() {
             return Ok(Vec::new());
         }
@@ -205,8 +208,7 @@ impl SmartAttributes {
     ) -> Fact {
         let first = &counters[0].labels;
         let disk_sel = selector(pick(first, &["instance", "job", "device"]));
-        let mut rose: Vec<&Counter> = counters.iter().filter(|c| c.rose()).collect();
-        rose.sort_by_key(|c| c.id.parse::<u32>().unwrap_or(u32::MAX));
+        let rose: Vec<&Counter> = counters.iter().filter(|c| c.rose()).collect();
         let mut since = None;
         let mut told = Vec::new();
         let mut meanings = Vec::new();
