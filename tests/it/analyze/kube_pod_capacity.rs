@@ -23,7 +23,7 @@ fn spec() -> Value {
     json!({"containers": [container("c", "busybox:1.36", json!({"cpu": "10m"}), json!({}))]})
 }
 
-fn cluster(now: DateTime<Utc>) -> Vec<Value> {
+fn with_full_node(now: DateTime<Utc>) -> Vec<Value> {
     let mut o = objects(now);
     o.push(json!({"kind": "Node", "metadata": {"name": NODE},
         "status": {"allocatable": {"cpu": "16", "memory": "64Gi", "pods": "110"},
@@ -109,7 +109,7 @@ fn cluster(now: DateTime<Utc>) -> Vec<Value> {
 #[tokio::test]
 async fn a_node_at_its_pod_capacity_names_the_cronjob_holding_most_of_its_pods_and_who_waits() {
     let now = Utc::now();
-    let cluster = Cluster::start(cluster(now), &[]).await;
+    let cluster = Cluster::start(with_full_node(now), &[]).await;
     let report = cluster.sweep(now, 10).await;
     assert!(report.notes.is_empty(), "{:?}", report.notes);
     let all = lines(&report.facts);
@@ -165,7 +165,7 @@ async fn a_node_at_its_pod_capacity_names_the_cronjob_holding_most_of_its_pods_a
     assert_eq!(f.source.tool, "k8s_nodes");
 
     // With the allow-list, the CronJob's namespace is counted but not named.
-    let cluster = Cluster::start(cluster(now), &["shop"]).await;
+    let cluster = Cluster::start(with_full_node(now), &["shop"]).await;
     let report = cluster.sweep(now, 10).await;
     let all = lines(&report.facts);
     let found = of(&report.facts, "kube_pod_capacity");
