@@ -216,17 +216,24 @@ fn node_fact(
             told.push(format!("{} in namespaces not allowed here", pods.len()));
             continue;
         }
-        let first = pods.iter().filter_map(|p| created(p)).min();
-        let last = pods.iter().filter_map(|p| created(p)).max();
         let mut s = format!("{} of {kind} {ns}/{owner}", pods.len());
-        match (first, last) {
-            (Some(f), Some(l)) if pods.len() > 1 => s.push_str(&format!(
-                " (created from {} to {})",
-                f.format("%Y-%m-%d %H:%M UTC"),
-                l.format("%H:%M UTC")
-            )),
-            (Some(f), _) => s.push_str(&format!(" (created {})", f.format("%Y-%m-%d %H:%M UTC"))),
-            _ => {}
+        // When the owner holding the most pods made them: the one that piled up.
+        if told.is_empty() {
+            let first = pods.iter().filter_map(|p| created(p)).min();
+            let last = pods.iter().filter_map(|p| created(p)).max();
+            match (first, last) {
+                (Some(f), Some(l)) if pods.len() > 1 => {
+                    let from = match f.date_naive() == l.date_naive() {
+                        true => f.format("%H:%M"),
+                        false => f.format("%Y-%m-%d %H:%M"),
+                    };
+                    s.push_str(&format!(" (created {from} to {} UTC)", l.format("%H:%M")));
+                }
+                (Some(f), _) => {
+                    s.push_str(&format!(" (created {})", f.format("%Y-%m-%d %H:%M UTC")))
+                }
+                _ => {}
+            }
         }
         told.push(s);
         if related.is_empty() {
@@ -238,11 +245,8 @@ fn node_fact(
             related.push(Entity::new(kind, format!("{ns}/{owner}")).with_labels(labels));
         }
     }
-    let mut detail = format!(
-        "{} of its pod capacity (allocatable pods); most held by {}",
-        Quantity::percent(100.0 * n as f64 / capacity),
-        told.join(", ")
-    );
+    // Who waits first, then who holds the slots: the detail is cut at its length limit.
+    let mut detail = String::new();
     if !pending.is_empty() {
         let names: Vec<String> = pending
             .iter()
@@ -250,7 +254,7 @@ fn node_fact(
             .map(|p| pod_entity(p, None).name)
             .collect();
         detail.push_str(&format!(
-            "; {} pod{} Pending for \"{TOO_MANY_PODS}\": {}",
+            "{} pod{} Pending for \"{TOO_MANY_PODS}\": {}; ",
             pending.len(),
             if pending.len() == 1 { "" } else { "s" },
             names.join(", ")
@@ -262,6 +266,11 @@ fn node_fact(
                 .map(|p| pod_entity(p, None)),
         );
     }
+    detail.push_str(&format!(
+        "{} of its allocatable pods, most held by {}",
+        Quantity::percent(100.0 * n as f64 / capacity),
+        told.join(", ")
+    ));
     let full = n as f64 >= capacity;
     let severity = match full || !pending.is_empty() {
         true => Severity::Critical,

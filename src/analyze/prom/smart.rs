@@ -29,45 +29,24 @@ const METRIC: &str = "smartctl_device_attribute";
 /// The error counters read, by ATA attribute ID: what one counts, and whether its rise
 /// speaks of the media (or the drive itself) rather than the path to it.
 const ERRORS: [(&str, &str, bool); 8] = [
-    (
-        "5",
-        "reallocated sectors: bad sectors the drive remapped to spares (the media)",
-        true,
-    ),
-    (
-        "184",
-        "end-to-end errors: data corrupted inside the drive between its cache and its interface",
-        true,
-    ),
-    (
-        "187",
-        "reported uncorrectable errors: reads the drive's ECC could not recover (the media)",
-        true,
-    ),
+    ("5", "bad sectors remapped to spares (the media)", true),
+    ("184", "data corrupted inside the drive", true),
+    ("187", "reads its ECC could not recover (the media)", true),
     (
         "188",
-        "command timeouts: commands aborted waiting for the drive (power, cable or the drive)",
+        "commands aborted waiting for the drive (power, cable or drive)",
         false,
     ),
-    (
-        "196",
-        "reallocation events: sectors remapped to spares (the media)",
-        true,
-    ),
-    (
-        "197",
-        "current pending sectors: unreadable sectors waiting to be remapped (the media)",
-        true,
-    ),
+    ("196", "sectors remapped to spares (the media)", true),
+    ("197", "unreadable sectors awaiting remap (the media)", true),
     (
         "198",
-        "offline uncorrectable sectors: sectors the offline scan could not read (the media)",
+        "sectors the offline scan could not read (the media)",
         true,
     ),
     (
         "199",
-        "UDMA CRC errors: transfers corrupted between the drive and its controller (the cable, \
-         connector, port or backplane, not the media)",
+        "transfers corrupted between drive and controller (cable, connector, port, not the media)",
         false,
     ),
 ];
@@ -247,7 +226,7 @@ impl SmartAttributes {
                 media |= *is_media;
             }
         }
-        let mut detail = meanings;
+        let mut detail = Vec::new();
         if rose.iter().any(|c| c.id == CRC) && !media {
             let flat: Vec<String> = counters
                 .iter()
@@ -291,6 +270,9 @@ impl SmartAttributes {
             entity_labels.insert("model_name".into(), model.clone());
             entity_labels.insert("serial_number".into(), serial.clone());
         }
+        // What each rising counter counts, after the conclusions and the disk's model: the
+        // detail is cut at its length limit, and those are what a reader needs.
+        detail.extend(meanings);
         let severity = match media || failed {
             true => Severity::Critical,
             false => Severity::Warning,

@@ -189,7 +189,10 @@ async fn rising_crc_errors_on_flat_media_blame_the_path_and_rising_sectors_the_m
     );
     assert!(since_off(f, 1800) <= 30, "{all}");
     let detail = f.detail.as_deref().unwrap();
-    assert!(detail.contains("199: UDMA CRC errors"), "{detail}");
+    assert!(
+        detail.contains("199: transfers corrupted between drive and controller"),
+        "{detail}"
+    );
     assert!(
         detail.contains(
             "the media is fine (Reallocated_Sector_Ct (5) at 0, Current_Pending_Sector (197) at 0, \
@@ -216,7 +219,7 @@ async fn rising_crc_errors_on_flat_media_blame_the_path_and_rising_sectors_the_m
         "{all}"
     );
     let detail = f.detail.as_deref().unwrap();
-    assert!(detail.contains("5: reallocated sectors"), "{detail}");
+    assert!(detail.contains("5: bad sectors remapped"), "{detail}");
     assert!(!detail.contains("the path"), "{detail}");
     assert!(since_off(f, 1200) <= 30, "{all}");
     assert!(!f.what.contains("Power_On_Hours") && !f.what.contains("Temperature"));
