@@ -18,6 +18,7 @@ mod image_pull;
 mod multi_attach;
 mod nodes;
 mod not_ready;
+mod pod_capacity;
 mod pod_logs;
 mod pods;
 mod rollouts;
@@ -50,6 +51,7 @@ pub fn analyzers(client: Arc<KubeClient>) -> Vec<Arc<dyn Analyzer>> {
     vec![
         Arc::new(pods::KubePods(client.clone())),
         Arc::new(nodes::KubeNodes(client.clone())),
+        Arc::new(pod_capacity::KubePodCapacity(client.clone())),
         Arc::new(rollouts::KubeRollouts(client.clone())),
         Arc::new(services::KubeServices(client.clone())),
         Arc::new(cronjobs::KubeCronJobs(client.clone())),

@@ -23,6 +23,7 @@ mod kube_state_services;
 mod kube_state_workloads;
 mod limit_names;
 mod limits;
+mod link_speed;
 mod members;
 mod memory;
 mod network;
@@ -37,6 +38,7 @@ mod rollouts;
 mod scrape_twice;
 mod settings;
 mod since;
+mod smart;
 mod stale_jobs;
 mod steps;
 mod stopped_times;
@@ -71,6 +73,8 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(cpu::CpuSaturation(p.clone())),
         Arc::new(disk_io::DiskIo(p.clone())),
         Arc::new(network::NetworkErrors(p.clone())),
+        Arc::new(link_speed::LinkSpeed(p.clone())),
+        Arc::new(smart::SmartAttributes(p.clone())),
         Arc::new(clock::Clock(p.clone())),
         Arc::new(context::HostContext(p.clone())),
         Arc::new(inventory::Inventory(p.clone())),
