@@ -9,6 +9,7 @@
 //! groups (so a store backed up weekly is not flagged every day), with what the group's
 //! backup tasks since its last snapshot did (`pbs_attempts.rs`: how many, the last one's
 //! status, one still running and for how long), from one task list for all of them.
+//! `pbs_verify` (`pbs_verify.rs`): groups with snapshots that failed verification.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -48,12 +49,12 @@ pub fn analyzers(client: Arc<PbsClient>, backup_interval: Duration) -> Vec<Arc<d
     ]
 }
 
-fn store_entity(store: &str) -> Entity {
+pub(super) fn store_entity(store: &str) -> Entity {
     Entity::new("datastore", store)
         .with_labels(BTreeMap::from([("store".to_string(), store.to_string())]))
 }
 
-fn group_entity(store: &str, kind: &str, id: &str, comment: Option<&str>) -> Entity {
+pub(super) fn group_entity(store: &str, kind: &str, id: &str, comment: Option<&str>) -> Entity {
     let mut labels = BTreeMap::from([
         ("store".to_string(), store.to_string()),
         ("backup_type".to_string(), kind.to_string()),

@@ -8,6 +8,8 @@
 //! nearly full or filling (the filesystem analyzer's thresholds; the fill rate and time
 //! until full from the storage's usage history over the last hour and day) or inactive.
 //! Each lists the nodes once and each online node's guests, tasks and storage once.
+//! `proxmox_replication` (`proxmox_replication.rs`): storage replication jobs failing or
+//! stalled.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -75,7 +77,7 @@ fn at(secs: Option<i64>) -> Option<DateTime<Utc>> {
     secs.and_then(|s| DateTime::from_timestamp(s, 0))
 }
 
-fn guest_entity(node: &str, kind: &str, g: &PveGuest) -> Entity {
+pub(super) fn guest_entity(node: &str, kind: &str, g: &PveGuest) -> Entity {
     let id = vmid(g);
     let name = g.name.clone().unwrap_or_else(|| id.clone());
     let labels = BTreeMap::from([
@@ -89,7 +91,7 @@ fn guest_entity(node: &str, kind: &str, g: &PveGuest) -> Entity {
         .with_labels(labels)
 }
 
-fn node_entity(node: &str) -> Entity {
+pub(super) fn node_entity(node: &str) -> Entity {
     Entity::new("node", node)
         .on_host(Some(node.to_string()))
         .with_labels(BTreeMap::from([("node".to_string(), node.to_string())]))

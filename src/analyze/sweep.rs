@@ -8,6 +8,8 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 
+use super::pbs_verify::PbsVerify;
+use super::proxmox_replication::ProxmoxReplication;
 use super::{Analyzer, Fact, Resolver, Scope, kube, logs, pbs, prom, proxmox, truenas};
 use crate::config::Config;
 use crate::integrations::Upstreams;
@@ -56,12 +58,14 @@ impl Sweep {
         }
         if let Some(client) = &upstreams.proxmox {
             analyzers.extend(proxmox::analyzers(client.clone()));
+            analyzers.push(Arc::new(ProxmoxReplication(client.clone())));
         }
         if let Some(client) = &upstreams.pbs {
             analyzers.extend(pbs::analyzers(
                 client.clone(),
                 config.pbs.backup_interval.get(),
             ));
+            analyzers.push(Arc::new(PbsVerify(client.clone())));
         }
         if let Some(client) = &upstreams.truenas {
             analyzers.extend(truenas::analyzers(client.clone()));
@@ -334,9 +338,11 @@ mod tests {
                 "kube_events",
                 "proxmox_guests",
                 "proxmox_storage",
+                "proxmox_replication",
                 "pbs_tasks",
                 "pbs_datastores",
                 "pbs_backups",
+                "pbs_verify",
                 "truenas_pools",
                 "truenas_alerts",
                 "truenas_disks",

@@ -1,4 +1,5 @@
-//! Proxmox Backup Server client: datastore usage and GC status, backup groups, tasks.
+//! Proxmox Backup Server client: datastore usage and GC status, backup groups, snapshots
+//! with their verification, tasks.
 
 use serde::Deserialize;
 
@@ -67,6 +68,34 @@ pub struct PbsBackupGroup {
     pub comment: Option<String>,
 }
 
+/// `GET /admin/datastore/{store}/snapshots` item, the part read here.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct PbsSnapshot {
+    pub backup_type: String,
+    pub backup_id: String,
+    /// Epoch seconds.
+    pub backup_time: i64,
+    #[serde(default)]
+    pub comment: Option<String>,
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// The last verification; absent when never verified.
+    #[serde(default)]
+    pub verification: Option<PbsVerification>,
+}
+
+/// A snapshot's last verification.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PbsVerification {
+    /// `ok` or `failed`.
+    #[serde(default)]
+    pub state: String,
+    /// The task that verified it.
+    #[serde(default)]
+    pub upid: Option<String>,
+}
+
 /// A Proxmox Backup Server.
 #[derive(Clone, Debug)]
 pub struct PbsClient {
@@ -91,6 +120,13 @@ impl PbsClient {
     pub async fn groups(&self, store: &str) -> Result<Vec<PbsBackupGroup>, UpstreamError> {
         self.api
             .get(&format!("admin/datastore/{store}/groups"), &[])
+            .await
+    }
+
+    /// Every snapshot of `store` with its last verification.
+    pub async fn snapshots(&self, store: &str) -> Result<Vec<PbsSnapshot>, UpstreamError> {
+        self.api
+            .get(&format!("admin/datastore/{store}/snapshots"), &[])
             .await
     }
 

@@ -172,6 +172,60 @@ pub struct ProxmoxTask {
     pub status: Option<String>,
 }
 
+/// `GET /nodes/{node}/replication` item: a storage replication job of a guest on that
+/// node with its state (`pvesr status`). Times are epoch seconds, 0 for never.
+#[derive(Clone, Debug, Deserialize)]
+pub struct PveReplication {
+    /// `<guest>-<jobnum>` (`105-0`).
+    pub id: String,
+    /// The guest's id (a number).
+    #[serde(default)]
+    pub guest: serde_json::Value,
+    /// The node the guest is replicated to.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// A calendar event (`*/15`, `22:30`, `mon..fri 02:00`); `*/15` when absent.
+    #[serde(default)]
+    pub schedule: Option<String>,
+    #[serde(default)]
+    pub vmtype: Option<String>,
+    #[serde(default)]
+    pub disable: Option<serde_json::Value>,
+    #[serde(default)]
+    pub remove_job: Option<String>,
+    /// Start of the last successful sync.
+    #[serde(default)]
+    pub last_sync: Option<i64>,
+    /// Start of the last attempt.
+    #[serde(default)]
+    pub last_try: Option<i64>,
+    #[serde(default)]
+    pub next_sync: Option<i64>,
+    /// Seconds the last attempt took.
+    #[serde(default)]
+    pub duration: Option<f64>,
+    /// Attempts failed in a row (0 after a success).
+    #[serde(default)]
+    pub fail_count: Option<u64>,
+    /// The last attempt's error, when it failed.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// The process of a sync running now.
+    #[serde(default)]
+    pub pid: Option<u64>,
+}
+
+impl PveReplication {
+    /// The guest's id as text.
+    pub fn guest_id(&self) -> String {
+        match &self.guest {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Null => self.id.split('-').next().unwrap_or_default().to_string(),
+            other => other.to_string(),
+        }
+    }
+}
+
 /// A Proxmox VE cluster.
 #[derive(Clone, Debug)]
 pub struct ProxmoxClient {
@@ -224,6 +278,13 @@ impl ProxmoxClient {
             q.push(("since", s.to_string()));
         }
         self.api.get(&format!("nodes/{node}/tasks"), &q).await
+    }
+
+    /// The replication jobs of guests on `node` with their state (PVE 5.0 and later).
+    pub async fn replication(&self, node: &str) -> Result<Vec<PveReplication>, UpstreamError> {
+        self.api
+            .get(&format!("nodes/{node}/replication"), &[])
+            .await
     }
 
     /// The first `limit` lines of a task's log (`GET /nodes/{node}/tasks/{upid}/log`),

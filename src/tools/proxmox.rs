@@ -1,4 +1,5 @@
-//! Proxmox VE tools: nodes, guests (QEMU VMs and LXC containers), storage, tasks.
+//! Proxmox VE tools: nodes, guests (QEMU VMs and LXC containers), storage, tasks, storage
+//! replication jobs.
 
 use std::sync::Arc;
 
@@ -8,7 +9,8 @@ use serde_json::{Value, json};
 use super::args::{ArgError, arg_bool, arg_i64, arg_str};
 use super::format::{human_age, human_bytes, percent};
 use super::{Tool, ToolError};
-use crate::integrations::proxmox::ProxmoxClient;
+use crate::integrations::UpstreamError;
+use crate::integrations::proxmox::{ProxmoxClient, PveNode};
 
 const AUDIT: &str = "the PVEAuditor role (Sys.Audit, VM.Audit, Datastore.Audit) on path \"/\"";
 
@@ -18,10 +20,17 @@ pub enum PveKind {
     Guests,
     Storage,
     Tasks,
+    Replication,
 }
 
 impl PveKind {
-    pub const ALL: [PveKind; 4] = [Self::Nodes, Self::Guests, Self::Storage, Self::Tasks];
+    pub const ALL: [PveKind; 5] = [
+        Self::Nodes,
+        Self::Guests,
+        Self::Storage,
+        Self::Tasks,
+        Self::Replication,
+    ];
 
     /// The name the tool registers under.
     pub const fn name(self) -> &'static str {
@@ -30,6 +39,7 @@ impl PveKind {
             Self::Guests => "proxmox_guests",
             Self::Storage => "proxmox_storage",
             Self::Tasks => "proxmox_tasks",
+            Self::Replication => "proxmox_replication",
         }
     }
 }
@@ -56,12 +66,15 @@ impl Tool for PveTool {
             PveKind::Tasks => {
                 "Recent Proxmox VE tasks (backups, migrations…); errors_only=true for failed ones; since = Unix seconds."
             }
+            PveKind::Replication => {
+                "Proxmox VE storage replication jobs: guest, target node, schedule, last successful sync, failures in a row and the last error; optional node."
+            }
         }
     }
 
     fn parameters(&self) -> Value {
         match self.kind {
-            PveKind::Guests => {
+            PveKind::Guests | PveKind::Replication => {
                 json!({"type": "object", "properties": {"node": {"type": "string"}}})
             }
             PveKind::Tasks => json!({"type": "object", "properties": {
@@ -92,6 +105,9 @@ impl Tool for PveTool {
                         n.uptime.map(|u| human_age(u as i64)).unwrap_or("-".into()),
                     ));
                 }
+            }
+            PveKind::Replication => {
+                replication(c, &nodes, arg_str(&args, "node"), &mut out).await?
             }
             PveKind::Guests => {
                 let want = arg_str(&args, "node");
@@ -203,4 +219,69 @@ impl Tool for PveTool {
         }
         Ok(out.join("\n"))
     }
+}
+
+/// The replication jobs of the online nodes (or of node `want`), one line each.
+async fn replication(
+    c: &ProxmoxClient,
+    nodes: &[PveNode],
+    want: Option<String>,
+    out: &mut Vec<String>,
+) -> Result<(), ToolError> {
+    if let Some(w) = &want
+        && !nodes.iter().any(|n| &n.node == w)
+    {
+        let known: Vec<_> = nodes.iter().map(|n| n.node.as_str()).collect();
+        return Err(
+            ArgError::Invalid(format!("no node {w:?}; nodes: {}", known.join(", "))).into(),
+        );
+    }
+    let now = chrono::Utc::now().timestamp();
+    let ago = |t: Option<i64>| match t.filter(|t| *t > 0) {
+        Some(t) => format!("{} ago", human_age(now.saturating_sub(t))),
+        None => "never".to_string(),
+    };
+    for n in nodes.iter().filter(|n| n.status == "online") {
+        if want.as_ref().is_some_and(|w| w != &n.node) {
+            continue;
+        }
+        let jobs = match c.replication(&n.node).await {
+            Ok(jobs) => jobs,
+            // An older PVE or a token without VM.Audit: say so for this node.
+            Err(UpstreamError::Status { status, .. }) if [403, 404, 501].contains(&status) => {
+                out.push(format!(
+                    "{}: replication status not available ({status})",
+                    n.node
+                ));
+                continue;
+            }
+            Err(e) => return Err(ToolError::upstream(e, AUDIT)),
+        };
+        for j in jobs {
+            let disabled = j
+                .disable
+                .as_ref()
+                .is_some_and(|d| d == 1 || d == "1" || d == true);
+            out.push(format!(
+                "{} job {} guest {} -> {} schedule={}{} last_sync={} last_try={} fail_count={}{}",
+                n.node,
+                j.id,
+                j.guest_id(),
+                j.target.as_deref().unwrap_or("?"),
+                j.schedule.as_deref().unwrap_or("*/15"),
+                if disabled { " disabled" } else { "" },
+                ago(j.last_sync),
+                ago(j.last_try),
+                j.fail_count.unwrap_or(0),
+                j.error
+                    .as_deref()
+                    .map(|e| format!(
+                        " error: {}",
+                        e.split_whitespace().collect::<Vec<_>>().join(" ")
+                    ))
+                    .unwrap_or_default(),
+            ));
+        }
+    }
+    Ok(())
 }

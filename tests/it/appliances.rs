@@ -25,7 +25,8 @@ async fn proxmox_tools_summarise_nodes_guests_storage_and_failed_tasks() {
             "proxmox_nodes",
             "proxmox_guests",
             "proxmox_storage",
-            "proxmox_tasks"
+            "proxmox_tasks",
+            "proxmox_replication"
         ]
     );
 
@@ -79,6 +80,15 @@ async fn proxmox_tools_summarise_nodes_guests_storage_and_failed_tasks() {
         "{:?}",
         fake.requests()
     );
+
+    let replication = call(&r, "proxmox_replication", json!({})).await;
+    assert_eq!(
+        replication,
+        "pve1 job 100-0 guest 100 -> pve2 schedule=*/15 last_sync=4h0m ago last_try=10m ago \
+         fail_count=14 error: No route to host (pve2)",
+    );
+    let err = call_err(&r, "proxmox_replication", json!({"node": "pve9"})).await;
+    assert!(err.contains("no node \"pve9\""), "{err}");
 
     fake.set_forbidden(true);
     let err = call_err(&r, "proxmox_nodes", json!({})).await;

@@ -157,6 +157,14 @@ async fn proxmox_guests_stopped_by_a_task_or_against_ha_or_onboot_failed_tasks_a
             )])),
         ),
         (
+            "GET /api2/json/nodes/pve1/replication".into(),
+            data(json!([])),
+        ),
+        (
+            "GET /api2/json/nodes/pve2/replication".into(),
+            data(json!([])),
+        ),
+        (
             "GET /api2/json/nodes/pve1/storage".into(),
             data(json!([
                 storage("local", "dir", 0, TIB / 10, TIB / 30),
@@ -282,6 +290,14 @@ async fn pbs_failed_tasks_in_the_window_full_datastores_and_groups_stale_against
             {"store": "offsite", "total": 4 * TIB, "used": 4 * TIB * 91 / 100, "avail": 4 * TIB * 9 / 100,
              "history": history, "history-start": t - 7 * 86400, "history-delta": 86400},
             {"store": "usb", "error": "datastore 'usb' is not mounted"}])),
+        ),
+        (
+            "GET /api2/json/admin/datastore/backup/snapshots".into(),
+            data(json!([])),
+        ),
+        (
+            "GET /api2/json/admin/datastore/offsite/snapshots".into(),
+            data(json!([])),
         ),
         (
             "GET /api2/json/admin/datastore/backup/groups".into(),

@@ -62,6 +62,14 @@ async fn an_overdue_backup_group_says_how_its_attempts_since_the_last_snapshot_e
             ])),
         ),
         (
+            "GET /api2/json/admin/datastore/pool-a/snapshots".into(),
+            data(json!([])),
+        ),
+        (
+            "GET /api2/json/admin/datastore/pool-b/snapshots".into(),
+            data(json!([])),
+        ),
+        (
             "GET /api2/json/admin/datastore/pool-b/groups".into(),
             data(json!([group("vm", "318", h(1), "media-transcoder")])),
         ),

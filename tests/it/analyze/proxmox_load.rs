@@ -78,6 +78,14 @@ async fn a_busy_node_names_the_guest_that_started_eating_its_cpus_and_ranks_for_
             "GET /api2/json/nodes/hv-south/storage".into(),
             data(json!([])),
         ),
+        (
+            "GET /api2/json/nodes/hv-north/replication".into(),
+            data(json!([])),
+        ),
+        (
+            "GET /api2/json/nodes/hv-south/replication".into(),
+            data(json!([])),
+        ),
     ];
     let fake =
         FakeAppliance::start(routes, "PVEAPIToken=ops@pve!sweep=k", json!({"data": null})).await;

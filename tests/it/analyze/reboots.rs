@@ -185,7 +185,7 @@ async fn a_proxmox_node_up_for_less_than_the_window_booted_within_it() {
         data(json!([node("hv-a", 1200), node("hv-b", 2_600_000)])),
     )];
     for n in ["hv-a", "hv-b"] {
-        for path in ["qemu", "lxc", "tasks", "storage"] {
+        for path in ["qemu", "lxc", "tasks", "storage", "replication"] {
             routes.push((format!("GET /api2/json/nodes/{n}/{path}"), data(json!([]))));
         }
     }

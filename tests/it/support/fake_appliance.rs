@@ -147,6 +147,14 @@ pub fn proxmox_routes() -> Vec<(String, Value)> {
              "shared": 0, "total": 1888325525504u64, "used": 1794909249536u64, "avail": 93416275968u64, "used_fraction": 0.9505}])),
         ),
         (
+            "GET /api2/json/nodes/pve1/replication".into(),
+            data(json!([
+            {"id": "100-0", "guest": 100, "jobnum": 0, "target": "pve2", "type": "local", "schedule": "*/15",
+             "source": "pve1", "vmtype": "qemu", "last_sync": t - 4 * 3600, "last_try": t - 600,
+             "next_sync": t + 300, "duration": 2.5, "fail_count": 14,
+             "error": "No route to host (pve2)\n"}])),
+        ),
+        (
             "GET /api2/json/nodes/pve1/tasks".into(),
             data(json!([
             {"upid": "UPID:pve1:000A1B2C:0F3E4D5A:6741A2B0:vzdump:100:root@pam:", "node": "pve1", "pid": 662316,
