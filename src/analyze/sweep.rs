@@ -332,6 +332,7 @@ mod tests {
             vec![
                 "kube_pods",
                 "kube_nodes",
+                "kube_pod_capacity",
                 "kube_rollouts",
                 "kube_services",
                 "kube_cronjobs",
