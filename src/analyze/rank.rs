@@ -160,6 +160,37 @@ impl Focus {
         self.start
     }
 
+    /// The workload an alert is about, as kube-state-metrics labels it (`statefulset`,
+    /// `deployment`, `daemonset`; a `replicaset` stands for its Deployment, a `job_name`
+    /// for its Job), as the label a pod's entity names its owner by, and its namespace.
+    fn workload(&self) -> Option<(&'static str, String, &str)> {
+        if !self.alert {
+            return None;
+        }
+        let ns = self.label("namespace")?;
+        for (key, owner) in WORKLOAD_LABELS {
+            let Some(v) = self.label(key) else { continue };
+            let name = match key {
+                "replicaset" => crate::analyze::kube::deployment_of(v).unwrap_or(v),
+                _ => v,
+            };
+            return Some((owner, name.to_string(), ns));
+        }
+        None
+    }
+
+    /// Whether `e` is a pod of the workload the alert is about: a part whose own state
+    /// (waiting for a missing Secret key, crash-looping, unschedulable) says why the
+    /// whole has fewer replicas than it wants, which the alert only restates.
+    fn is_part(&self, e: &Entity) -> bool {
+        let Some((owner, name, ns)) = self.workload() else {
+            return false;
+        };
+        e.kind == "pod"
+            && e.labels.get("namespace").map(String::as_str) == Some(ns)
+            && e.labels.get(owner) == Some(&name)
+    }
+
     /// Whether `fact`'s state began near the trigger's start.
     fn near_start(&self, fact: &Fact) -> Option<bool> {
         let (start, since) = (self.start?, fact.since?);
@@ -328,6 +359,7 @@ pub fn rank(facts: Vec<Fact>, focus: &Focus) -> Vec<Ranked> {
             }
         })
         .collect();
+    lift_parts(&mut ranked, focus);
     ranked.sort_by(|a, b| {
         b.score
             .cmp(&a.score)
@@ -335,6 +367,41 @@ pub fn rank(facts: Vec<Fact>, focus: &Focus) -> Vec<Ranked> {
             .then(b.fact.since.is_some().cmp(&a.fact.since.is_some()))
     });
     ranked
+}
+
+/// The labels kube-state-metrics names a workload by in an alert, and the label a pod's
+/// entity names its owner of that kind by.
+const WORKLOAD_LABELS: [(&str, &str); 5] = [
+    ("statefulset", "statefulset"),
+    ("deployment", "deployment"),
+    ("daemonset", "daemonset"),
+    ("replicaset", "deployment"),
+    ("job_name", "job"),
+];
+
+/// An alert on a workload (replicas mismatched, a rollout stuck, a job failed) restates
+/// the whole; the cause is in its pods' states. The facts about its pods rank just above
+/// the best other fact about the trigger, so the first fact the model reads is the one
+/// that explains, not the one that repeats the alert.
+fn lift_parts(ranked: &mut [Ranked], focus: &Focus) {
+    let is_part = |r: &Ranked| r.fact.class != FactClass::Context && focus.is_part(&r.fact.entity);
+    if !ranked.iter().any(is_part) {
+        return;
+    }
+    let Some(best) = ranked
+        .iter()
+        .filter(|r| r.about_trigger && !is_part(r))
+        .map(|r| r.score)
+        .max()
+    else {
+        return;
+    };
+    for r in ranked.iter_mut() {
+        if is_part(r) && r.score <= best {
+            r.score = best + 1;
+            r.about_trigger = true;
+        }
+    }
 }
 
 /// The names label values give (the whole value and its parts, as `entity_names`) that at

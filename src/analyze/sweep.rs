@@ -125,7 +125,7 @@ impl Sweep {
         }
         self.logged_as_it_began(&mut report.facts, &scope).await;
         self.joined_logs(&mut report, &scope).await;
-        logs::join_coinciding(&mut report.facts);
+        logs::join_coinciding(&mut report.facts, scope.focus.as_deref());
         report.facts = logs::merge_same(std::mem::take(&mut report.facts));
         report.facts = super::one_entity::join_same_entity(std::mem::take(&mut report.facts));
         report.elapsed = start.elapsed();
@@ -363,6 +363,7 @@ mod tests {
                 "log_error_bursts",
                 "logs_at_start",
                 "logs_mentioning",
+                "logs_elsewhere",
                 "access_status_bursts",
                 "log_changes"
             ]

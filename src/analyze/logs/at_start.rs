@@ -172,6 +172,7 @@ impl Analyzer for LogsAtStart {
             );
         }
         let read = Read {
+            analyzer: "logs_at_start",
             label,
             host_label,
             selector: &read[0],
@@ -217,7 +218,7 @@ pub(super) fn range(scope: &Scope) -> (DateTime<Utc>, DateTime<Utc>) {
 }
 
 /// `{label=~"a|b"}`, values escaped for both the string and the regex.
-fn any_of(label: &str, values: &[String]) -> String {
+pub(super) fn any_of(label: &str, values: &[String]) -> String {
     let alternatives: Vec<String> = values.iter().map(|v| regex_lite::escape(v)).collect();
     format!("{{{label}=~\"{}\"}}", escape(&alternatives.join("|")))
 }
@@ -229,15 +230,16 @@ fn service_entity(label: &str, service: &str, host: Option<String>) -> Entity {
 }
 
 /// Where the lines were read from and what for ([`facts`]).
-struct Read<'a> {
-    label: &'a str,
-    host_label: Option<&'a str>,
-    selector: &'a str,
+pub(super) struct Read<'a> {
+    pub analyzer: &'static str,
+    pub label: &'a str,
+    pub host_label: Option<&'a str>,
+    pub selector: &'a str,
     /// How far back from now the lines were read, as the citation's `since` (`45m`).
-    since: String,
+    pub since: String,
     /// Whether the streams are those of the trigger's hosts and services (not every
     /// stream, read for a question that names nothing Loki has).
-    named: bool,
+    pub named: bool,
 }
 
 /// One fact per host (or service) whose lines in range look bad in a way not seen before;
@@ -351,7 +353,7 @@ fn facts(
 }
 
 /// The fact of one group's `patterns` (those quoted: [`quoted`]).
-fn group_fact(
+pub(super) fn group_fact(
     kind: &str,
     name: &str,
     patterns: Vec<Said>,
@@ -385,7 +387,7 @@ fn group_fact(
     };
     Fact::new(
         FactClass::Logs,
-        "logs_at_start",
+        read.analyzer,
         entity,
         what,
         severity,

@@ -4,25 +4,32 @@
 //! A small model restates the state it ranks first; when the cause is in those lines it
 //! must travel with the state. A log fact joins the state whose start is nearest its own,
 //! within [`COINCIDE`], on the same host or on a host the state's labels name (an NFS
-//! mount's `device="filer:/export"`, a probe's target).
+//! mount's `device="filer:/export"`, a probe's target); another host's new lines at an
+//! alert's start (`logs_elsewhere`) join the state that began within [`SAME_MOMENT`].
 //!
 //! Only facts already found are joined; nothing is read.
 
 use chrono::TimeDelta;
 
-use crate::analyze::{Fact, FactClass, Severity, host_of};
+use crate::analyze::{Fact, FactClass, Focus, Severity, host_of};
 use crate::text::truncate;
 
 /// How far apart a state's start and its host's first new lines may be to be one event.
 const COINCIDE: TimeDelta = TimeDelta::minutes(10);
+/// How far apart a state's start and another host's new lines may be to be told together
+/// (`logs_elsewhere`: a switch that cut a port's power the minute a camera went dark).
+const SAME_MOMENT: TimeDelta = TimeDelta::minutes(2);
+/// The analyzer of other hosts' lines at an alert's start.
+const ELSEWHERE: &str = "logs_elsewhere";
 /// Characters of a log fact's quotes added to the state.
 const QUOTE_CHARS: usize = 300;
 /// Most log facts joined to one state.
 const MAX_PER_STATE: usize = 2;
 
 /// Adds to each state (a warning or worse, with a start and a host) the quotes of the log
-/// facts that began with it (each log fact to the one state nearest in time).
-pub fn join_coinciding(facts: &mut [Fact]) {
+/// facts that began with it (each log fact to the one state nearest in time; another
+/// host's lines to a state `focus` is about first).
+pub fn join_coinciding(facts: &mut [Fact], focus: Option<&Focus>) {
     let mut joins: Vec<(usize, usize, TimeDelta)> = Vec::new();
     for (l, log) in facts.iter().enumerate() {
         let (Some(log_host), Some(log_since)) = (log.entity.host.as_deref(), log.since) else {
@@ -31,21 +38,32 @@ pub fn join_coinciding(facts: &mut [Fact]) {
         if log.class != FactClass::Logs || log.detail.is_none() {
             continue;
         }
+        // Another host's lines join a state only when they came with it, to the minute.
+        let elsewhere = log.analyzer == ELSEWHERE;
         let nearest = facts
             .iter()
             .enumerate()
             .filter(|(_, f)| {
                 is_state(f, log.severity)
-                    && (names_host(f, log_host) || quotes_host(log.detail.as_deref(), f))
+                    && (elsewhere
+                        || names_host(f, log_host)
+                        || quotes_host(log.detail.as_deref(), f))
             })
             .filter_map(|(i, f)| Some((i, (f.since? - log_since).abs())))
-            .filter(|(_, gap)| *gap <= COINCIDE)
-            .min_by_key(|(i, gap)| (*gap, *i));
+            .filter(|(_, gap)| *gap <= if elsewhere { SAME_MOMENT } else { COINCIDE })
+            // Another host's lines explain the state the trigger is about before any other
+            // that began that minute.
+            .min_by_key(|(i, gap)| {
+                let about = elsewhere && focus.is_some_and(|f| f.is_about(&facts[*i].entity));
+                (!about, *gap, *i)
+            });
         if let Some((i, gap)) = nearest {
             joins.push((i, l, gap));
         }
     }
-    joins.sort_by_key(|(i, _, gap)| (*i, *gap));
+    // Another host's lines first: the state's own host's are a fact of their own, ranked
+    // with it; the other host's would rank far below and go unread.
+    joins.sort_by_key(|(i, l, gap)| (*i, facts[*l].analyzer != ELSEWHERE, *gap));
     let mut per_state: std::collections::BTreeMap<usize, Vec<String>> = Default::default();
     let mut quoted: std::collections::BTreeMap<usize, Vec<&str>> = Default::default();
     for (i, l, _) in joins {
@@ -161,7 +179,7 @@ mod tests {
             logs("cache2", 1, "01:01 (2×) fork: Cannot allocate memory"),
             logs("cache2", 40, "01:40 (1×) much later"),
         ];
-        join_coinciding(&mut facts);
+        join_coinciding(&mut facts, None);
         let d = facts[0].detail.as_deref().unwrap();
         assert!(
             d.starts_with("cache2 logged as it began: 01:01 (2×) fork"),
@@ -173,6 +191,52 @@ mod tests {
     }
 
     #[test]
+    fn another_hosts_lines_at_an_alerts_start_join_only_a_state_of_the_same_minute() {
+        let elsewhere = |host: &str, since: i64, quote: &str| {
+            let mut f = logs(host, since, quote);
+            f.analyzer = ELSEWHERE.into();
+            f
+        };
+        let mut facts = vec![
+            state("nvr-1", 0, &[]),
+            state("db-4", 30, &[]),
+            elsewhere("sw-core", 1, "00:01 (1×) port 7 power off"),
+            elsewhere("gw-2", 26, "00:26 (1×) lease renewed"),
+            // The same host's lines join as before, within ten minutes.
+            logs("db-4", 24, "00:24 (1×) checkpoint stalled"),
+        ];
+        join_coinciding(&mut facts, None);
+        let first = facts[0].detail.as_deref().unwrap();
+        assert!(
+            first.starts_with("sw-core logged as it began: 00:01"),
+            "{first}"
+        );
+        let second = facts[1].detail.as_deref().unwrap();
+        assert!(second.contains("checkpoint stalled"), "{second}");
+        assert!(
+            !second.contains("lease renewed"),
+            "four minutes apart: {second}"
+        );
+    }
+
+    #[test]
+    fn another_hosts_lines_join_the_state_the_alert_is_about_before_a_nearer_one() {
+        let mut lines = logs("sw-core", 1, "00:01 (1×) port 7 power off");
+        lines.analyzer = ELSEWHERE.into();
+        let mut facts = vec![
+            state("nvr-1", 0, &[("instance", "nvr-1:5000")]),
+            state("10.9.0.7", 1, &[("instance", "10.9.0.7")]),
+            lines,
+        ];
+        let labels = BTreeMap::from([("instance".to_string(), "nvr-1:5000".to_string())]);
+        let focus = Focus::alert(&labels, Some(at(0)));
+        join_coinciding(&mut facts, Some(&focus));
+        let first = facts[0].detail.as_deref().unwrap();
+        assert!(first.starts_with("sw-core logged as it began"), "{first}");
+        assert_eq!(facts[1].detail.as_deref(), Some("0 at 10:00"));
+    }
+
+    #[test]
     fn a_host_named_in_a_state_s_labels_joins_and_each_log_fact_joins_its_nearest_state() {
         let mut facts = vec![
             state("media9", 0, &[("device", "vault7:/export/tv")]),
@@ -180,7 +244,7 @@ mod tests {
             logs("vault7", -2, "00:58 (1×) exportfs -ra"),
             logs("media9", 7, "01:07 (1×) Stale file handle"),
         ];
-        join_coinciding(&mut facts);
+        join_coinciding(&mut facts, None);
         let first = facts[0].detail.as_deref().unwrap();
         assert!(
             first.contains("vault7 logged as it began: 00:58"),
@@ -199,7 +263,7 @@ mod tests {
         let mut from_logs = state("hub2", 0, &[]);
         from_logs.source = Source::new("loki_query", serde_json::json!({}));
         let mut facts = vec![from_logs, logs("hub2", 0, "x")];
-        join_coinciding(&mut facts);
+        join_coinciding(&mut facts, None);
         assert_eq!(facts[0].detail.as_deref(), Some("0 at 10:00"));
     }
 
@@ -210,14 +274,14 @@ mod tests {
         let mut bad = logs("kv2", 1, "01:01 (37×) NOAUTH Authentication required");
         bad.severity = Severity::Warning;
         let mut facts = vec![link.clone(), bad];
-        join_coinciding(&mut facts);
+        join_coinciding(&mut facts, None);
         let d = facts[0].detail.as_deref().unwrap();
         assert!(
             d.starts_with("kv2 logged as it began: 01:01 (37×) NOAUTH"),
             "{d}"
         );
         let mut facts = vec![link, logs("kv2", 1, "01:01 (1×) Connecting")];
-        join_coinciding(&mut facts);
+        join_coinciding(&mut facts, None);
         assert_eq!(facts[0].detail.as_deref(), Some("0 at 10:00"));
     }
 
@@ -228,7 +292,7 @@ mod tests {
             logs("gw-east", 1, "01:01 (5×) WAN_A 9.9.9.9: sendto error"),
             logs("gw-west", 1, "01:01 (2×) unrelated"),
         ];
-        join_coinciding(&mut facts);
+        join_coinciding(&mut facts, None);
         let d = facts[0].detail.as_deref().unwrap();
         assert!(
             d.starts_with("gw-east logged as it began: 01:01 (5×) WAN_A"),
@@ -242,7 +306,7 @@ mod tests {
         let mut quiet = state("box1", 0, &[]);
         quiet.severity = Severity::Info;
         let mut facts = vec![quiet, state("box2", 0, &[]), logs("box1", 0, "x")];
-        join_coinciding(&mut facts);
+        join_coinciding(&mut facts, None);
         assert_eq!(facts[0].detail.as_deref(), Some("0 at 10:00"));
         assert_eq!(facts[1].detail.as_deref(), Some("0 at 10:00"));
     }

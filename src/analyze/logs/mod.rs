@@ -25,7 +25,8 @@
 //!   request; `access_bursts.rs`: a burst of one client-error status (413, 429, 401…)
 //!   that was rare before the trigger's start;
 //! - `at_start.rs`: the lines that look bad around the trigger's start on what it is about,
-//!   new since the hours before;
+//!   new since the hours before; `elsewhere.rs`: in a small fleet, the new lines the other
+//!   hosts logged within minutes of an alert's start (a switch, a router, a tunnel);
 //! - `joins.rs` (the sweep calls it after the analyzers): log lines joined to other
 //!   analyzers' facts: a failed reload's, unit's or restart loop's service's own lines at
 //!   its failure, and, from `peers.rs`, the other end of a failing connection (`peer.rs`
@@ -38,6 +39,7 @@ mod around;
 mod at_start;
 mod changes;
 mod coincide;
+mod elsewhere;
 mod errors;
 mod facts;
 mod first_seen;
@@ -78,6 +80,7 @@ pub fn analyzers(client: Arc<LokiClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(LogErrorBursts(client.clone())),
         Arc::new(at_start::LogsAtStart(client.clone())),
         Arc::new(mentions::LogsMentioning(client.clone())),
+        Arc::new(elsewhere::LogsElsewhere(client.clone())),
         Arc::new(access_bursts::AccessStatusBursts(client.clone())),
         Arc::new(LogChanges::new(client)),
     ]

@@ -298,3 +298,95 @@ fn a_fact_naming_the_alerts_pod_as_a_related_entity_ranks_as_about_that_pod() {
     assert_eq!(r[0].fact.entity.name, "media/alpha-7c9d-x2");
     assert!(r[0].score > r[1].score, "{} {}", r[0].score, r[1].score);
 }
+
+#[test]
+fn a_pod_of_the_alerts_workload_outranks_the_facts_that_restate_the_workload() {
+    let alert = labels(&[
+        ("alertname", "KubeDaemonSetRolloutStuck"),
+        ("namespace", "telemetry"),
+        ("daemonset", "log-shipper"),
+        ("instance", "10.0.4.9:8080"),
+        ("job", "kube-state-metrics"),
+    ]);
+    let focus = Focus::alert(&alert, None);
+    // The series the rule reads, with every label of the alert.
+    let restated = fact(
+        "series",
+        "kube_daemonset_status_number_ready",
+        "10.0.4.9",
+        &[
+            ("instance", "10.0.4.9:8080"),
+            ("job", "kube-state-metrics"),
+            ("namespace", "telemetry"),
+            ("daemonset", "log-shipper"),
+        ],
+        Severity::Warning,
+    );
+    let whole = fact(
+        "daemonset",
+        "telemetry/log-shipper",
+        "",
+        &[("namespace", "telemetry"), ("daemonset", "log-shipper")],
+        Severity::Warning,
+    );
+    let part = fact(
+        "pod",
+        "telemetry/log-shipper-q8x2z",
+        "wk-3",
+        &[
+            ("namespace", "telemetry"),
+            ("pod", "log-shipper-q8x2z"),
+            ("daemonset", "log-shipper"),
+            ("workload", "log-shipper"),
+        ],
+        Severity::Warning,
+    );
+    let stranger = fact(
+        "pod",
+        "telemetry/metrics-relay-77kd2",
+        "wk-1",
+        &[
+            ("namespace", "telemetry"),
+            ("pod", "metrics-relay-77kd2"),
+            ("daemonset", "metrics-relay"),
+        ],
+        Severity::Critical,
+    );
+    let ranked = rank(vec![restated, whole, stranger, part], &focus);
+    assert_eq!(ranked[0].fact.entity.name, "telemetry/log-shipper-q8x2z");
+    assert!(ranked[0].about_trigger);
+    let stranger_at = ranked
+        .iter()
+        .position(|r| r.fact.entity.name == "telemetry/metrics-relay-77kd2")
+        .unwrap();
+    assert_eq!(stranger_at, 3, "another workload's pod is not lifted");
+}
+
+#[test]
+fn a_replicaset_alert_lifts_its_deployments_pods_and_a_question_lifts_nothing() {
+    let alert = labels(&[("namespace", "shop"), ("replicaset", "cart-6d9f8c7b5x")]);
+    let pod = fact(
+        "pod",
+        "shop/cart-6d9f8c7b5x-p2m4k",
+        "n2",
+        &[("namespace", "shop"), ("deployment", "cart")],
+        Severity::Info,
+    );
+    let whole = fact(
+        "replicaset",
+        "shop/cart-6d9f8c7b5x",
+        "",
+        &[("namespace", "shop"), ("replicaset", "cart-6d9f8c7b5x")],
+        Severity::Critical,
+    );
+    let ranked = rank(
+        vec![whole.clone(), pod.clone()],
+        &Focus::alert(&alert, None),
+    );
+    assert_eq!(ranked[0].fact.entity.kind, "pod");
+    let ranked = rank(
+        vec![whole, pod],
+        &Focus::question("why is cart in shop down?"),
+    );
+    assert_eq!(ranked[0].fact.entity.kind, "replicaset");
+}
