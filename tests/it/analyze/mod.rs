@@ -6,6 +6,7 @@
 mod access_logs;
 mod appliances;
 mod availability;
+mod btrfs;
 mod captured;
 mod changes;
 mod clock;
