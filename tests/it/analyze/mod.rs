@@ -32,6 +32,7 @@ mod log_changes;
 mod log_joins;
 mod log_world;
 mod logs;
+mod major_faults;
 mod memory;
 mod onset;
 mod pbs_backups;
