@@ -256,6 +256,10 @@ impl BtrfsAllocation {
         scope: &Scope,
         left: &super::Lookups,
     ) -> Option<Fact> {
+        // Without its devices' size nothing says what is left to allocate.
+        if fs.device_size <= 0.0 {
+            return None;
+        }
         let g = fs.groups.get(kind)?;
         let reserve = if kind == "metadata" { fs.reserve } else { 0.0 };
         let percent = g.percent(reserve)?;
@@ -430,6 +434,17 @@ mod tests {
         assert_eq!(fs(100.0, Some(5.0 * MIB)).unallocated(), 4.0 * MIB);
         // 100 GiB less 97 GiB of data and 2 GiB of DUP metadata on disk, less the first MiB.
         assert_eq!(fs(100.0, None).unallocated(), GIB - MIB);
+    }
+
+    #[test]
+    fn the_fill_query_adds_the_global_reserve_to_metadata_only() {
+        let mut f = fs(100.0, None);
+        f.labels = crate::analyze::prom::labels(&[("instance", "nas:9100"), ("uuid", "u-1")]);
+        assert_eq!(
+            fill_query(&f, "metadata"),
+            "100 * (sum by (instance, uuid) (node_btrfs_used_bytes{instance=\"nas:9100\",uuid=\"u-1\",block_group_type=\"metadata\"}) + sum by (instance, uuid) (node_btrfs_global_rsv_size_bytes{instance=\"nas:9100\",uuid=\"u-1\"})) / sum by (instance, uuid) (node_btrfs_size_bytes{instance=\"nas:9100\",uuid=\"u-1\",block_group_type=\"metadata\"})"
+        );
+        assert!(!fill_query(&f, "data").contains("rsv"));
     }
 
     #[test]
