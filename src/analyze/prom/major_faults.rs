@@ -21,7 +21,7 @@ use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
     human_bytes,
 };
-use crate::integrations::prometheus::Sample;
+use crate::integrations::prometheus::{Labels, Sample};
 
 const NAME: &str = "major_faults";
 const HOST_METRIC: &str = "node_vmstat_pgmajfault";
@@ -221,6 +221,21 @@ fn share(part: f64, whole: f64) -> f64 {
     }
 }
 
+/// A cAdvisor container's name: `namespace/pod/container` under Kubernetes, its Docker
+/// `name` otherwise; `None` for a pod's own cgroup, its pause container and the cgroups
+/// above the containers (no container, no name).
+fn container_name(l: &Labels) -> Option<String> {
+    let filled = |k: &str| l.get(k).filter(|v| !v.is_empty() && *v != "POD");
+    match (filled("pod"), filled("container"), filled("name")) {
+        (Some(pod), Some(c), _) => Some(format!(
+            "{}/{pod}/{c}",
+            l.get("namespace").map_or("", String::as_str)
+        )),
+        (None, _, Some(n)) => Some(n.clone()),
+        _ => None,
+    }
+}
+
 /// How long before a rise its rate is read over.
 const BEFORE_SPAN: TimeDelta = TimeDelta::minutes(30);
 
@@ -256,14 +271,8 @@ impl MajorFaults {
         }
         for s in self.0.vector(CONTAINERS).await.unwrap_or_default() {
             let l = &s.metric;
-            let filled = |k: &str| l.get(k).filter(|v| !v.is_empty() && *v != "POD");
-            let name = match (filled("pod"), filled("container"), filled("name")) {
-                (Some(pod), Some(c), _) => format!(
-                    "{}/{pod}/{c}",
-                    l.get("namespace").map_or("", String::as_str)
-                ),
-                (None, _, Some(n)) => n.clone(),
-                _ => continue,
+            let Some(name) = container_name(l) else {
+                continue;
             };
             let Some(h) = l.get("node").cloned().or_else(|| host(l)) else {
                 continue;
@@ -290,6 +299,37 @@ impl MajorFaults {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn containers_are_named_as_kubernetes_and_docker_name_them_and_cgroups_are_not() {
+        let name = |pairs: &[(&str, &str)]| container_name(&crate::analyze::prom::labels(pairs));
+        assert_eq!(
+            name(&[
+                ("namespace", "media"),
+                ("pod", "ml-0"),
+                ("container", "ml"),
+                ("name", "k8s_ml")
+            ]),
+            Some("media/ml-0/ml".into())
+        );
+        assert_eq!(
+            name(&[
+                ("namespace", "media"),
+                ("pod", "ml-0"),
+                ("container", "POD")
+            ]),
+            None
+        );
+        assert_eq!(
+            name(&[("namespace", "media"), ("pod", "ml-0"), ("container", "")]),
+            None
+        );
+        assert_eq!(
+            name(&[("name", "ml-worker"), ("id", "/docker/4f")]),
+            Some("ml-worker".into())
+        );
+        assert_eq!(name(&[("id", "/"), ("name", "")]), None);
+    }
 
     #[test]
     fn a_share_is_capped_at_the_whole_and_zero_of_nothing() {
