@@ -377,6 +377,8 @@ mod tests {
             "process_counts",
             "probe_failures",
             "certificate_expiry",
+            "btrfs_allocation",
+            "major_faults",
             "log_error_bursts",
         ] {
             assert!(names.contains(&name), "{names:?}");

@@ -2,7 +2,10 @@
 //! idle over 5 minutes, and the share waiting on I/O), with what keeps them busy: the top
 //! process group on that host (process-exporter `namedprocess_namegroup_cpu_seconds_total`,
 //! every mode summed) and the top container (cAdvisor `container_cpu_usage_seconds_total`),
-//! each its own fact with its share of the host so a finding can name it. CPUs waiting on
+//! each its own fact with its share of the host so a finding can name it. A host whose load
+//! (`node_load1`) per CPU is long while its CPUs are below the busy threshold is told by its
+//! load, with the same consumers: a container burning three of four CPUs explains a load
+//! alert on a Docker host whose CPUs never reach 90 %. CPUs waiting on
 //! I/O name the process groups doing the most I/O there; a VM whose CPU time its
 //! hypervisor gives to others (steal) is told apart from one busy with its own work.
 
@@ -12,7 +15,8 @@ use async_trait::async_trait;
 
 use super::{Prom, by_identity, host, identity, io_consumers, labels_map, pick, selector};
 use crate::analyze::{
-    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, round_sig,
+    AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source, Unit,
+    round_sig,
 };
 use crate::integrations::prometheus::Sample;
 
@@ -29,6 +33,11 @@ const STEAL_PERCENT: f64 = 10.0;
 const NAMED_PERCENT: f64 = 5.0;
 /// Share of the host a consumer must use to be its own fact, named as what keeps it busy.
 const CONSUMER_PERCENT: f64 = 20.0;
+/// Load (tasks running or waiting for a CPU, and in uninterruptible sleep) per CPU worth a
+/// look when the CPUs are not busy enough to be told: a run queue half again as long as the
+/// CPUs, and twice (node-mixin's `NodeSystemSaturation` is 2 per CPU).
+const LOAD_WARN: f64 = 1.5;
+const LOAD_CRIT: f64 = 2.0;
 
 const BUSY: &str = r#"sum without (cpu, mode) (rate(node_cpu_seconds_total{mode!="idle"}[5m]))"#;
 const ALL: &str = "sum without (cpu, mode) (rate(node_cpu_seconds_total[5m]))";
@@ -66,6 +75,7 @@ impl Analyzer for CpuSaturation {
         let iowait = by_identity(self.0.vector(&mode_rate("iowait")).await?);
         let steal = by_identity(self.0.vector(&mode_rate("steal")).await?);
         let cpus = by_identity(self.0.vector(CPUS).await?);
+        let load = by_identity(self.0.vector("node_load1").await.unwrap_or_default());
         let mut facts = Vec::new();
         let mut consumers: Option<HashMap<String, Vec<Consumer>>> = None;
         let mut io = None;
@@ -127,9 +137,14 @@ impl Analyzer for CpuSaturation {
                 }
                 facts.push(fact);
             }
-            let severity = match share {
-                v if v >= CRIT_PERCENT => Severity::Critical,
-                v if v >= WARN_PERCENT => Severity::Warning,
+            // CPUs busy, else a run queue longer than the CPUs (load counts the tasks
+            // waiting for a CPU as well as those running).
+            let per_cpu = load.get(&key).map(|l| l / n).filter(|p| p.is_finite());
+            let (severity, by_load) = match (share, per_cpu) {
+                (v, _) if v >= CRIT_PERCENT => (Severity::Critical, false),
+                (v, _) if v >= WARN_PERCENT => (Severity::Warning, false),
+                (_, Some(p)) if p >= LOAD_CRIT => (Severity::Critical, true),
+                (_, Some(p)) if p >= LOAD_WARN => (Severity::Warning, true),
                 _ => continue,
             };
             if consumers.is_none() {
@@ -145,15 +160,33 @@ impl Analyzer for CpuSaturation {
                         .collect()
                 })
                 .unwrap_or_default();
-            let query = format!(
-                "100 * (1 - avg without (cpu, mode) (rate(node_cpu_seconds_total{}[5m])))",
-                with_mode(&sel, "idle")
-            );
-            let since = self
-                .0
-                .since(&left, &query, scope, |v| v >= WARN_PERCENT)
-                .await;
-            let mut detail = format!("{} CPUs", round_sig(n));
+            let (query, level) = match by_load {
+                true => (
+                    format!(
+                        "node_load1{sel} / count without (cpu, mode) (node_cpu_seconds_total{})",
+                        with_mode(&sel, "idle")
+                    ),
+                    LOAD_WARN,
+                ),
+                false => (
+                    format!(
+                        "100 * (1 - avg without (cpu, mode) (rate(node_cpu_seconds_total{}[5m])))",
+                        with_mode(&sel, "idle")
+                    ),
+                    WARN_PERCENT,
+                ),
+            };
+            let since = self.0.since(&left, &query, scope, |v| v >= level).await;
+            let mut detail = match (by_load, per_cpu) {
+                (true, Some(p)) => format!(
+                    "load1 {} on {} CPUs; CPUs busy {}, waiting on I/O {}",
+                    round_sig(p * n),
+                    round_sig(n),
+                    Quantity::percent(share),
+                    Quantity::percent(wait)
+                ),
+                _ => format!("{} CPUs", round_sig(n)),
+            };
             if !top.is_empty() {
                 let named: Vec<String> = top
                     .iter()
@@ -176,11 +209,14 @@ impl Analyzer for CpuSaturation {
                     Entity::new("host", host_name.clone())
                         .on_host(Some(host_name.clone()))
                         .with_labels(labels_map(&s.metric)),
-                    "CPU busy",
+                    if by_load { "load per CPU" } else { "CPU busy" },
                     severity,
                     Source::promql(&query),
                 )
-                .value(Quantity::percent(share))
+                .value(match (by_load, per_cpu) {
+                    (true, Some(p)) => Quantity::new(p, Unit::Plain),
+                    _ => Quantity::percent(share),
+                })
                 .since(since)
                 .detail(detail),
             );

@@ -5,6 +5,7 @@
 //! cAdvisor, kube-state-metrics, blackbox_exporter) and skips a variant it does not find.
 
 mod ages;
+mod btrfs;
 mod cardinality;
 mod certs;
 mod clock;
@@ -24,6 +25,7 @@ mod kube_state_workloads;
 mod limit_names;
 mod limits;
 mod link_speed;
+mod major_faults;
 mod members;
 mod memory;
 mod network;
@@ -75,6 +77,8 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(network::NetworkErrors(p.clone())),
         Arc::new(link_speed::LinkSpeed(p.clone())),
         Arc::new(smart::SmartAttributes(p.clone())),
+        Arc::new(btrfs::BtrfsAllocation(p.clone())),
+        Arc::new(major_faults::MajorFaults(p.clone())),
         Arc::new(clock::Clock(p.clone())),
         Arc::new(context::HostContext(p.clone())),
         Arc::new(inventory::Inventory(p.clone())),

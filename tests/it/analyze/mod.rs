@@ -6,6 +6,7 @@
 mod access_logs;
 mod appliances;
 mod availability;
+mod btrfs;
 mod captured;
 mod changes;
 mod clock;
@@ -31,6 +32,7 @@ mod log_changes;
 mod log_joins;
 mod log_world;
 mod logs;
+mod major_faults;
 mod memory;
 mod onset;
 mod pbs_backups;

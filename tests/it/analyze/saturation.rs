@@ -280,3 +280,76 @@ async fn a_vm_whose_hypervisor_gives_its_cpu_time_to_others_is_told_apart_from_a
     let detail = steal.detail.as_deref().unwrap();
     assert!(detail.starts_with("the guest's own work 7"), "{all}");
 }
+
+#[tokio::test]
+async fn a_load_its_cpus_do_not_show_as_busy_names_the_docker_container_burning_them() {
+    let mut defs = calm_hosts(&["oak-1", "oak-2"]);
+    // oak-1 (2 CPUs, Docker, no Kubernetes): for the last 20 minutes 80 % busy, below the
+    // busy threshold, with a load of 3.4 (1.7 per CPU); cAdvisor's `transcoder` container
+    // uses 1.5 CPUs. oak-2 keeps the captured load (2.44 on 2 CPUs).
+    cpu_modes(
+        &mut defs,
+        "oak-1",
+        1200,
+        &[("idle", 0.2), ("user", 0.75), ("system", 0.05)],
+    );
+    set(
+        &mut defs,
+        "node_load1",
+        &[("instance", "oak-1:9100")],
+        |_, ago| Some(if ago > 1200 { 0.3 } else { 3.4 }),
+    );
+    for (name, id, before, after) in [
+        ("transcoder", "/docker/7c1e", 0.01, 1.5),
+        ("proxy", "/docker/21ab", 0.02, 0.02),
+        ("", "/", 0.14, 1.6),
+    ] {
+        let c = counter(before, after, 1200);
+        defs.push(super::world::series(
+            "container_cpu_usage_seconds_total",
+            &[
+                ("instance", "oak-1:8080"),
+                ("job", "cadvisor"),
+                ("id", id),
+                ("name", name),
+                ("image", if name.is_empty() { "" } else { "img:1" }),
+            ],
+            move |ago| Some(c(ago)),
+        ));
+    }
+    let Some(world) = World::build(&defs, 7200, 15).await else {
+        return;
+    };
+    let (facts, notes) = world.sweep(Some(900)).await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let all = lines(&facts);
+    eprintln!("{all}");
+    let cpu: Vec<_> = facts.iter().filter(|f| f.analyzer == "cpu").collect();
+    assert_eq!(cpu.len(), 2, "{all}");
+    let load = cpu[0];
+    assert_eq!(
+        (load.entity.name.as_str(), load.what.as_str(), load.severity),
+        ("oak-1", "load per CPU", Severity::Warning),
+        "{all}"
+    );
+    assert_eq!(load.value.unwrap().value, 1.7, "{all}");
+    let detail = load.detail.as_deref().unwrap();
+    assert!(
+        detail.starts_with("load1 3.4 on 2 CPUs; CPUs busy 8"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("top: container transcoder 1.5 CPUs (75 % of the host)"),
+        "{detail}"
+    );
+    assert!(!detail.contains("proxy"), "{detail}");
+    let began = (chrono::Utc::now() - load.since.expect("since")).num_seconds();
+    assert!((1100..1400).contains(&began), "{all}");
+    let top = cpu[1];
+    assert_eq!(
+        (top.entity.kind.as_str(), top.entity.name.as_str()),
+        ("container", "transcoder"),
+        "{all}"
+    );
+    assert_eq!(top.entity.host.as_deref(), Some("oak-1"));
+}

@@ -424,6 +424,8 @@ fn every_captured_exporter_parses_and_the_node_capture_replays_counters_and_its_
         "blackbox_https_selfsigned.prom",
         "kube_state_metrics.prom",
         "kubelet_metrics_resource.prom",
+        "node_exporter_btrfs.before.prom",
+        "node_exporter_btrfs.prom",
     ] {
         assert!(Capture::load(f).len() > 10, "{f}");
     }
