@@ -228,8 +228,22 @@ impl Focus {
             })
     }
 
-    /// Labels `e` shares with the trigger, and whether its host and its name matched.
+    /// Whether `e` is another container or process than the one the trigger names, on the
+    /// same exporter (cAdvisor's `name`, process-exporter's `groupname`): it shares the
+    /// target's `instance` and `job` and the host, which say nothing about it.
+    fn is_sibling(&self, e: &Entity) -> bool {
+        matches!(e.kind.as_str(), "container" | "process")
+            && SIBLING_KEYS.iter().any(
+                |k| matches!((e.labels.get(*k), self.labels.get(*k)), (Some(a), Some(b)) if a != b),
+            )
+    }
+
+    /// Labels `e` shares with the trigger, and whether its host and its name matched (a
+    /// sibling of the trigger's container or process: none).
     fn matches(&self, e: &Entity) -> (i32, bool, bool) {
+        if self.is_sibling(e) {
+            return (0, false, false);
+        }
         let shared = e
             .labels
             .iter()
@@ -368,6 +382,12 @@ pub fn rank(facts: Vec<Fact>, focus: &Focus) -> Vec<Ranked> {
     });
     ranked
 }
+
+/// The labels that tell one container or process from another on one exporter (Docker's
+/// cAdvisor `name`, process-exporter's `groupname`). Not `pod` nor `container`: under the
+/// Prometheus operator an alert carries those of the scrape target (kube-state-metrics'
+/// own pod), not of what it is about.
+const SIBLING_KEYS: [&str; 2] = ["name", "groupname"];
 
 /// The labels kube-state-metrics names a workload by in an alert, and the label a pod's
 /// entity names its owner of that kind by.

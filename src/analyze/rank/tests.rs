@@ -390,3 +390,34 @@ fn a_replicaset_alert_lifts_its_deployments_pods_and_a_question_lifts_nothing() 
     );
     assert_eq!(ranked[0].fact.entity.kind, "replicaset");
 }
+
+#[test]
+fn another_container_on_the_alerts_exporter_is_not_the_alerts_container() {
+    let alert = labels(&[
+        ("alertname", "ContainerRestarting"),
+        ("instance", "dockhost:8080"),
+        ("job", "cadvisor"),
+        ("name", "wiki"),
+    ]);
+    let target = [("instance", "dockhost:8080"), ("job", "cadvisor")];
+    let sibling = fact(
+        "container",
+        "mailer",
+        "dockhost",
+        &[target[0], target[1], ("name", "mailer")],
+        Severity::Critical,
+    );
+    let mut own_logs = fact("logs", "dockhost", "dockhost", &[], Severity::Warning);
+    own_logs.class = FactClass::Logs;
+    let own = fact(
+        "container",
+        "wiki",
+        "dockhost",
+        &[target[0], target[1], ("name", "wiki")],
+        Severity::Info,
+    );
+    let ranked = rank(vec![sibling, own_logs, own], &Focus::alert(&alert, None));
+    let order: Vec<&str> = ranked.iter().map(|r| r.fact.entity.name.as_str()).collect();
+    assert_eq!(order, ["wiki", "dockhost", "mailer"]);
+    assert!(!ranked[2].about_trigger);
+}
