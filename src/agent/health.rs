@@ -118,9 +118,16 @@ fn focus(inv: &Investigation, now: DateTime<Utc>) -> (Focus, Option<DateTime<Utc
     };
     match alert {
         Some((labels, text, start)) => {
+            let measured = inv
+                .alert()
+                .and_then(|a| a.first())
+                .and_then(|a| a.rule_expr())
+                .map(|e| super::promql::metric_names(&e))
+                .unwrap_or_default();
             let focus = Focus::alert(&labels, start)
                 .with_text(&text)
-                .with_text(&inv.prompt);
+                .with_text(&inv.prompt)
+                .measuring(measured);
             (focus, start)
         }
         None => {

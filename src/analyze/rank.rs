@@ -23,6 +23,9 @@ pub struct Focus {
     window: Option<(DateTime<Utc>, DateTime<Utc>)>,
     /// An alert (context facts matter less than under a question, which may compare).
     alert: bool,
+    /// The metrics the alert's rule reads: a series of one of them on the trigger's
+    /// entity is what fired, restated.
+    measured: BTreeSet<String>,
 }
 
 /// A fact with its relevance.
@@ -36,6 +39,9 @@ pub struct Ranked {
     /// start or no since to compare).
     pub near_start: Option<bool>,
 }
+
+/// What a series the alert's own rule reads loses: it restates the alert.
+const RESTATED: i32 = 3;
 
 /// How far from the trigger's start a fact's state may begin and still count as near it.
 const NEAR_START_SECS: u64 = 3600;
@@ -82,6 +88,12 @@ impl Focus {
     ) -> Self {
         self.start = start;
         self.window = window;
+        self
+    }
+
+    /// Sets the metrics the alert's rule reads.
+    pub fn measuring(mut self, metrics: impl IntoIterator<Item = String>) -> Self {
+        self.measured.extend(metrics);
         self
     }
 
@@ -341,6 +353,12 @@ impl Focus {
         if fact.class == FactClass::Context {
             score -= if self.alert { 4 } else { 2 };
         }
+        // The very series the rule reads, on the trigger's entity, says what the alert
+        // says: below a fact that says more about it (the process behind a load, the pod
+        // behind a replica count), still above what is about something else.
+        if fact.entity.kind == "series" && self.measured.contains(&fact.entity.name) {
+            score -= RESTATED;
+        }
         (score, shared > 0 || host_hit || name_hit)
     }
 }
@@ -458,57 +476,10 @@ fn label_names(e: &Entity) -> BTreeSet<String> {
         .collect()
 }
 
-/// Lowercase, without separators (`Home-Assistant` → `homeassistant`).
-fn normalise(s: &str) -> String {
-    s.chars()
-        .filter(|c| c.is_alphanumeric() || *c == '/')
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-/// The names an entity answers to: its whole name and its parts (`shop/api-7f9c` →
-/// `shopapi7f9c`, `shop`, `api`, `7f9c`).
-fn entity_names(name: &str) -> Vec<String> {
-    let mut out = vec![normalise(name)];
-    out.extend(
-        name.split([':', '/', '.', '-', '_', ' '])
-            .map(normalise)
-            .filter(|p| p.chars().count() >= MIN_NAME_CHARS && p.chars().any(char::is_alphabetic)),
-    );
-    out.retain(|n| n.chars().count() >= MIN_NAME_CHARS);
-    out
-}
-
-/// Equal, or one typo apart when both are long enough to tell and carry no number.
-fn similar(a: &str, b: &str) -> bool {
-    if a == b {
-        return true;
-    }
-    // Numbered names (`node1`, `node2`) are different things, not typos.
-    let numbered = |s: &str| s.chars().any(|c| c.is_numeric());
-    let (la, lb) = (a.chars().count(), b.chars().count());
-    la >= 5
-        && lb >= 5
-        && la.abs_diff(lb) <= 1
-        && !numbered(a)
-        && !numbered(b)
-        && edit_distance(a, b) <= 1
-}
-
-/// Levenshtein distance over characters.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
+mod names;
+use names::{entity_names, normalise, similar};
+#[cfg(test)]
+use names::edit_distance;
 
 #[cfg(test)]
 mod tests;

@@ -421,3 +421,34 @@ fn another_container_on_the_alerts_exporter_is_not_the_alerts_container() {
     assert_eq!(order, ["wiki", "dockhost", "mailer"]);
     assert!(!ranked[2].about_trigger);
 }
+
+#[test]
+fn the_series_the_rule_reads_ranks_below_a_fact_that_says_more_about_the_same_host() {
+    let alert = labels(&[("alertname", "HostHighLoad"), ("instance", "kiln:9100")]);
+    let series = fact(
+        "series",
+        "node_load5",
+        "kiln",
+        &[("instance", "kiln:9100"), ("job", "node")],
+        Severity::Warning,
+    );
+    let load = fact(
+        "host",
+        "kiln",
+        "kiln",
+        &[("instance", "kiln:9100")],
+        Severity::Warning,
+    );
+    let plain = rank(
+        vec![series.clone(), load.clone()],
+        &Focus::alert(&alert, None),
+    );
+    assert_eq!(
+        plain[0].fact.entity.kind, "series",
+        "without the rule, by labels"
+    );
+    let focus = Focus::alert(&alert, None).measuring(["node_load5".to_string()]);
+    let ranked = rank(vec![series, load], &focus);
+    assert_eq!(ranked[0].fact.entity.kind, "host");
+    assert!(ranked[1].about_trigger);
+}
