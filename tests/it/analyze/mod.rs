@@ -39,6 +39,7 @@ mod probe_tls;
 mod proxmox_load;
 mod proxmox_replication;
 mod proxmox_storage;
+mod proxmox_unprotected;
 mod reboots;
 mod saturation;
 mod smart;
