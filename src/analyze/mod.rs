@@ -19,7 +19,8 @@
 //! - `kube/`: analyzers over the Kubernetes API (pods, nodes, rollouts);
 //! - `proxmox.rs` (with `proxmox_load.rs`), `pbs.rs` (with `pbs_attempts.rs`), `truenas.rs`:
 //!   analyzers over the appliances' APIs; `proxmox_unprotected.rs` (with
-//!   `proxmox_coverage.rs`): guests no enabled backup job covers.
+//!   `proxmox_coverage.rs`): guests no enabled backup job covers; `truenas_tasks.rs`: cloud
+//!   sync, replication and rsync tasks failing or overdue by their schedule.
 
 mod cron;
 mod fact;
@@ -45,6 +46,7 @@ mod resolve;
 mod sweep;
 pub mod truenas;
 mod truenas_scan;
+mod truenas_tasks;
 
 use std::sync::Arc;
 

@@ -11,6 +11,7 @@ use futures::FutureExt;
 use super::pbs_verify::PbsVerify;
 use super::proxmox_replication::ProxmoxReplication;
 use super::proxmox_unprotected::ProxmoxUnprotected;
+use super::truenas_tasks::TruenasTasks;
 use super::{Analyzer, Fact, Resolver, Scope, kube, logs, pbs, prom, proxmox, truenas};
 use crate::config::Config;
 use crate::integrations::Upstreams;
@@ -71,6 +72,7 @@ impl Sweep {
         }
         if let Some(client) = &upstreams.truenas {
             analyzers.extend(truenas::analyzers(client.clone()));
+            analyzers.push(Arc::new(TruenasTasks(client.clone())));
         }
         let mut sweep = Self::of(analyzers);
         sweep.resolver = Resolver {

@@ -13,6 +13,7 @@ pub mod prometheus;
 pub mod proxmox;
 pub mod query_result;
 pub mod truenas;
+pub mod truenas_tasks;
 mod upstream;
 mod upstreams;
 

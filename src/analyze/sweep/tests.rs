@@ -91,6 +91,7 @@ fn every_configured_integration_brings_its_analyzers_and_none_run_without_it() {
             "truenas_pools",
             "truenas_alerts",
             "truenas_disks",
+            "truenas_tasks",
         ]
     );
 }

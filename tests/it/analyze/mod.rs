@@ -47,5 +47,6 @@ mod steps;
 mod stopped_times;
 mod truenas;
 mod truenas_resilver;
+mod truenas_tasks;
 mod twice_and_vanished;
 pub mod world;
