@@ -33,6 +33,7 @@ mod pbs_attempts;
 mod pbs_verify;
 pub mod prom;
 pub mod proxmox;
+pub mod proxmox_backup_age;
 pub mod proxmox_coverage;
 mod proxmox_load;
 mod proxmox_replication;

@@ -9,7 +9,8 @@
 use std::collections::{HashMap, HashSet};
 
 use crate::integrations::UpstreamError;
-use crate::integrations::proxmox::{ProxmoxClient, PveBackupJob, PveResource, flag, id_list};
+use crate::integrations::proxmox::ProxmoxClient;
+use crate::integrations::proxmox_backup::{PveBackupJob, PveResource, flag, id_list};
 
 /// Most resource pools whose members are read.
 const MAX_POOL_LOOKUPS: usize = 8;
@@ -26,6 +27,8 @@ pub struct Guest {
     /// `running`, `stopped`, … (empty when not known).
     pub status: String,
     pub template: bool,
+    /// Seconds it has run (0 or `None` when stopped or not known).
+    pub uptime: Option<u64>,
 }
 
 impl Guest {
@@ -37,6 +40,7 @@ impl Guest {
             kind: r.kind.clone(),
             status: r.status.clone().unwrap_or_default(),
             template: flag(r.template.as_ref()),
+            uptime: r.uptime,
         })
     }
 }
@@ -61,6 +65,8 @@ pub struct Coverage {
     pub jobs: Vec<PveBackupJob>,
     /// The guests no enabled job covers, with why.
     pub gaps: Vec<(Guest, Gap)>,
+    /// The guests enabled jobs cover, with the indexes (in `jobs`) of those jobs.
+    pub covered: Vec<(Guest, Vec<usize>)>,
     /// Pools whose members could not be read: the guests of a job by such a pool are
     /// taken as covered.
     pub unread_pools: Vec<String>,
@@ -92,11 +98,31 @@ pub fn gaps(
     guests: &[Guest],
     pools: &HashMap<String, HashSet<String>>,
 ) -> Vec<(Guest, Gap)> {
+    assign(jobs, guests, pools).1
+}
+
+/// The guests enabled jobs select (with those jobs' indexes), and the others with why.
+type Assigned = (Vec<(Guest, Vec<usize>)>, Vec<(Guest, Gap)>);
+
+/// Sorts `guests` into those enabled `jobs` select and the others ([`Assigned`]).
+fn assign(
+    jobs: &[PveBackupJob],
+    guests: &[Guest],
+    pools: &HashMap<String, HashSet<String>>,
+) -> Assigned {
     let mut out = Vec::new();
+    let mut covered = Vec::new();
     for g in guests {
         let (on, off): (Vec<&PveBackupJob>, Vec<&PveBackupJob>) =
             jobs.iter().partition(|j| j.is_enabled());
-        if on.iter().any(|j| selects(j, g, pools)) {
+        let by: Vec<usize> = jobs
+            .iter()
+            .enumerate()
+            .filter(|(_, j)| j.is_enabled() && selects(j, g, pools))
+            .map(|(i, _)| i)
+            .collect();
+        if !by.is_empty() {
+            covered.push((g.clone(), by));
             continue;
         }
         let excluded: Vec<String> = on
@@ -123,7 +149,7 @@ pub fn gaps(
         };
         out.push((g.clone(), gap));
     }
-    out
+    (covered, out)
 }
 
 /// Most ids of a job's list named.
@@ -193,6 +219,7 @@ async fn all_guests(c: &ProxmoxClient) -> Result<Vec<Guest>, UpstreamError> {
                 kind: kind.to_string(),
                 status: g.status.clone(),
                 template: flag(g.template.as_ref()),
+                uptime: g.uptime,
             });
         }
     }
@@ -229,8 +256,10 @@ pub async fn read(c: &ProxmoxClient) -> Result<Option<Coverage>, UpstreamError> 
             None => unread_pools.push(pool.to_string()),
         }
     }
+    let (covered, gaps) = assign(&jobs, &guests, &pools);
     Ok(Some(Coverage {
-        gaps: gaps(&jobs, &guests, &pools),
+        gaps,
+        covered,
         guests: guests.len(),
         jobs,
         unread_pools,
@@ -269,6 +298,7 @@ async fn pve_says(
                 kind: n.kind.clone().unwrap_or_default(),
                 status: String::new(),
                 template: false,
+                uptime: None,
             });
             Some((g, Gap::PveSays))
         })
@@ -276,6 +306,7 @@ async fn pve_says(
     Ok(Some(Coverage {
         jobs: Vec::new(),
         gaps,
+        covered: Vec::new(),
         unread_pools: Vec::new(),
         guests: guests.len(),
     }))
@@ -299,6 +330,7 @@ mod tests {
             kind: "qemu".into(),
             status: "running".into(),
             template: false,
+            uptime: None,
         }
     }
 

@@ -4,18 +4,25 @@
 //! list, one whose only job was disabled. One fact per guest, with its id, type and
 //! state, why it is not covered and the jobs that exist with their schedules. A running
 //! guest without a backup is a warning; a stopped one, a template or one excluded on
-//! purpose is told only when the trigger is about it. A PVE without the job list and
-//! without PVE's own not-backed-up list (404 on both) says nothing; one that refuses
-//! both skips with a note.
+//! purpose is told only when the trigger is about it. A running guest a job covers whose
+//! newest backup on the job's storage is several of the job's periods old, or missing
+//! though it has run through several runs, is overdue (`proxmox_backup_age.rs`). A PVE
+//! without the job list and without PVE's own not-backed-up list (404 on both) says
+//! nothing; one that refuses both skips with a note.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use chrono::DateTime;
 use serde_json::json;
 
 use super::proxmox::guest_entity_of;
+use super::proxmox_backup_age::{Overdue, overdue};
 use super::proxmox_coverage::{Coverage, Gap, Guest, job_text, read};
-use super::{AnalyzeError, Analyzer, Fact, FactClass, Scope, Severity, Source, keep_most_severe};
+use super::{
+    AnalyzeError, Analyzer, Fact, FactClass, Quantity, Scope, Severity, Source, human_seconds,
+    keep_most_severe,
+};
 
 /// Most facts.
 const MAX_FACTS: usize = 40;
@@ -108,9 +115,71 @@ impl Analyzer for ProxmoxUnprotected {
                 .detail(detail),
             );
         }
+        let now = scope.now.timestamp();
+        for o in overdue(&self.0, &coverage, now).await {
+            facts.push(overdue_fact(self.name(), &o));
+        }
         keep_most_severe(&mut facts, MAX_FACTS);
         Ok(facts)
     }
+}
+
+/// The fact of a covered guest whose newest backup is overdue or missing.
+pub(super) fn overdue_fact(analyzer: &str, o: &Overdue) -> Fact {
+    let g = &o.guest;
+    let entity = guest_entity_of(&g.node, &g.kind, &g.vmid, g.name.as_deref());
+    let expected = format!(
+        "job {} (schedule {}, expected every {})",
+        o.job,
+        o.schedule,
+        human_seconds(o.period as f64)
+    );
+    let (what, detail) = match (o.newest, o.age) {
+        (Some(t), Some(a)) => (
+            "backup overdue, last backup",
+            format!(
+                "newest backup on {} {} ago, {}; {expected}",
+                o.storage,
+                human_seconds(a as f64),
+                when(t)
+            ),
+        ),
+        _ => (
+            "in a backup job but no backup on record",
+            format!(
+                "{} holds no backup of it though it has run {}; {expected}",
+                o.storage,
+                human_seconds(g.uptime.unwrap_or(0) as f64)
+            ),
+        ),
+    };
+    let severity = match o.critical {
+        true => Severity::Critical,
+        false => Severity::Warning,
+    };
+    let mut fact = Fact::new(
+        FactClass::Appliance,
+        analyzer,
+        entity,
+        what,
+        severity,
+        Source::new("proxmox_backup_jobs", json!({})),
+    )
+    .since(o.newest.and_then(|t| DateTime::from_timestamp(t, 0)))
+    .detail(detail);
+    if let Some(a) = o.age {
+        fact = fact
+            .value(Quantity::seconds(a as f64))
+            .limit(Quantity::seconds(o.stale_after as f64));
+    }
+    fact
+}
+
+/// "2026-11-26 09:00 UTC".
+fn when(secs: i64) -> String {
+    DateTime::from_timestamp(secs, 0)
+        .map(|t| t.format("%Y-%m-%d %H:%M UTC").to_string())
+        .unwrap_or_else(|| "?".into())
 }
 
 #[cfg(test)]
@@ -127,6 +196,7 @@ mod tests {
             kind: "lxc".into(),
             status: status.into(),
             template,
+            uptime: None,
         }
     }
 

@@ -11,6 +11,7 @@ pub mod loki;
 pub mod pbs;
 pub mod prometheus;
 pub mod proxmox;
+pub mod proxmox_backup;
 pub mod query_result;
 pub mod truenas;
 pub mod truenas_tasks;

@@ -73,7 +73,7 @@ impl Tool for PveTool {
                 "Proxmox VE storage replication jobs: guest, target node, schedule, last successful sync, failures in a row and the last error; optional node."
             }
             PveKind::BackupJobs => {
-                "Proxmox VE scheduled backup jobs (schedule, which guests, storage, enabled) and the guests no enabled job covers."
+                "Proxmox VE scheduled backup jobs (schedule, which guests, storage, enabled), the guests no enabled job covers, and covered guests whose newest backup is overdue."
             }
         }
     }
@@ -261,6 +261,23 @@ async fn backup_jobs(c: &ProxmoxClient, out: &mut Vec<String>) -> Result<(), Too
             g.name.as_deref().unwrap_or("-"),
             if g.status.is_empty() { "?" } else { &g.status },
             if g.template { " template" } else { "" },
+        ));
+    }
+    let now = chrono::Utc::now().timestamp();
+    for o in crate::analyze::proxmox_backup_age::overdue(c, &coverage, now).await {
+        let g = &o.guest;
+        let newest = match o.age {
+            Some(a) => format!("newest backup on {} {} ago", o.storage, human_age(a as i64)),
+            None => format!("no backup on {}", o.storage),
+        };
+        out.push(format!(
+            "backup overdue: {}/{}/{} {}: {newest} (job {}, schedule {})",
+            g.node,
+            g.kind,
+            g.vmid,
+            g.name.as_deref().unwrap_or("-"),
+            o.job,
+            o.schedule
         ));
     }
     if coverage.gaps.is_empty() {

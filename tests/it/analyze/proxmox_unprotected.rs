@@ -3,8 +3,10 @@
 //! job's `vmid` list names and one only a disabled job selects are warnings naming the
 //! jobs and their schedules; guests covered by a `vmid` list, by `all` on their node and
 //! by a pool say nothing, nor do a stopped guest, a template and a guest excluded on
-//! purpose; without the job list, PVE's own not-backed-up list is read; a PVE with
-//! neither says nothing, and one that refuses both skips with a note.
+//! purpose; a covered guest whose newest backup is four nights old is overdue, one
+//! without a backup that has run only a day is not; without the job list, PVE's own
+//! not-backed-up list is read; a PVE with neither says nothing, and one that refuses both
+//! skips with a note.
 
 use chrono::{TimeDelta, Utc};
 use serde_json::{Value, json};
@@ -26,6 +28,13 @@ fn res(kind: &str, vmid: u32, name: &str, node: &str, status: &str) -> Value {
     json!({"id": format!("{kind}/{vmid}"), "type": kind, "vmid": vmid, "name": name, "node": node,
         "status": status, "template": 0, "maxcpu": 2, "maxmem": 4294967296u64, "uptime": 86400,
         "cpu": 0.01, "mem": 1073741824u64, "disk": 0, "maxdisk": 34359738368u64})
+}
+
+/// A backup as a PBS storage's content lists it.
+fn backup(storage: &str, vmid: u32, ctime: i64) -> Value {
+    json!({"volid": format!("{storage}:backup/vm/{vmid}/2026-11-23T02:00:05Z"), "content": "backup",
+        "format": "pbs-vm", "ctime": ctime, "size": 34359738368u64, "subtype": "qemu", "vmid": vmid,
+        "verification": {"state": "ok", "upid": "UPID:pbs:0000:0000:0000:0000:verify::root@pam:"}})
 }
 
 fn toml(fake: &FakeAppliance) -> String {
@@ -91,8 +100,29 @@ async fn guests_no_enabled_backup_job_selects_are_named_with_the_jobs_and_their_
             ]})),
         ),
     ];
+    let mut routes = routes;
+    routes.extend([
+        (
+            // web backed up last night; db's newest is four nights old.
+            "GET /api2/json/nodes/hv-a/storage/pbs-main/content".to_string(),
+            data(json!([
+                backup("pbs-main", 100, t - 5 * 3600),
+                backup("pbs-main", 100, t - 29 * 3600),
+                backup("pbs-main", 101, t - 96 * 3600)
+            ])),
+        ),
+        (
+            "GET /api2/json/nodes/hv-a/storage/nfs-bk/content".to_string(),
+            data(json!([backup("nfs-bk", 100, t - 30 * 3600)])),
+        ),
+        // erp has no backup yet, but has run only a day: not told.
+        (
+            "GET /api2/json/nodes/hv-b/storage/pbs-main/content".to_string(),
+            data(json!([])),
+        ),
+    ]);
     let fake = FakeAppliance::start(routes, AUTH, json!({"data": null})).await;
-    let (facts, notes, _) = sweep(&toml(&fake)).await;
+    let (facts, notes, now) = sweep(&toml(&fake)).await;
     assert!(
         !notes.iter().any(|n| n.contains("proxmox_unprotected")),
         "{notes:?}"
@@ -102,7 +132,29 @@ async fn guests_no_enabled_backup_job_selects_are_named_with_the_jobs_and_their_
         .filter(|f| f.analyzer == "proxmox_unprotected")
         .collect();
     let all = lines(&facts);
-    assert_eq!(facts.len(), 2, "{all}");
+    assert_eq!(facts.len(), 3, "{all}");
+
+    let db = one(&facts, "db");
+    assert_eq!(db.what, "backup overdue, last backup");
+    assert_eq!(db.severity, Severity::Warning);
+    assert_eq!((now - db.since.unwrap()).num_hours(), 96);
+    assert_eq!(db.limit.unwrap().value, (78 * 3600) as f64);
+    let detail = db.detail.as_deref().unwrap();
+    assert!(
+        detail.starts_with("newest backup on pbs-main 4.0 days ago, "),
+        "{detail}"
+    );
+    assert!(
+        detail.ends_with("; job backup-d41c (schedule 02:00, expected every 24.0 h)"),
+        "{detail}"
+    );
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|r| r == "GET /api2/json/nodes/hv-a/storage/pbs-main/content?content=backup"),
+        "{:?}",
+        fake.requests()
+    );
 
     let mail = one(&facts, "mailstore");
     assert_eq!(mail.what, "not in any backup job");
@@ -131,7 +183,7 @@ async fn guests_no_enabled_backup_job_selects_are_named_with_the_jobs_and_their_
             .starts_with("container 121, running; selected only by disabled job backup-0b19"),
         "{all}"
     );
-    for quiet in ["web", "db", "scratch", "ci-old", "erp", "golden-image"] {
+    for quiet in ["web", "scratch", "ci-old", "erp", "golden-image"] {
         none(&facts, quiet);
     }
     assert!(
@@ -158,6 +210,19 @@ async fn guests_no_enabled_backup_job_selects_are_named_with_the_jobs_and_their_
         .expect("scratch told");
     assert_eq!(scratch.what, "excluded from backup");
     assert_eq!(scratch.severity, Severity::Info);
+
+    // The tool the facts cite shows the same.
+    let r = crate::support::tool_registry::registry(&config);
+    let out = crate::support::tool_registry::call(&r, "proxmox_backup_jobs", json!({})).await;
+    for line in [
+        "job backup-0b19 (schedule sat 04:00, vmid 121, to pbs-main, disabled)",
+        "not backed up: hv-a/lxc/102 scratch status=running: excluded by backup-a7e2",
+        "not backed up: hv-b/qemu/110 mailstore status=running: in no enabled job",
+        "not backed up: hv-b/lxc/121 wiki status=running: only in disabled backup-0b19",
+        "backup overdue: hv-a/qemu/101 db: newest backup on pbs-main 4d0h ago (job backup-d41c, schedule 02:00)",
+    ] {
+        assert!(out.lines().any(|l| l == line), "{line}\n{out}");
+    }
 }
 
 #[tokio::test]
