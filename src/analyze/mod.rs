@@ -18,7 +18,9 @@
 //!   kube-state-metrics, blackbox);
 //! - `kube/`: analyzers over the Kubernetes API (pods, nodes, rollouts);
 //! - `proxmox.rs` (with `proxmox_load.rs`), `pbs.rs` (with `pbs_attempts.rs`), `truenas.rs`:
-//!   analyzers over the appliances' APIs.
+//!   analyzers over the appliances' APIs; `proxmox_unprotected.rs` (with
+//!   `proxmox_coverage.rs`): guests no enabled backup job covers; `truenas_tasks.rs`: cloud
+//!   sync, replication and rsync tasks failing or overdue by their schedule.
 
 mod cron;
 mod fact;
@@ -31,10 +33,13 @@ mod pbs_attempts;
 mod pbs_verify;
 pub mod prom;
 pub mod proxmox;
+pub mod proxmox_backup_age;
+pub mod proxmox_coverage;
 mod proxmox_load;
 mod proxmox_replication;
 mod proxmox_schedule;
 mod proxmox_tasks;
+mod proxmox_unprotected;
 mod quantity;
 pub mod rank;
 mod readable;
@@ -42,6 +47,7 @@ mod resolve;
 mod sweep;
 pub mod truenas;
 mod truenas_scan;
+mod truenas_tasks;
 
 use std::sync::Arc;
 

@@ -9,7 +9,8 @@
 //! until full from the storage's usage history over the last hour and day) or inactive.
 //! Each lists the nodes once and each online node's guests, tasks and storage once.
 //! `proxmox_replication` (`proxmox_replication.rs`): storage replication jobs failing or
-//! stalled.
+//! stalled. `proxmox_unprotected` (`proxmox_unprotected.rs`): guests no enabled backup job
+//! selects.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
@@ -78,8 +79,15 @@ fn at(secs: Option<i64>) -> Option<DateTime<Utc>> {
 }
 
 pub(super) fn guest_entity(node: &str, kind: &str, g: &PveGuest) -> Entity {
-    let id = vmid(g);
-    let name = g.name.clone().unwrap_or_else(|| id.clone());
+    guest_entity_of(node, kind, &vmid(g), g.name.as_deref())
+}
+
+/// The guest `id` (a `qemu` or `lxc`) of `node` named `name` (its id when it has none).
+pub(super) fn guest_entity_of(node: &str, kind: &str, id: &str, name: Option<&str>) -> Entity {
+    let id = id.to_string();
+    let name = name
+        .filter(|n| !n.is_empty())
+        .map_or_else(|| id.clone(), str::to_string);
     let labels = BTreeMap::from([
         ("node".to_string(), node.to_string()),
         ("vmid".to_string(), id.clone()),

@@ -5,7 +5,8 @@
 //! pools nearly full (the filesystem analyzer's thresholds). `truenas_alerts`: the active (not dismissed) alerts of level
 //! WARNING and above, with their formatted text. `truenas_disks`: disks whose newest SMART
 //! self-test did not succeed, and disks hotter than their kind should run. An endpoint a
-//! TrueNAS version does not have (404) is skipped.
+//! TrueNAS version does not have (404) is skipped. `truenas_tasks` (`truenas_tasks.rs`):
+//! cloud sync, replication and rsync tasks failing or overdue.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

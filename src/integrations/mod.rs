@@ -11,8 +11,10 @@ pub mod loki;
 pub mod pbs;
 pub mod prometheus;
 pub mod proxmox;
+pub mod proxmox_backup;
 pub mod query_result;
 pub mod truenas;
+pub mod truenas_tasks;
 mod upstream;
 mod upstreams;
 

@@ -1,5 +1,5 @@
 //! Proxmox VE tools: nodes, guests (QEMU VMs and LXC containers), storage, tasks, storage
-//! replication jobs.
+//! replication jobs, scheduled backup jobs and the guests none covers.
 
 use std::sync::Arc;
 
@@ -21,15 +21,17 @@ pub enum PveKind {
     Storage,
     Tasks,
     Replication,
+    BackupJobs,
 }
 
 impl PveKind {
-    pub const ALL: [PveKind; 5] = [
+    pub const ALL: [PveKind; 6] = [
         Self::Nodes,
         Self::Guests,
         Self::Storage,
         Self::Tasks,
         Self::Replication,
+        Self::BackupJobs,
     ];
 
     /// The name the tool registers under.
@@ -40,6 +42,7 @@ impl PveKind {
             Self::Storage => "proxmox_storage",
             Self::Tasks => "proxmox_tasks",
             Self::Replication => "proxmox_replication",
+            Self::BackupJobs => "proxmox_backup_jobs",
         }
     }
 }
@@ -68,6 +71,9 @@ impl Tool for PveTool {
             }
             PveKind::Replication => {
                 "Proxmox VE storage replication jobs: guest, target node, schedule, last successful sync, failures in a row and the last error; optional node."
+            }
+            PveKind::BackupJobs => {
+                "Proxmox VE scheduled backup jobs (schedule, which guests, storage, enabled), the guests no enabled job covers, and covered guests whose newest backup is overdue."
             }
         }
     }
@@ -109,6 +115,7 @@ impl Tool for PveTool {
             PveKind::Replication => {
                 replication(c, &nodes, arg_str(&args, "node"), &mut out).await?
             }
+            PveKind::BackupJobs => backup_jobs(c, &mut out).await?,
             PveKind::Guests => {
                 let want = arg_str(&args, "node");
                 if let Some(w) = &want
@@ -219,6 +226,67 @@ impl Tool for PveTool {
         }
         Ok(out.join("\n"))
     }
+}
+
+/// The backup jobs, one line each, then the guests no enabled job covers.
+async fn backup_jobs(c: &ProxmoxClient, out: &mut Vec<String>) -> Result<(), ToolError> {
+    use crate::analyze::proxmox_coverage::{Gap, job_text, read};
+    let Some(coverage) = read(c).await.map_err(|e| ToolError::upstream(e, AUDIT))? else {
+        out.push("this Proxmox VE lists no backup jobs (404)".into());
+        return Ok(());
+    };
+    for j in &coverage.jobs {
+        out.push(format!("job {}", job_text(j)));
+    }
+    if coverage.jobs.is_empty() && coverage.gaps.iter().all(|(_, g)| *g != Gap::PveSays) {
+        out.push("no backup jobs configured".into());
+    }
+    for p in &coverage.unread_pools {
+        out.push(format!(
+            "pool {p}: members not readable, its guests taken as covered"
+        ));
+    }
+    for (g, gap) in &coverage.gaps {
+        let why = match gap {
+            Gap::NoJob => "in no enabled job".to_string(),
+            Gap::PveSays => "in no job (PVE's not-backed-up list)".to_string(),
+            Gap::Excluded(ids) => format!("excluded by {}", ids.join(", ")),
+            Gap::OnlyDisabled(ids) => format!("only in disabled {}", ids.join(", ")),
+        };
+        out.push(format!(
+            "not backed up: {}/{}/{} {} status={}{}: {why}",
+            if g.node.is_empty() { "?" } else { &g.node },
+            g.kind,
+            g.vmid,
+            g.name.as_deref().unwrap_or("-"),
+            if g.status.is_empty() { "?" } else { &g.status },
+            if g.template { " template" } else { "" },
+        ));
+    }
+    let now = chrono::Utc::now().timestamp();
+    for o in crate::analyze::proxmox_backup_age::overdue(c, &coverage, now).await {
+        let g = &o.guest;
+        let newest = match o.age {
+            Some(a) => format!("newest backup on {} {} ago", o.storage, human_age(a as i64)),
+            None => format!("no backup on {}", o.storage),
+        };
+        out.push(format!(
+            "backup overdue: {}/{}/{} {}: {newest} (job {}, schedule {})",
+            g.node,
+            g.kind,
+            g.vmid,
+            g.name.as_deref().unwrap_or("-"),
+            o.job,
+            o.schedule
+        ));
+    }
+    if coverage.gaps.is_empty() {
+        out.push(format!(
+            "every one of the {} guests is in an enabled backup job",
+            coverage.guests
+        ));
+    }
+    Ok(())
 }
 
 /// The replication jobs of the online nodes (or of node `want`), one line each.

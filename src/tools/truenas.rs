@@ -1,5 +1,5 @@
 //! TrueNAS tools: pools (health, usage), active alerts, disks with temperature and the
-//! last SMART test.
+//! last SMART test, scheduled cloud sync, replication and rsync tasks with their last run.
 
 use std::sync::Arc;
 
@@ -17,10 +17,11 @@ pub enum TruenasKind {
     Pools,
     Alerts,
     Disks,
+    Tasks,
 }
 
 impl TruenasKind {
-    pub const ALL: [TruenasKind; 3] = [Self::Pools, Self::Alerts, Self::Disks];
+    pub const ALL: [TruenasKind; 4] = [Self::Pools, Self::Alerts, Self::Disks, Self::Tasks];
 
     /// The name the tool registers under.
     pub const fn name(self) -> &'static str {
@@ -28,6 +29,7 @@ impl TruenasKind {
             Self::Pools => "truenas_pools",
             Self::Alerts => "truenas_alerts",
             Self::Disks => "truenas_disks",
+            Self::Tasks => "truenas_tasks",
         }
     }
 }
@@ -50,6 +52,9 @@ impl Tool for TruenasTool {
             TruenasKind::Alerts => "Active (not dismissed) TrueNAS alerts, most severe first.",
             TruenasKind::Disks => {
                 "TrueNAS disks: model, pool, temperature and last SMART test result where available."
+            }
+            TruenasKind::Tasks => {
+                "TrueNAS scheduled cloud sync, replication and rsync tasks: schedule, enabled, last run's state, time and error."
             }
         }
     }
@@ -141,6 +146,7 @@ impl Tool for TruenasTool {
                     out.push("no active alerts".into());
                 }
             }
+            TruenasKind::Tasks => tasks(c, &mut out).await?,
             TruenasKind::Disks => {
                 let disks = c.disks().await.map_err(|e| ToolError::upstream(e, ROLE))?;
                 // Both are optional: VMs and some controllers report neither.
@@ -183,4 +189,74 @@ impl Tool for TruenasTool {
         }
         Ok(out.join("\n"))
     }
+}
+
+/// The scheduled data-protection tasks, one line each, with their last run.
+async fn tasks(c: &TruenasClient, out: &mut Vec<String>) -> Result<(), ToolError> {
+    use crate::integrations::UpstreamError;
+    use crate::integrations::truenas::api_time;
+    use crate::integrations::truenas_tasks::TaskKind;
+    let now = chrono::Utc::now();
+    let ago = |t: Option<chrono::DateTime<chrono::Utc>>| {
+        t.map(|t| format!(" {} ago", human_age((now - t).num_seconds())))
+            .unwrap_or_default()
+    };
+    let one_line = |e: &str| e.split_whitespace().collect::<Vec<_>>().join(" ");
+    for kind in TaskKind::ALL {
+        let tasks = match c.tasks(kind).await {
+            Ok(t) => t,
+            Err(UpstreamError::Status {
+                status: 404 | 405, ..
+            }) => continue,
+            Err(e) => return Err(ToolError::upstream(e, ROLE)),
+        };
+        for t in tasks {
+            let schedule = t
+                .schedule
+                .as_ref()
+                .map(|s| s.cron())
+                .unwrap_or_else(|| "after its snapshot tasks".into());
+            let mut line = format!(
+                "{} {} {:?} schedule={}{}",
+                kind.words(),
+                t.id_text(),
+                t.label(kind),
+                schedule,
+                if t.enabled { "" } else { " disabled" }
+            );
+            match &t.job {
+                Some(j) => {
+                    let state = j.state.as_deref().unwrap_or("?");
+                    line.push_str(&format!(
+                        " last run {state}{}",
+                        ago(j.finished().or(j.started()))
+                    ));
+                    if let Some(e) = j.error.as_deref().filter(|e| !e.trim().is_empty()) {
+                        line.push_str(&format!(": {}", one_line(e)));
+                    }
+                }
+                None if t.state.is_none() => line.push_str(" no run since the NAS started"),
+                None => {}
+            }
+            if let Some(st) = &t.state {
+                let at = st.datetime.as_ref().and_then(api_time);
+                line.push_str(&format!(
+                    " state {}{}",
+                    st.state.as_deref().unwrap_or("?"),
+                    ago(at)
+                ));
+                if let Some(e) = st.error.as_deref().filter(|e| !e.trim().is_empty()) {
+                    line.push_str(&format!(": {}", one_line(e)));
+                }
+                if let Some(s) = st.last_snapshot.as_deref().filter(|s| !s.is_empty()) {
+                    line.push_str(&format!(" last snapshot {s}"));
+                }
+            }
+            out.push(line);
+        }
+    }
+    if out.is_empty() {
+        out.push("no cloud sync, replication or rsync tasks".into());
+    }
+    Ok(())
 }

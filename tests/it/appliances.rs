@@ -26,7 +26,8 @@ async fn proxmox_tools_summarise_nodes_guests_storage_and_failed_tasks() {
             "proxmox_guests",
             "proxmox_storage",
             "proxmox_tasks",
-            "proxmox_replication"
+            "proxmox_replication",
+            "proxmox_backup_jobs"
         ]
     );
 
@@ -89,6 +90,16 @@ async fn proxmox_tools_summarise_nodes_guests_storage_and_failed_tasks() {
     );
     let err = call_err(&r, "proxmox_replication", json!({"node": "pve9"})).await;
     assert!(err.contains("no node \"pve9\""), "{err}");
+
+    // The backup jobs, then the guests of the online node none covers.
+    let jobs = call(&r, "proxmox_backup_jobs", json!({})).await;
+    assert_eq!(
+        jobs,
+        "job backup-5f2c9a1e-7b3d (schedule 02:00, vmid 100, to local)\n\
+         not backed up: pve1/qemu/101 win11 status=stopped: in no enabled job\n\
+         not backed up: pve1/qemu/9000 debian-template status=stopped template: in no enabled job\n\
+         not backed up: pve1/lxc/200 pihole status=running: in no enabled job",
+    );
 
     fake.set_forbidden(true);
     let err = call_err(&r, "proxmox_nodes", json!({})).await;

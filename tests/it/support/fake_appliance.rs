@@ -155,6 +155,13 @@ pub fn proxmox_routes() -> Vec<(String, Value)> {
              "error": "No route to host (pve2)\n"}])),
         ),
         (
+            "GET /api2/json/cluster/backup".into(),
+            data(json!([
+            {"id": "backup-5f2c9a1e-7b3d", "type": "vzdump", "schedule": "02:00", "storage": "local",
+             "mode": "snapshot", "compress": "zstd", "enabled": 1, "vmid": "100", "next-run": t + 3600,
+             "mailnotification": "always", "notes-template": "{{guestname}}"}])),
+        ),
+        (
             "GET /api2/json/nodes/pve1/tasks".into(),
             data(json!([
             {"upid": "UPID:pve1:000A1B2C:0F3E4D5A:6741A2B0:vzdump:100:root@pam:", "node": "pve1", "pid": 662316,
