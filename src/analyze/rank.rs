@@ -477,9 +477,9 @@ fn label_names(e: &Entity) -> BTreeSet<String> {
 }
 
 mod names;
-use names::{entity_names, normalise, similar};
 #[cfg(test)]
 use names::edit_distance;
+use names::{entity_names, normalise, similar};
 
 #[cfg(test)]
 mod tests;
