@@ -58,7 +58,7 @@ pub use fact::{
     Entity, Fact, FactClass, Rate, Severity, Source, host_of, keep_most_severe, tool_integration,
 };
 pub use pattern::line_pattern;
-pub use quantity::{Quantity, Unit, human_bytes, human_seconds, round_sig};
+pub use quantity::{Quantity, Unit, human_bytes, human_seconds, is_alarm, is_identity, round_sig};
 pub use rank::{Focus, Ranked, rank};
 pub use readable::readable_line;
 pub use resolve::Resolver;

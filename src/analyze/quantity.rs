@@ -61,6 +61,11 @@ impl Quantity {
         if name.ends_with("_ratio") && (0.0..=1.0).contains(&value) {
             return Self::percent(100.0 * value);
         }
+        // An alarm is a flag whatever unit its sensor has (node_exporter's hwmon names
+        // `in0_lcrit_alarm` `node_hwmon_in_lcrit_alarm_volts`: 1 is raised, not 1 V).
+        if is_alarm(name) {
+            return Self::new(value, Unit::Plain);
+        }
         let unit = SUFFIXES
             .iter()
             .find(|(suffix, _)| name.ends_with(suffix))
@@ -93,6 +98,17 @@ impl Quantity {
     pub fn count(value: f64) -> Self {
         Self::new(value, Unit::Count)
     }
+}
+
+/// Whether metric `name` is an alarm flag (`_alarm` as a word of it: 0 clear, 1 raised).
+pub fn is_alarm(name: &str) -> bool {
+    name.split('_').any(|w| w == "alarm")
+}
+
+/// Whether metric `name` is an identity, not an amount (`probe_ip_addr_hash`,
+/// `alertmanager_config_hash`, a `_checksum`): it changes, it does not rise or fall.
+pub fn is_identity(name: &str) -> bool {
+    name.ends_with("_hash") || name.ends_with("_checksum")
 }
 
 impl fmt::Display for Quantity {
@@ -237,5 +253,9 @@ mod tests {
         assert_eq!(q("node_hwmon_fan_rpm", 2400.0), "2400");
         // A unit in the middle of the name is not the name's unit.
         assert_eq!(q("x_volts_sensor_state", 1.0), "1");
+        // An alarm is a flag whatever its sensor's unit.
+        assert_eq!(q("node_hwmon_in_lcrit_alarm_volts", 1.0), "1");
+        assert_eq!(q("node_hwmon_temp_crit_alarm_celsius", 0.0), "0");
+        assert_eq!(q("alarmist_temp_celsius", 30.0), "30 °C");
     }
 }

@@ -9,7 +9,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::{AGE_TOLERANCE, Points, counter};
 use crate::analyze::prom::ages::age_name;
 use crate::analyze::prom::{host, identity, labels_map, selector};
-use crate::analyze::{Entity, Fact, FactClass, Quantity, Severity, Source};
+use crate::analyze::{Entity, Fact, FactClass, Quantity, Severity, Source, is_alarm, is_identity};
 use crate::integrations::prometheus::Labels;
 
 /// The series' metric name and its own labels: `node_hwmon_fan_rpm{sensor=fan2}`.
@@ -93,6 +93,16 @@ fn moved(name: &str, from: f64, to: f64) -> (String, f64) {
     match (from.is_finite(), to.is_finite()) {
         (false, _) => ("appeared at".to_string(), to),
         (true, false) => ("gone after".to_string(), from),
+        // A hash or checksum names a thing (the address a probe resolved, a config).
+        (true, true) if is_identity(name) => {
+            (format!("changed (another value) from {} to", q(from)), to)
+        }
+        (true, true) if is_alarm(name) && from == 0.0 && to > 0.0 => {
+            ("alarm raised: from 0 to".to_string(), to)
+        }
+        (true, true) if is_alarm(name) && to == 0.0 => {
+            (format!("alarm cleared: from {} to", q(from)), to)
+        }
         (true, true) if to < from => (format!("fell from {} to", q(from)), to),
         (true, true) => (format!("rose from {} to", q(from)), to),
     }
@@ -242,6 +252,30 @@ mod tests {
         let now = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
         let h = TimeDelta::hours(1);
         [now - h * 3, now - h * 2, now - h, now]
+    }
+
+    #[test]
+    fn an_identity_changes_and_an_alarm_is_raised_whatever_their_units() {
+        let (verb, to) = moved("probe_ip_addr_hash", 1.4e9, 3.3e9);
+        assert_eq!(verb, "changed (another value) from 1400000000 to");
+        assert_eq!(to, 3.3e9);
+        assert!(
+            moved("probe_ip_addr_hash", 3.3e9, 1.4e9)
+                .0
+                .starts_with("changed")
+        );
+        assert_eq!(
+            moved("node_hwmon_in_lcrit_alarm_volts", 0.0, 1.0).0,
+            "alarm raised: from 0 to"
+        );
+        assert_eq!(
+            moved("node_hwmon_temp_crit_alarm_celsius", 1.0, 0.0).0,
+            "alarm cleared: from 1 to"
+        );
+        assert_eq!(
+            moved("ipmi_voltage_volts", 232.0, 0.0).0,
+            "fell from 232 V to"
+        );
     }
 
     #[test]
