@@ -280,7 +280,7 @@ impl Analyzer for TruenasAlerts {
 pub struct TruenasDisks(pub Arc<TruenasClient>);
 
 /// `Ok(None)` for an endpoint this TrueNAS does not have.
-fn optional<T>(r: Result<T, UpstreamError>) -> Result<Option<T>, UpstreamError> {
+pub(crate) fn optional<T>(r: Result<T, UpstreamError>) -> Result<Option<T>, UpstreamError> {
     match r {
         Ok(v) => Ok(Some(v)),
         Err(UpstreamError::Status {

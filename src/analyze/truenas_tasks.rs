@@ -18,11 +18,11 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::cron::interval;
+use super::truenas::optional;
 use super::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source,
     human_seconds, keep_most_severe,
 };
-use crate::integrations::UpstreamError;
 use crate::integrations::truenas::{TruenasClient, api_time};
 use crate::integrations::truenas_tasks::{TaskKind, TruenasJob, TruenasSchedule, TruenasTask};
 
@@ -243,17 +243,6 @@ fn entity(kind: TaskKind, task: &TruenasTask) -> (Entity, Option<Entity>) {
     });
     let e = Entity::new("task", task.label(kind)).with_labels(labels);
     (e, pool)
-}
-
-/// `Ok(None)` for a list this TrueNAS does not have.
-fn optional<T>(r: Result<T, UpstreamError>) -> Result<Option<T>, UpstreamError> {
-    match r {
-        Ok(v) => Ok(Some(v)),
-        Err(UpstreamError::Status {
-            status: 404 | 405, ..
-        }) => Ok(None),
-        Err(e) => Err(e),
-    }
 }
 
 #[async_trait]
