@@ -18,19 +18,20 @@
 //!   calls none gets the results of the general tools (`general.rs`) to answer from;
 //! - an empty or unparseable final answer gets one request for the JSON; then the finding
 //!   is built from the evidence gathered, `inconclusive`, never an empty summary;
-//! - a finding that names no entity or figure of the problem facts it rests on gets one
-//!   request to name them (`naming.rs`); if that answer is unusable the first one stands;
-//! - else a probable cause that restates the trigger while facts that began before it are
+//! - a probable cause that restates the trigger while facts that began before it are
 //!   neither cited nor named gets one request to choose among them (`cause.rs`);
 //! - a finding's citations are checked against the calls that ran; without a cited result
 //!   that returned data its confidence is lowered to low;
+//! - a finding whose words name none of the problems and changes the sweep showed gets the
+//!   top-ranked ones as its probable cause, marked as computed (`grounding.rs`): measured,
+//!   asking the model to name them again rarely helped and cost a call;
 //! - before each call the conversation is fitted into `llm.context_tokens`; a server that
 //!   still says it does not fit gets a tighter fit, [`MAX_CONTEXT_RETRIES`] times.
 
 mod cause;
 mod general;
+mod grounding;
 mod limits;
-mod naming;
 mod outcomes;
 mod turn;
 

@@ -14,7 +14,6 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, TimeDelta, Utc};
 use serde::Deserialize;
 
-use super::naming::model_text;
 use crate::agent::call_log::CallRecord;
 use crate::agent::prompt::fence;
 use crate::agent::{Evidence, Finding};
@@ -23,7 +22,7 @@ use crate::analyze::{Fact, FactClass, Severity};
 /// Most candidate facts quoted to the model.
 const MAX_CANDIDATES: usize = 3;
 /// Shortest word that can tell a fact apart (shorter ones match by chance: `dev`, `on`).
-const MIN_MARK_CHARS: usize = 4;
+pub(super) const MIN_MARK_CHARS: usize = 4;
 /// Shortest word of an upstream detail (a log line) that can tell a fact apart: longer,
 /// since details are prose.
 const MIN_DETAIL_MARK_CHARS: usize = 5;
@@ -168,6 +167,13 @@ fn read_reply(answer: &str) -> Option<Reply> {
     })
 }
 
+/// The model's own words: summary, cause and claims.
+pub(super) fn model_text(f: &Finding) -> String {
+    let mut parts = vec![f.summary.as_str(), f.probable_cause.as_str()];
+    parts.extend(f.evidence.iter().map(|e| e.claim.as_str()));
+    parts.join("\n")
+}
+
 /// Ids the finding's claims cite.
 fn cited(finding: &Finding) -> BTreeSet<&str> {
     finding
@@ -200,7 +206,7 @@ fn may_cause(fact: &Fact, start: Option<DateTime<Utc>>) -> bool {
 
 /// The words that name `fact` and are not in `known`: of its entity's name and host, else
 /// (a fact about something the trigger names) of its upstream detail.
-fn marks(fact: &Fact, known: &BTreeSet<String>) -> Vec<String> {
+pub(super) fn marks(fact: &Fact, known: &BTreeSet<String>) -> Vec<String> {
     let e = &fact.entity;
     let own = format!("{} {}", e.name, e.host.as_deref().unwrap_or_default());
     let fresh = |text: &str, min: usize| -> Vec<String> {
@@ -221,7 +227,7 @@ fn marks(fact: &Fact, known: &BTreeSet<String>) -> Vec<String> {
 
 /// Lowercased words of `text` of at least `min` characters with a letter in them; a word
 /// keeps `-`, `_` and inner dots (`pve-lark`, `io-error`, `es-3.lan`).
-fn words(text: &str, min: usize) -> BTreeSet<String> {
+pub(super) fn words(text: &str, min: usize) -> BTreeSet<String> {
     text.to_lowercase()
         .split(|c: char| !(c.is_alphanumeric() || matches!(c, '-' | '_' | '.')))
         .map(|w| w.trim_matches(|c: char| matches!(c, '.' | '-' | '_')))

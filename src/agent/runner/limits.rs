@@ -77,9 +77,6 @@ pub(super) struct Trouble {
     pub(super) asked_for_tools: bool,
     /// Whether the general tools ran for a model that would call none.
     pub(super) ran_general: bool,
-    /// The finding that named no entity or figure of its facts, kept while the model is
-    /// asked once to name them (it stands if the new answer is unusable).
-    pub(super) unnamed: Option<Finding>,
     /// The finding whose probable cause restated its trigger, kept while the model is
     /// asked once which fact caused it.
     pub(super) restated: Option<Finding>,

@@ -2,7 +2,7 @@
 //! turn), the inconclusive end built from the evidence, a failure, and the last call
 //! without tools when a limit stopped the loop or the model kept repeating calls.
 
-use super::{Session, cause, general, naming};
+use super::{Session, cause, general, grounding};
 use crate::agent::figures;
 use crate::agent::prompt;
 use crate::agent::prose;
@@ -37,14 +37,6 @@ impl Session<'_> {
         let json = Finding::from_answer(&text);
         let prose = json.is_none();
         let Some(finding) = json.or_else(|| prose::from_prose(&text)) else {
-            if let Some(first) = self.trouble.unnamed.take() {
-                self.note(
-                    "the answer asked to name the affected entity was unusable; the one before \
-                     stands"
-                        .into(),
-                );
-                return Some(self.finish(InvestigationStatus::Finished, first));
-            }
             if self.trouble.asked_for_json && self.answer_first {
                 // The facts did not make an answer: the tools it may need.
                 self.answer_first = false;
@@ -112,28 +104,8 @@ impl Session<'_> {
                 ),
             );
         }
-        if self.trouble.unnamed.is_none()
-            && let Some(ask) = naming::request(
-                &finding,
-                self.log.records(),
-                &self.pinned,
-                chrono::Utc::now(),
-            )
-        {
-            self.record(EventKind::Note {
-                message: "the answer named no entity or figure of the problems it rests on; \
-                          asked once to name them"
-                    .into(),
-            });
-            self.trouble.unnamed = Some(finding);
-            self.reply_to(text, ask);
-            return None;
-        }
-        if self.trouble.unnamed.is_none() && !self.trouble.asked_cause {
-            let trigger = match &self.inv.context {
-                Some(c) => format!("{}\n{}", self.inv.prompt, c.render()),
-                None => self.inv.prompt.clone(),
-            };
+        if !self.trouble.asked_cause {
+            let trigger = self.trigger_text();
             if let Some(ask) = cause::request(
                 &finding,
                 self.log.records(),
@@ -161,7 +133,16 @@ impl Session<'_> {
         Some(self.finish(InvestigationStatus::Finished, finding))
     }
 
-    /// A finding checked against the calls that ran, stored with `status`.
+    /// The question and the alert's text: what the trigger already says.
+    fn trigger_text(&self) -> String {
+        match &self.inv.context {
+            Some(c) => format!("{}\n{}", self.inv.prompt, c.render()),
+            None => self.inv.prompt.clone(),
+        }
+    }
+
+    /// A finding checked against the calls that ran and grounded in the sweep's facts,
+    /// stored with `status`.
     pub(super) fn finish(
         &mut self,
         status: InvestigationStatus,
@@ -169,6 +150,12 @@ impl Session<'_> {
     ) -> Investigation {
         for n in self.log.check_citations(&mut finding) {
             self.note(n);
+        }
+        if let Some((grounded, note)) =
+            grounding::ground(&finding, self.log.records(), &self.trigger_text())
+        {
+            self.note(note);
+            finding = grounded;
         }
         finding.figures = figures::for_finding(&finding, self.log.records(), &self.pinned);
         self.inv.finding = Some(finding);

@@ -12,7 +12,7 @@ mod cause;
 mod cli;
 mod dispatch;
 mod general;
-mod naming;
+mod grounding;
 mod panics;
 mod small_models;
 
