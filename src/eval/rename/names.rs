@@ -43,8 +43,9 @@ const NAME_LABELS: &[&str] = &[
 /// Fields of appliance answers (Proxmox, PBS, TrueNAS) whose values are names.
 const NAME_FIELDS: &[&str] = &["name", "node", "hostname", "store", "pool", "backup-id"];
 
-/// Conventional names that are not the user's: exporter jobs of the published mixins and
-/// Kubernetes' own namespaces.
+/// Conventional names that are not the user's: exporter jobs of the published mixins,
+/// Kubernetes' own namespaces and its control-plane components (kubeadm names their static
+/// pods `<component>-<node>`, so the node's new name must not follow a kept prefix).
 const CONVENTIONS: &[&str] = &[
     "node",
     "process",
@@ -56,6 +57,9 @@ const CONVENTIONS: &[&str] = &[
     "default",
     "kube-system",
     "kube-public",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
     "localhost",
 ];
 
