@@ -84,6 +84,7 @@ fn every_configured_integration_brings_its_analyzers_and_none_run_without_it() {
             "proxmox_storage",
             "proxmox_replication",
             "proxmox_unprotected",
+            "proxmox_balloon",
             "pbs_tasks",
             "pbs_datastores",
             "pbs_backups",

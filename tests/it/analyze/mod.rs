@@ -38,6 +38,7 @@ mod onset;
 mod pbs_backups;
 mod pbs_verify;
 mod probe_tls;
+mod proxmox_balloon;
 mod proxmox_load;
 mod proxmox_replication;
 mod proxmox_storage;
