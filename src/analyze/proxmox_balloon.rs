@@ -108,7 +108,7 @@ pub(super) fn held(g: &PveGuest) -> Option<Held> {
     let reported = info.and_then(|i| {
         let total = number(i, "total_mem")?;
         let free = number(i, "free_mem")?;
-        (total >= free).then(|| (total - free) as u64)
+        (total >= free).then_some((total - free) as u64)
     });
     Some(Held {
         maxmem,
