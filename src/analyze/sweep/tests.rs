@@ -125,6 +125,7 @@ fn the_catalog_holds_the_analyzers_of_the_configured_integrations_only() {
         "certificate_expiry",
         "btrfs_allocation",
         "major_faults",
+        "containers_not_back",
         "log_error_bursts",
     ] {
         assert!(names.contains(&name), "{names:?}");

@@ -10,6 +10,7 @@ mod btrfs;
 mod captured;
 mod changes;
 mod clock;
+mod containers_back;
 mod exposition;
 mod exposition_text;
 mod filesystem;
