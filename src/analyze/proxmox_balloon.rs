@@ -9,8 +9,8 @@
 //!
 //! Read from the `full=1` guest list every Proxmox analyzer reads (the same fields as
 //! `GET /nodes/{node}/qemu/{vmid}/status/current`: `balloon` is QEMU's balloon target,
-//! `maxmem` the configured memory, `mem` what the guest uses as its balloon driver reports
-//! it, `ballooninfo` QEMU's `query-balloon`, `balloon_min`/`shares` from the config), with
+//! `maxmem` the configured memory, `ballooninfo` QEMU's `query-balloon` whose `total_mem -
+//! free_mem` is what the guest uses, `balloon_min`/`shares` from the config), with
 //! `status/current` only for a VM the list gave without its run state, the VM's config only
 //! when the list lacks its minimum, the node's `ballooning-target` and its memory history
 //! (since when it is above the target) only for a node with a VM held down. Each read is
@@ -60,7 +60,7 @@ pub(super) struct Held {
     pub maxmem: u64,
     /// The balloon target (`balloon`, QEMU's `actual`).
     pub target: u64,
-    /// What the guest uses (`total_mem - free_mem` of its balloon driver, else `mem`).
+    /// What the guest uses (`total_mem - free_mem` of its balloon driver's statistics).
     pub used: Option<u64>,
     /// The configured balloon minimum and auto-ballooning weight.
     pub minimum: Option<u64>,
@@ -110,10 +110,12 @@ pub(super) fn held(g: &PveGuest) -> Option<Held> {
         let free = number(i, "free_mem")?;
         (total >= free).then_some((total - free) as u64)
     });
+    // Without the driver's statistics PVE's `mem` is QEMU's resident share of `maxmem`, a
+    // host-side estimate that reads a shrunken guest as full: left out.
     Some(Held {
         maxmem,
         target,
-        used: reported.or(g.mem),
+        used: reported,
         minimum: g.balloon_min,
         shares: g.shares,
     })
@@ -140,12 +142,13 @@ pub(super) fn judge(h: &Held, node: &str, host: &HostMemory) -> (Severity, Strin
         human_bytes(h.maxmem as f64),
         round_sig(share)
     )];
-    if let (Some(u), Some(p)) = (h.used, use_percent) {
-        parts.push(format!(
+    match (h.used, use_percent) {
+        (Some(u), Some(p)) => parts.push(format!(
             "the guest uses {} of it ({} %)",
             human_bytes(u as f64),
             round_sig(p)
-        ));
+        )),
+        _ => parts.push("its balloon driver reports no memory statistics".to_string()),
     }
     let target = round_sig(host.target_percent);
     let above = host.used_percent.is_some_and(|p| p >= host.target_percent);
