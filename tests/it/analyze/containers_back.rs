@@ -8,8 +8,10 @@
 //! recreate its containers (new ids, no boot) and drop one; on docker-3 one container was
 //! stopped by hand while the rest ran on. Only docker-1 is told.
 
+use std::collections::BTreeMap;
+
 use chrono::Utc;
-use sre_agent::analyze::{FactClass, Severity};
+use sre_agent::analyze::{FactClass, Focus, Severity, rank};
 
 use super::world::{World, calm_hosts, lines, of, series, set, since_off};
 
@@ -209,6 +211,14 @@ async fn containers_left_down_by_a_reboot_are_told_and_a_redeploy_or_a_stopped_o
         ),
         ("container", Some("docker-1"), "wiki")
     );
+    // An alert that the wiki is down finds the fact first.
+    let labels = BTreeMap::from([
+        ("alertname".to_string(), "WikiDown".to_string()),
+        ("name".to_string(), "wiki".to_string()),
+        ("instance".to_string(), "docker-1:8080".to_string()),
+    ]);
+    let ranked = rank(facts.clone(), &Focus::alert(&labels, Some(Utc::now())));
+    assert_eq!(ranked[0].fact.analyzer, "containers_not_back", "{all}");
     let q = f.source.arguments["query"].as_str().unwrap();
     assert!(
         q.starts_with(
