@@ -19,7 +19,8 @@
 //! - `kube/`: analyzers over the Kubernetes API (pods, nodes, rollouts);
 //! - `proxmox.rs` (with `proxmox_load.rs`), `pbs.rs` (with `pbs_attempts.rs`), `truenas.rs`:
 //!   analyzers over the appliances' APIs; `proxmox_unprotected.rs` (with
-//!   `proxmox_coverage.rs`): guests no enabled backup job covers; `truenas_tasks.rs`: cloud
+//!   `proxmox_coverage.rs`): guests no enabled backup job covers; `proxmox_balloon.rs`: VMs
+//!   whose balloon holds their memory down while they run near it; `truenas_tasks.rs`: cloud
 //!   sync, replication and rsync tasks failing or overdue by their schedule.
 
 mod cron;
@@ -34,6 +35,7 @@ mod pbs_verify;
 pub mod prom;
 pub mod proxmox;
 pub mod proxmox_backup_age;
+mod proxmox_balloon;
 pub mod proxmox_coverage;
 mod proxmox_load;
 mod proxmox_replication;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 
 use super::pbs_verify::PbsVerify;
+use super::proxmox_balloon::ProxmoxBalloon;
 use super::proxmox_replication::ProxmoxReplication;
 use super::proxmox_unprotected::ProxmoxUnprotected;
 use super::truenas_tasks::TruenasTasks;
@@ -62,6 +63,7 @@ impl Sweep {
             analyzers.extend(proxmox::analyzers(client.clone()));
             analyzers.push(Arc::new(ProxmoxReplication(client.clone())));
             analyzers.push(Arc::new(ProxmoxUnprotected(client.clone())));
+            analyzers.push(Arc::new(ProxmoxBalloon(client.clone())));
         }
         if let Some(client) = &upstreams.pbs {
             analyzers.extend(pbs::analyzers(

@@ -93,6 +93,8 @@ pub struct PveNode {
 /// `GET /nodes/{node}/qemu` and `/lxc` item.
 #[derive(Clone, Debug, Deserialize)]
 pub struct PveGuest {
+    /// Absent from nothing PVE lists; defaulted so one VM's `status/current` still reads.
+    #[serde(default)]
     pub vmid: serde_json::Value,
     #[serde(default)]
     pub name: Option<String>,
@@ -116,6 +118,22 @@ pub struct PveGuest {
     /// `full=1`): a VM whose `status` is `running` may be paused.
     #[serde(default)]
     pub qmpstatus: Option<String>,
+    /// A running VM's balloon target in bytes, what QEMU's `query-balloon` calls `actual`
+    /// (with `full=1`, when the guest's balloon driver answers): below `maxmem` when the
+    /// host took memory back from the guest.
+    #[serde(default)]
+    pub balloon: Option<u64>,
+    /// The configured minimum of the balloon (`balloon:` of the VM's config, in bytes), set
+    /// only when ballooning is configured: PVE's auto-ballooning never shrinks it below.
+    #[serde(default)]
+    pub balloon_min: Option<u64>,
+    /// The VM's weight in auto-ballooning (`shares:`, default 1000; 0 leaves it out).
+    #[serde(default)]
+    pub shares: Option<u64>,
+    /// QEMU's `query-balloon` answer as PVE passes it on (`actual`, `max_mem`, `total_mem`,
+    /// `free_mem`, `last_update`, …), kept as JSON: only its numbers are read.
+    #[serde(default)]
+    pub ballooninfo: Option<serde_json::Value>,
 }
 
 impl PveGuest {
@@ -258,6 +276,14 @@ impl ProxmoxClient {
             .map(|g| ("qemu", g))
             .chain(lxc.into_iter().map(|g| ("lxc", g)))
             .collect())
+    }
+
+    /// One VM's state (`GET /nodes/{node}/qemu/{vmid}/status/current`, the same fields as
+    /// a `full=1` listing: balloon target, memory used as the guest reports it).
+    pub async fn qemu_status(&self, node: &str, vmid: &str) -> Result<PveGuest, UpstreamError> {
+        self.api
+            .get(&format!("nodes/{node}/qemu/{vmid}/status/current"), &[])
+            .await
     }
 
     pub async fn storage(&self, node: &str) -> Result<Vec<PveStorage>, UpstreamError> {

@@ -160,6 +160,13 @@ impl Tool for PveTool {
                             human_bytes(g.mem.unwrap_or(0)),
                             human_bytes(g.maxmem.unwrap_or(0)),
                         ));
+                        // A VM the balloon holds below its configured memory.
+                        if let (Some(b), Some(m), Some(line)) =
+                            (g.balloon, g.maxmem, out.last_mut())
+                            && b < m
+                        {
+                            line.push_str(&format!(" balloon={}", human_bytes(b)));
+                        }
                     }
                 }
                 for n in nodes.iter().filter(|n| n.status != "online") {

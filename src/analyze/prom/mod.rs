@@ -10,6 +10,7 @@ mod cardinality;
 mod certs;
 mod clock;
 mod container_memory;
+mod containers_back;
 mod context;
 mod cpu;
 mod disk_io;
@@ -95,6 +96,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(versions::VersionChanges(p.clone())),
         Arc::new(restarts::ProcessRestarts(p.clone())),
         Arc::new(reboots::HostReboots(p.clone())),
+        Arc::new(containers_back::ContainersNotBack(p.clone())),
         Arc::new(reloads::ConfigReloads(p.clone())),
         Arc::new(settings::SettingChanges(p.clone())),
         Arc::new(rollouts::Rollouts(p.clone())),

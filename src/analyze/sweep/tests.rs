@@ -84,6 +84,7 @@ fn every_configured_integration_brings_its_analyzers_and_none_run_without_it() {
             "proxmox_storage",
             "proxmox_replication",
             "proxmox_unprotected",
+            "proxmox_balloon",
             "pbs_tasks",
             "pbs_datastores",
             "pbs_backups",
@@ -124,6 +125,7 @@ fn the_catalog_holds_the_analyzers_of_the_configured_integrations_only() {
         "certificate_expiry",
         "btrfs_allocation",
         "major_faults",
+        "containers_not_back",
         "log_error_bursts",
     ] {
         assert!(names.contains(&name), "{names:?}");
