@@ -232,4 +232,46 @@ async fn without_the_crds_argo_cds_metrics_tell_a_failing_sync() {
     assert_eq!(found[0].severity, Severity::Critical);
     assert!(found[0].what.starts_with("sync to git failed"), "{text}");
     assert_eq!(found[0].source.tool, "prometheus_query");
+    let since = found[0].since.map(|s| (Utc::now() - s).num_minutes());
+    assert!(
+        matches!(since, Some(19..=21)),
+        "since the first failed sync: {text}"
+    );
+}
+
+#[tokio::test]
+async fn a_cluster_that_refuses_the_service_account_is_a_note_that_names_the_resource() {
+    sre_agent::install_crypto_provider();
+    let fake = crate::support::fake_kube::FakeKube::start().await;
+    fake.set_forbidden(true);
+    let dir = tempfile::tempdir().unwrap();
+    let config = sre_agent::config::KubernetesConfig {
+        enabled: true,
+        kubeconfig: Some(fake.write_kubeconfig(dir.path())),
+        ..Default::default()
+    };
+    let client =
+        std::sync::Arc::new(sre_agent::integrations::kubernetes::KubeClient::new(&config).unwrap());
+    let analyzer = sre_agent::analyze::kube::GitopsSync::new(Some(client), None);
+    let report = Sweep::of(vec![std::sync::Arc::new(analyzer)])
+        .run(Scope::new(Utc::now(), None))
+        .await;
+    assert!(report.facts.is_empty());
+    assert_eq!(report.notes.len(), 1, "{:?}", report.notes);
+    let note = &report.notes[0];
+    assert!(
+        note.starts_with("gitops_sync: skipped (Kubernetes API denied list applications"),
+        "{note}"
+    );
+    assert!(
+        note.contains("403 Forbidden") && note.contains("kustomizations"),
+        "{note}"
+    );
+    assert!(
+        fake.paths()
+            .iter()
+            .any(|p| p.starts_with("/apis/argoproj.io/v1alpha1/applications")),
+        "{:?}",
+        fake.paths()
+    );
 }

@@ -8,6 +8,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use chrono::{DateTime, Utc};
+
 use crate::analyze::prom::{Prom, selector};
 use crate::analyze::{AnalyzeError, Entity, Fact, FactClass, Quantity, Scope, Severity, Source};
 use crate::integrations::prometheus::Labels;
@@ -40,6 +42,24 @@ fn object_selector(metric: &str, l: &Labels) -> String {
     format!("{metric}{}", selector(pairs))
 }
 
+/// The failed syncs of each Application over time (a counter per phase).
+const FAILED_SYNCS: &str = "argocd_app_sync_total{phase=~\"Error|Failed\"}";
+/// The Applications unhealthy now and over time.
+const UNHEALTHY: &str = "argocd_app_info{health_status=~\"Degraded|Missing\"}";
+/// Flux's objects not ready.
+const NOT_READY: &str = "gotk_reconcile_condition{type=\"Ready\",status=\"False\"} == 1";
+/// Points of the range read for since when.
+const SINCE_POINTS: u32 = 120;
+
+/// `namespace/name` of an object's series (`kind/namespace/name` with a kind label).
+fn key(l: &Labels) -> String {
+    let name = l.get("name").map_or("", String::as_str);
+    match l.get("kind") {
+        Some(kind) => format!("{kind}/{}/{name}", object_namespace(l)),
+        None => format!("{}/{name}", object_namespace(l)),
+    }
+}
+
 /// Argo CD Applications unhealthy, or whose syncs failed in the window and that are not
 /// `Synced` and `Healthy` now.
 pub async fn argo(prom: &Prom, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
@@ -47,27 +67,106 @@ pub async fn argo(prom: &Prom, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError>
     if info.is_empty() {
         return Ok(Vec::new());
     }
+    let by = "sum by (namespace, exported_namespace, name)";
     let failed = prom
         .vector(&format!(
-            "sum by (namespace, exported_namespace, name) (increase(argocd_app_sync_total{{phase=~\"Error|Failed\"}}{})) > 0",
+            "{by} (increase({FAILED_SYNCS}{})) > 0",
             scope.promql_range()
         ))
         .await?;
-    let failures: HashMap<(String, String), f64> = failed
+    let failures: HashMap<String, f64> = failed
         .iter()
         .filter(|s| s.value.is_finite())
-        .map(|s| {
-            let name = s.metric.get("name").cloned().unwrap_or_default();
-            ((object_namespace(&s.metric).to_string(), name), s.value)
-        })
+        .map(|s| (key(&s.metric), s.value))
         .collect();
-    Ok(info
+    let mut facts: Vec<(String, Fact)> = info
         .iter()
-        .filter_map(|s| argo_fact(&s.metric, &failures))
-        .collect())
+        .filter_map(|s| Some((key(&s.metric), argo_fact(&s.metric, &failures)?)))
+        .collect();
+    if !facts.is_empty() {
+        let counted = format!("{by} ({FAILED_SYNCS})");
+        let (failing, unhealthy) = futures::join!(
+            since(prom, &counted, scope, first_rise),
+            since(prom, UNHEALTHY, scope, run_began)
+        );
+        for (k, f) in &mut facts {
+            let from = match f.severity {
+                Severity::Critical => &failing,
+                _ => &unhealthy,
+            };
+            f.since = from.get(k.as_str()).copied();
+        }
+    }
+    Ok(facts.into_iter().map(|(_, f)| f).collect())
 }
 
-fn argo_fact(l: &Labels, failures: &HashMap<(String, String), f64>) -> Option<Fact> {
+/// How a range series' points say since when it has been bad (with the window's start).
+type Began = fn(&[(f64, f64)], DateTime<Utc>) -> Option<DateTime<Utc>>;
+
+/// Since when, by [`key`], each series of `expr` over the window has been bad, as `began`
+/// reads its points and the window's start (missing: unknown, or before the window).
+async fn since(
+    prom: &Prom,
+    expr: &str,
+    scope: &Scope,
+    began: Began,
+) -> HashMap<String, DateTime<Utc>> {
+    let Ok(series) = prom.range(expr, scope, SINCE_POINTS).await else {
+        return HashMap::new();
+    };
+    series
+        .iter()
+        .filter_map(|s| Some((key(&s.metric), began(&s.values, scope.window_start)?)))
+        .collect()
+}
+
+/// The largest gap between two points of one unbroken run: half again the smallest step.
+fn max_gap(values: &[(f64, f64)]) -> f64 {
+    let step = values
+        .windows(2)
+        .map(|w| w[1].0 - w[0].0)
+        .filter(|d| *d > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    match step.is_finite() {
+        true => step * 1.5,
+        false => 60.0,
+    }
+}
+
+fn at(secs: f64) -> Option<DateTime<Utc>> {
+    DateTime::from_timestamp_millis((secs * 1000.0) as i64)
+}
+
+/// Whether a series' first point is after the window's start (it appeared then).
+fn appeared(values: &[(f64, f64)], window_start: DateTime<Utc>) -> Option<f64> {
+    let (first, _) = *values.first()?;
+    (first - window_start.timestamp() as f64 > max_gap(values)).then_some(first)
+}
+
+/// The start of the unbroken run of points that ends the series, when it began in the window.
+fn run_began(values: &[(f64, f64)], window_start: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let gap = max_gap(values);
+    let mut start = values.last()?.0;
+    for w in values.windows(2).rev() {
+        if w[1].0 - w[0].0 > gap {
+            break;
+        }
+        start = w[0].0;
+    }
+    let window = window_start.timestamp() as f64;
+    (start - window > gap).then(|| at(start)).flatten()
+}
+
+/// When a counter first rose in the window (a counter that appeared in it: when it did).
+fn first_rise(values: &[(f64, f64)], window_start: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    if let Some(t) = appeared(values, window_start) {
+        return at(t);
+    }
+    let w = values.windows(2).find(|w| w[1].1 > w[0].1)?;
+    at(w[1].0)
+}
+
+fn argo_fact(l: &Labels, failures: &HashMap<String, f64>) -> Option<Fact> {
     let ns = object_namespace(l);
     let name = l.get("name")?;
     let get = |k: &str| l.get(k).map_or("", String::as_str);
@@ -78,7 +177,7 @@ fn argo_fact(l: &Labels, failures: &HashMap<(String, String), f64>) -> Option<Fa
     );
     let unhealthy = matches!(health, "Degraded" | "Missing");
     let failed = failures
-        .get(&(ns.to_string(), name.clone()))
+        .get(&key(l))
         .copied()
         .filter(|_| sync != "Synced" || health != "Healthy");
     let (what, severity, value) = match failed {
@@ -125,17 +224,23 @@ fn argo_fact(l: &Labels, failures: &HashMap<(String, String), f64>) -> Option<Fa
 }
 
 /// Flux objects of `kinds` (and Flux's sources) whose `Ready` condition is `False`.
-pub async fn flux(prom: &Prom, _scope: &Scope, kinds: &[&str]) -> Result<Vec<Fact>, AnalyzeError> {
-    let v = prom
-        .vector("gotk_reconcile_condition{type=\"Ready\",status=\"False\"} == 1")
-        .await?;
-    Ok(v.iter()
+pub async fn flux(prom: &Prom, scope: &Scope, kinds: &[&str]) -> Result<Vec<Fact>, AnalyzeError> {
+    let v = prom.vector(NOT_READY).await?;
+    let mut facts: Vec<(String, Fact)> = v
+        .iter()
         .filter(|s| {
             let kind = s.metric.get("kind").map_or("", String::as_str);
             kinds.contains(&kind) || FLUX_SOURCES.contains(&kind)
         })
-        .filter_map(|s| flux_fact(&s.metric))
-        .collect())
+        .filter_map(|s| Some((key(&s.metric), flux_fact(&s.metric)?)))
+        .collect();
+    if !facts.is_empty() {
+        let began = since(prom, NOT_READY, scope, run_began).await;
+        for (k, f) in &mut facts {
+            f.since = began.get(k.as_str()).copied();
+        }
+    }
+    Ok(facts.into_iter().map(|(_, f)| f).collect())
 }
 
 fn flux_fact(l: &Labels) -> Option<Fact> {
@@ -191,7 +296,7 @@ mod tests {
             ("repo", "https://github.com/example/deploy"),
             ("sync_status", "OutOfSync"),
         ]);
-        let failures = HashMap::from([(("argocd".to_string(), "shop-web".to_string()), 3.0)]);
+        let failures = HashMap::from([("argocd/shop-web".to_string(), 3.0)]);
         let f = argo_fact(&info, &failures).unwrap();
         assert_eq!(f.entity.name, "argocd/shop-web");
         assert_eq!(f.severity, Severity::Critical);
@@ -216,6 +321,30 @@ mod tests {
             (f.what.as_str(), f.severity),
             ("health Degraded", Severity::Warning)
         );
+    }
+
+    #[test]
+    fn since_is_where_the_last_unbroken_run_began_or_where_a_counter_first_rose() {
+        let start = DateTime::from_timestamp(1_800_000_000, 0).unwrap();
+        let t0 = start.timestamp() as f64;
+        let points = |from: i64, to: i64, v: &dyn Fn(i64) -> f64| -> Vec<(f64, f64)> {
+            (from..=to).map(|i| (t0 + 30.0 * i as f64, v(i))).collect()
+        };
+        // Present all along: began before the window, unknown.
+        assert_eq!(run_began(&points(0, 100, &|_| 1.0), start), None);
+        // Present from point 40, with a break before point 70: the run from 70.
+        let mut broken = points(40, 50, &|_| 1.0);
+        broken.extend(points(70, 100, &|_| 1.0));
+        assert_eq!(run_began(&broken, start), at(t0 + 30.0 * 70.0));
+        assert_eq!(run_began(&[], start), None);
+        // A counter flat at 2 that rises at point 60; one that appeared at point 80.
+        let rising = points(0, 100, &|i| if i < 60 { 2.0 } else { 3.0 });
+        assert_eq!(first_rise(&rising, start), at(t0 + 30.0 * 60.0));
+        assert_eq!(
+            first_rise(&points(80, 100, &|_| 1.0), start),
+            at(t0 + 30.0 * 80.0)
+        );
+        assert_eq!(first_rise(&points(0, 100, &|_| 4.0), start), None);
     }
 
     #[test]
