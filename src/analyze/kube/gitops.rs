@@ -211,6 +211,24 @@ fn quote(message: &str) -> String {
     format!("\"{}\"", truncate_middle(&line.join(" "), MAX_QUOTE_CHARS))
 }
 
+/// A condition's type or reason as the API defines them (`^[A-Za-z][A-Za-z0-9_,:]*$`, at
+/// most 64 characters): shown outside the quoted detail, so anything else is not.
+fn token(s: &str) -> Option<&str> {
+    let mut chars = s.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "_,:".contains(c))
+        && s.len() <= 64;
+    ok.then_some(s)
+}
+
+/// Whether an upstream message names a Secret (`Secret/ns/name`, `Secret "name"`): an
+/// API error about one may carry what it holds, so it is not quoted.
+fn names_secret(message: &str) -> bool {
+    message
+        .split_whitespace()
+        .any(|w| w.starts_with("Secret/") || w == "Secret")
+}
+
 /// A revision as shown: a git commit's hash (alone or after `branch@sha1:`) cut to 8
 /// characters, anything else at most 40.
 fn revision(rev: &str) -> String {

@@ -11,7 +11,10 @@
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 
-use super::{NAME, items, namespace_entity, quote, resource_entity, revision, text, time_at};
+use super::{
+    NAME, items, names_secret, namespace_entity, quote, resource_entity, revision, text, time_at,
+    token,
+};
 use crate::analyze::{Entity, Fact, FactClass, Quantity, Scope, Severity, Source};
 
 /// Failed resources named in one fact.
@@ -75,7 +78,8 @@ pub fn fact(ns: &str, name: &str, app: &Value, scope: &Scope) -> Option<Fact> {
         // Argo CD's operation message repeats the resources' ("…, reason: <theirs>").
         let repeated = raw.iter().any(|m| !m.is_empty() && message.contains(m));
         // … and so a Secret's, which is never quoted.
-        let of_secret = failed.iter().any(|r| text(r, "/kind") == "Secret");
+        let of_secret =
+            failed.iter().any(|r| text(r, "/kind") == "Secret") || names_secret(message);
         if !message.trim().is_empty() && !repeated && !of_secret {
             detail.push(format!("operation {phase}: {}", quote(message)));
         }
@@ -84,11 +88,14 @@ pub fn fact(ns: &str, name: &str, app: &Value, scope: &Scope) -> Option<Fact> {
         }
     }
     for c in &errors {
-        detail.push(format!(
-            "{}: {}",
-            text(c, "/type"),
-            quote(text(c, "/message"))
-        ));
+        let kind = token(text(c, "/type")).unwrap_or("error");
+        let message = text(c, "/message");
+        match names_secret(message) {
+            true => detail.push(format!(
+                "{kind}: (the message names a Secret and is not quoted)"
+            )),
+            false => detail.push(format!("{kind}: {}", quote(message))),
+        }
     }
     if !sync.is_empty() || !health.is_empty() {
         let mut s = format!("sync {sync}, health {health}");
@@ -116,7 +123,7 @@ pub fn fact(ns: &str, name: &str, app: &Value, scope: &Scope) -> Option<Fact> {
             "ComparisonError" => "cannot compare with git (ComparisonError)".to_string(),
             "SyncError" => "cannot sync (SyncError)".to_string(),
             "InvalidSpecError" => "invalid spec (InvalidSpecError)".to_string(),
-            other => other.to_string(),
+            other => token(other).unwrap_or("error condition").to_string(),
         };
         let since = time_at(c, "/lastTransitionTime", now);
         (what, Severity::Critical, since, None)
@@ -143,6 +150,7 @@ pub fn fact(ns: &str, name: &str, app: &Value, scope: &Scope) -> Option<Fact> {
 fn resource_message(kind: &str, message: &str) -> String {
     match (kind, message.trim().is_empty()) {
         ("Secret", _) => "(the message about a Secret is not quoted)".to_string(),
+        _ if names_secret(message) => "(the message names a Secret and is not quoted)".into(),
         (_, true) => "(no message)".to_string(),
         (_, false) => quote(message),
     }

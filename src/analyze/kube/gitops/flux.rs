@@ -10,7 +10,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::{NAME, items, namespace_entity, quote, resource_entity, revision, text, time_at};
+use super::{
+    NAME, items, names_secret, namespace_entity, quote, resource_entity, revision, text, time_at,
+    token,
+};
 use crate::analyze::{Entity, Fact, FactClass, Quantity, Scope, Severity, Source};
 
 /// The fact about a Flux object of `kind` (`Kustomization`, `HelmRelease`) `ns/name`, if
@@ -23,10 +26,7 @@ pub fn fact(kind: &str, ns: &str, name: &str, obj: &Value, scope: &Scope) -> Opt
     let ready = conditions
         .iter()
         .find(|c| text(c, "/type") == "Ready" && text(c, "/status") == "False")?;
-    let reason = match text(ready, "/reason") {
-        "" => "Ready=False",
-        r => r,
-    };
+    let reason = token(text(ready, "/reason")).unwrap_or("Ready=False");
     let stalled = conditions
         .iter()
         .any(|c| text(c, "/type") == "Stalled" && text(c, "/status") == "True");
@@ -37,7 +37,9 @@ pub fn fact(kind: &str, ns: &str, name: &str, obj: &Value, scope: &Scope) -> Opt
     let attempted = text(obj, "/status/lastAttemptedRevision");
     let mut detail = Vec::new();
     let message = text(ready, "/message");
-    if !message.trim().is_empty() {
+    if names_secret(message) {
+        detail.push("(the message names a Secret and is not quoted)".into());
+    } else if !message.trim().is_empty() {
         detail.push(quote(message));
     }
     let applied = text(obj, "/status/lastAppliedRevision");
