@@ -59,6 +59,12 @@ impl Sweep {
         if let Some(client) = &upstreams.kubernetes {
             analyzers.extend(kube::analyzers(client.clone()));
         }
+        if upstreams.kubernetes.is_some() || upstreams.prometheus.is_some() {
+            analyzers.push(Arc::new(kube::GitopsSync::new(
+                upstreams.kubernetes.clone(),
+                upstreams.prometheus.clone(),
+            )));
+        }
         if let Some(client) = &upstreams.proxmox {
             analyzers.extend(proxmox::analyzers(client.clone()));
             analyzers.push(Arc::new(ProxmoxReplication(client.clone())));

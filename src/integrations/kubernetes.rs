@@ -1,7 +1,8 @@
 //! Read-only Kubernetes client (kube): pods, pod logs, events, nodes, workloads, Services,
 //! CronJobs and their Jobs, volume claims and the (cluster-wide) persistent volumes they
-//! are bound to, limited to the `kubernetes.namespaces` allow-list. Secrets and ConfigMaps are never
-//! requested. A 403 names the verb, resource and namespace the ServiceAccount lacks.
+//! are bound to, and custom resources as dynamic objects (a GitOps controller's), limited
+//! to the `kubernetes.namespaces` allow-list. Secrets and ConfigMaps are never requested.
+//! A 403 names the verb, resource and namespace the ServiceAccount lacks.
 
 use std::fmt::Debug;
 
@@ -11,7 +12,7 @@ use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{
     Event, Node, PersistentVolume, PersistentVolumeClaim, Pod, Service,
 };
-use kube::api::{Api, ListParams, LogParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, LogParams};
 use kube::config::{KubeConfigOptions, Kubeconfig};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
@@ -348,6 +349,46 @@ impl KubeClient {
     pub async fn replicasets(&self, ns: Option<&str>) -> Result<Vec<ReplicaSet>, KubeError> {
         self.list(ns, &ListParams::default()).await
     }
+
+    /// The objects of a custom resource kind (a GitOps controller's Applications,
+    /// Kustomizations) in every allowed namespace, at most `limit` per namespace listed;
+    /// `None` when the cluster does not serve the kind (its CRD is not installed: 404).
+    pub async fn custom_objects(
+        &self,
+        kind: &CustomKind,
+        limit: u32,
+    ) -> Result<Option<Vec<DynamicObject>>, KubeError> {
+        let client = self.client().await?;
+        let gvk = GroupVersionKind::gvk(kind.group, kind.version, kind.kind);
+        let resource = ApiResource::from_gvk_with_plural(&gvk, kind.plural);
+        let namespaces: Vec<Option<String>> = match self.config.namespaces.is_empty() {
+            true => vec![None],
+            false => self.config.namespaces.iter().cloned().map(Some).collect(),
+        };
+        let lp = ListParams::default().limit(limit);
+        let mut out = Vec::new();
+        for n in namespaces {
+            let api: Api<DynamicObject> = match &n {
+                Some(n) => Api::namespaced_with(client.clone(), n, &resource),
+                None => Api::all_with(client.clone(), &resource),
+            };
+            match api.list(&lp).await {
+                Ok(list) => out.extend(list.items),
+                Err(kube::Error::Api(s)) if s.code == 404 => return Ok(None),
+                Err(e) => return Err(map_err("list", kind.plural, n.as_deref(), e)),
+            }
+        }
+        Ok(Some(out))
+    }
+}
+
+/// A custom resource kind as the API serves it: `/apis/{group}/{version}/{plural}`.
+#[derive(Clone, Copy, Debug)]
+pub struct CustomKind {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub plural: &'static str,
 }
 
 /// Fails unless `value` is a DNS-1123 label (namespaces, container names): 1–63 of

@@ -247,6 +247,9 @@ fn the_shipped_rbac_grants_only_read_verbs_and_never_secrets_or_configmaps() {
         "\"statefulsets\"",
         "\"daemonsets\"",
         "\"replicasets\"",
+        "\"applications\"",
+        "\"kustomizations\"",
+        "\"helmreleases\"",
     ] {
         assert!(resources.contains(needed), "{needed} missing");
     }

@@ -5,8 +5,10 @@
 //! conditions (`nodes.rs`), and rollouts in progress, stuck,
 //! or done in the window (`rollouts.rs`), Services whose selector matches no ready pod
 //! (`services.rs`), CronJobs held up by a Job running past their interval
-//! (`cronjobs.rs`), and the Warning events about other objects
-//! (`events.rs`). Each lists what it needs once per sweep. What
+//! (`cronjobs.rs`), the Warning events about other objects
+//! (`events.rs`), and GitOps controllers that cannot apply what is in git (`gitops.rs`,
+//! registered by the sweep with Prometheus as its fallback). Each lists what it needs
+//! once per sweep. What
 //! they share lives here: times from the API, resource quantities, and the entity of a pod
 //! (its namespace, name, node and owning workload).
 
@@ -14,6 +16,7 @@ mod changes;
 mod crash;
 mod cronjobs;
 mod events;
+mod gitops;
 mod image_pull;
 mod multi_attach;
 mod nodes;
@@ -35,6 +38,8 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as KubeQuantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use serde_json::json;
+
+pub use gitops::GitopsSync;
 
 use super::{AnalyzeError, Analyzer, Entity, Source};
 use crate::integrations::kubernetes::{KubeClient, KubeError};

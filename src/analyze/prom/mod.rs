@@ -283,6 +283,10 @@ pub(crate) use filesystem::{CRIT_ETA, CRIT_PERCENT, WARN_ETA, WARN_PERCENT};
 /// The fact of a host that booted in the window (the Proxmox nodes' uptime tells it too).
 pub(crate) use reboots::reboot_fact;
 
+/// A word of an upstream message with a URL in it shown without credentials, query or
+/// fragment.
+pub(crate) use targets::redact_word;
+
 /// The severity of a space `used_percent` full and `eta` seconds from full, by the
 /// filesystem thresholds; `None` when it is fine.
 pub(crate) fn space_severity(used_percent: f64, eta: Option<f64>) -> Option<super::Severity> {

@@ -102,7 +102,7 @@ fn scrape_error(t: &Target) -> String {
 }
 
 /// A word of an error message, with a URL in it (possibly quoted) redacted.
-fn redact_word(word: &str) -> String {
+pub(crate) fn redact_word(word: &str) -> String {
     let Some(start) = word.find("http://").or_else(|| word.find("https://")) else {
         return word.to_string();
     };

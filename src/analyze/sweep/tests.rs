@@ -80,6 +80,7 @@ fn every_configured_integration_brings_its_analyzers_and_none_run_without_it() {
             "kube_services",
             "kube_cronjobs",
             "kube_events",
+            "gitops_sync",
             "proxmox_guests",
             "proxmox_storage",
             "proxmox_replication",
@@ -127,6 +128,7 @@ fn the_catalog_holds_the_analyzers_of_the_configured_integrations_only() {
         "major_faults",
         "containers_not_back",
         "log_error_bursts",
+        "gitops_sync",
     ] {
         assert!(names.contains(&name), "{names:?}");
     }

@@ -1,5 +1,8 @@
 //! A fake Kubernetes API server over a scenario's objects (core, `apps/v1` and
-//! `batch/v1` kinds): lists (all namespaces or one),
+//! `batch/v1` kinds, and the GitOps controllers' custom resources: Argo CD's
+//! `Application`, Flux's `Kustomization` and `HelmRelease`, served only when the scenario
+//! has one of their group, as a cluster serves them only with their CRD installed): lists
+//! (all namespaces or one),
 //! gets by name, pod logs (`tailLines`), and the label and field selectors the client
 //! sends (`k=v`, `k!=v` on any dotted path), in the API server's JSON with `Status`
 //! errors.
@@ -38,16 +41,28 @@ fn resource_of(kind: &str) -> Option<(&'static str, &'static str)> {
         "ReplicaSet" => ("apis/apps/v1", "replicasets"),
         "CronJob" => ("apis/batch/v1", "cronjobs"),
         "Job" => ("apis/batch/v1", "jobs"),
+        "Application" => ("apis/argoproj.io/v1alpha1", "applications"),
+        "Kustomization" => ("apis/kustomize.toolkit.fluxcd.io/v1", "kustomizations"),
+        "HelmRelease" => ("apis/helm.toolkit.fluxcd.io/v2", "helmreleases"),
         _ => return None,
     })
 }
 
-fn api_version(prefix: &str) -> &'static str {
-    match prefix {
-        "api/v1" => "v1",
-        "apis/batch/v1" => "batch/v1",
-        _ => "apps/v1",
-    }
+/// The API prefixes served, built-in first.
+const PREFIXES: [&str; 6] = [
+    "api/v1",
+    "apis/apps/v1",
+    "apis/batch/v1",
+    "apis/argoproj.io/v1alpha1",
+    "apis/kustomize.toolkit.fluxcd.io/v1",
+    "apis/helm.toolkit.fluxcd.io/v2",
+];
+
+/// Prefixes served whatever the objects (the rest are custom resources' groups).
+const BUILT_IN: usize = 3;
+
+fn api_version(prefix: &str) -> &str {
+    prefix.strip_prefix("apis/").unwrap_or("v1")
 }
 
 /// A router serving `objects` (each with `kind`) and `logs`.
@@ -100,13 +115,19 @@ async fn handle(
     Query(q): Query<HashMap<String, String>>,
 ) -> Response {
     let path = uri.path().trim_matches('/');
-    let (prefix, rest) = if let Some(r) = path.strip_prefix("api/v1/") {
-        ("api/v1", r)
-    } else if let Some(r) = path.strip_prefix("apis/apps/v1/") {
-        ("apis/apps/v1", r)
-    } else if let Some(r) = path.strip_prefix("apis/batch/v1/") {
-        ("apis/batch/v1", r)
-    } else {
+    let served = |(i, p): &(usize, &str)| {
+        *i < BUILT_IN
+            || cluster.objects.iter().any(|o| {
+                resource_of(o["kind"].as_str().unwrap_or_default()).is_some_and(|(x, _)| x == *p)
+            })
+    };
+    let found = PREFIXES
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(served)
+        .find_map(|(_, p)| Some((p, path.strip_prefix(p)?.strip_prefix('/')?)));
+    let Some((prefix, rest)) = found else {
         return status(
             StatusCode::NOT_FOUND,
             "NotFound",
@@ -190,6 +211,9 @@ fn resource_of_plural(plural: &str) -> &'static str {
         "ReplicaSet",
         "CronJob",
         "Job",
+        "Application",
+        "Kustomization",
+        "HelmRelease",
     ]
     .into_iter()
     .find(|k| resource_of(k).is_some_and(|(_, p)| p == plural))
@@ -249,5 +273,7 @@ mod tests {
         assert_eq!(resource_of_plural("deployments"), "Deployment");
         assert_eq!(resource_of_plural("cronjobs"), "CronJob");
         assert_eq!(api_version("apis/batch/v1"), "batch/v1");
+        assert_eq!(api_version("api/v1"), "v1");
+        assert_eq!(resource_of_plural("applications"), "Application");
     }
 }

@@ -20,6 +20,7 @@ mod inventory;
 mod kube;
 mod kube_backends;
 mod kube_cluster;
+mod kube_gitops;
 mod kube_multi_attach;
 mod kube_pod_capacity;
 mod kube_state;
