@@ -43,6 +43,7 @@ mod proxmox_schedule;
 mod proxmox_tasks;
 mod proxmox_unprotected;
 mod quantity;
+mod quote;
 pub mod rank;
 mod readable;
 mod resolve;
@@ -61,6 +62,7 @@ pub use fact::{
 };
 pub use pattern::line_pattern;
 pub use quantity::{Quantity, Unit, human_bytes, human_seconds, is_alarm, is_identity, round_sig};
+pub use quote::quote_line;
 pub use rank::{Focus, Ranked, rank};
 pub use readable::readable_line;
 pub use resolve::Resolver;

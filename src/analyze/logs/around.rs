@@ -14,9 +14,8 @@ use chrono::{DateTime, TimeDelta, Utc};
 use super::signal::Signal;
 use super::traces::fold_entries;
 use super::{HOST_LABELS, SERVICE_LABELS, selector};
-use crate::analyze::{host_of, line_pattern, readable_line};
+use crate::analyze::{host_of, line_pattern, quote_line, readable_line};
 use crate::integrations::{LokiClient, UpstreamError};
-use crate::text::truncate_middle;
 
 /// Labels a Kubernetes pod's streams carry besides the service labels.
 const POD_LABEL: &str = "pod";
@@ -252,7 +251,7 @@ pub(crate) fn quote(said: &[Said], chars: usize) -> String {
             n => format!("({n}×) "),
         };
         let line = readable_line(&s.example);
-        let line = truncate_middle(without_stamp(&line), chars);
+        let line = quote_line(without_stamp(&line), chars);
         match at == minute {
             true => out.push(format!("{times}{line}")),
             false => out.push(format!("{at} {times}{line}")),

@@ -27,11 +27,10 @@ use super::{HOST_LABELS, SERVICE_LABELS, service_label};
 use crate::analyze::prom::escape;
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Scope, Severity, Source, host_of,
-    line_pattern, readable_line,
+    line_pattern, quote_line, readable_line,
 };
 use crate::integrations::LokiClient;
 use crate::integrations::loki::LogStream;
-use crate::text::truncate_middle;
 
 pub struct LogsAtStart(pub Arc<LokiClient>);
 
@@ -372,7 +371,7 @@ pub(super) fn group_fact(
                 "{} ({}×) {}",
                 p.first.format("%H:%M"),
                 p.count,
-                truncate_middle(&readable_line(&p.example), line_chars)
+                quote_line(&p.example, line_chars)
             )
         })
         .collect();

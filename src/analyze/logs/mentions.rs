@@ -22,10 +22,9 @@ use super::{HOST_LABELS, service_label};
 use crate::analyze::prom::escape;
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Scope, Severity, Source, host_of,
-    line_pattern, readable_line,
+    line_pattern, quote_line,
 };
 use crate::integrations::LokiClient;
-use crate::text::truncate_middle;
 
 pub struct LogsMentioning(pub Arc<LokiClient>);
 
@@ -160,7 +159,7 @@ impl Analyzer for LogsMentioning {
                     Source::new("loki_query", json!({"query": query, "since": since})),
                 )
                 .since(Some(DateTime::from_timestamp_nanos(a.first)))
-                .detail(truncate_middle(&readable_line(&a.example), LINE_CHARS))
+                .detail(quote_line(&a.example, LINE_CHARS))
                 .patterns(vec![line_pattern(&a.example)])
             })
             .collect())

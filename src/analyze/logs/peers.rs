@@ -22,9 +22,8 @@ use super::around::{Catalog, Pick, quote, range_around, read_near, same_host, st
 use super::peer::{FAILING, Peer, failed_peers};
 use super::traces::fold_entries;
 use crate::analyze::prom::escape;
-use crate::analyze::{Entity, Fact, FactClass, Scope, Severity, Source, host_of, readable_line};
+use crate::analyze::{Entity, Fact, FactClass, Scope, Severity, Source, host_of, quote_line};
 use crate::integrations::{LokiClient, PrometheusClient};
-use crate::text::truncate_middle;
 
 /// Most peers whose logs are read per sweep, and failing connections tried to find them.
 const MAX_PEERS: usize = 2;
@@ -167,7 +166,7 @@ pub(crate) async fn failing_peers(
                 "{said}; {} failing lines here from {}, e.g.: {}",
                 a.count,
                 a.first.format("%H:%M"),
-                truncate_middle(&readable_line(&a.example), LINE_CHARS)
+                quote_line(&a.example, LINE_CHARS)
             );
             let since = format!("{}m", (scope.now - from).num_minutes().max(1));
             let entity = client_entity(service_label, &a.service, host_label, a.host.as_deref());
