@@ -151,8 +151,11 @@ pub fn score(expect: &Expectation, inv: &Investigation, events: &[Event]) -> Ver
             ));
         }
     }
+    // A claim is one part of the finding (its summary, cause, a claim, a step, a key
+    // figure): a forbidden pattern matching across two parts claims nothing.
     for bad in &expect.forbidden {
-        if let Some(m) = regex(bad, true).and_then(|r| r.find(&text)) {
+        let found = regex(bad, true).and_then(|r| text.lines().find_map(|l| r.find(l)));
+        if let Some(m) = found {
             reasons.push(format!("forbidden claim /{bad}/: {:?}", m.as_str()));
         }
     }
@@ -231,6 +234,18 @@ mod tests {
         let inv = investigation("/var/lib/vz on pve1 is 94.6 % full", "full in 1,320 hours");
         let v = score(&e, &inv, &[tool_event("prometheus_query")]);
         assert!(v.passed, "{:?}", v.reasons);
+    }
+
+    #[test]
+    fn a_forbidden_claim_is_read_within_one_part_of_the_finding() {
+        let e = expectation(r#"forbidden = ["because[^.]*/var/lib/docker"]"#);
+        let across = investigation("writes fail because snapshots fail", "/var/lib/docker 97 %");
+        assert!(
+            score(&e, &across, &[]).passed,
+            "two parts claim nothing together"
+        );
+        let within = investigation("writes fail because /var/lib/docker is full", "");
+        assert!(!score(&e, &within, &[]).passed);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! its probable cause is replaced by the top-ranked ones, marked as computed, each cited
 //! by its id; the model's summary stays, and its cause is kept in the notes. A model that
 //! names one of them, whichever, keeps its answer: the choice is the model's when it makes
-//! one. What counts as naming a fact is computed from the fact (the words of its entity,
+//! one, and so is an answer citing results of calls the model made itself. What counts as naming a fact is computed from the fact (the words of its entity,
 //! or of its upstream detail, that the trigger does not contain), never from a word list.
 
 use crate::agent::call_log::{CallRecord, FACT_ID_PREFIX};
@@ -21,6 +21,9 @@ use super::cause::{MIN_MARK_CHARS, marks, model_text, words};
 /// model that states the first k shown facts: k = 1 passed 109, k = 2 passed 120, and no
 /// run that passed with one failed with two (no decoy among the second ones).
 const MAX_COMPUTED: usize = 2;
+
+/// The ids of the first checks run for the model before its first call (`evidence_1`).
+const FIRST_CHECK_PREFIX: &str = "evidence_";
 
 /// What the model wrote as the cause, kept in the note when it is replaced.
 const MAX_NOTED_CAUSE_CHARS: usize = 200;
@@ -37,6 +40,23 @@ pub(super) fn ground(
     records: &[CallRecord],
     trigger: &str,
 ) -> Option<(Finding, String)> {
+    // A finding resting on results of calls the model chose to make rests on its own
+    // investigation: its choice stands.
+    let cites_own_call = finding
+        .evidence
+        .iter()
+        .flat_map(|e| &e.tool_call_ids)
+        .any(|id| {
+            records.iter().any(|r| {
+                &r.id == id
+                    && r.ok
+                    && !r.id.starts_with(FACT_ID_PREFIX)
+                    && !r.id.starts_with(FIRST_CHECK_PREFIX)
+            })
+        });
+    if cites_own_call {
+        return None;
+    }
     let known = words(trigger, MIN_MARK_CHARS);
     let candidates: Vec<(&CallRecord, Vec<String>)> = records
         .iter()

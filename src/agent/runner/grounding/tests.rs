@@ -136,3 +136,15 @@ fn without_problem_facts_beyond_the_trigger_the_answer_stands() {
     assert!(ground(&f, &records, TRIGGER).is_none());
     assert!(ground(&f, &[], TRIGGER).is_none());
 }
+
+#[test]
+fn an_answer_resting_on_the_models_own_calls_stands() {
+    let mut f = finding("edge7 errors", "ProxyErrors fired");
+    f.evidence[0].tool_call_ids = vec!["call_1".into()];
+    assert!(ground(&f, &world(), TRIGGER).is_none());
+    // A first check run for it is not its own call.
+    let mut records = world();
+    records[4].id = "evidence_1".into();
+    f.evidence[0].tool_call_ids = vec!["evidence_1".into()];
+    assert!(ground(&f, &records, TRIGGER).is_some());
+}
