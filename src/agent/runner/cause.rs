@@ -183,6 +183,12 @@ fn cited(finding: &Finding) -> BTreeSet<&str> {
         .collect()
 }
 
+/// A fact that says something is wrong or changed (not context).
+pub(super) fn is_problem(f: &Fact) -> bool {
+    f.class == FactClass::Change
+        || (f.class != FactClass::Context && f.severity >= Severity::Warning)
+}
+
 /// Whether `fact` can be a cause: a change, or a problem that is not context, whose state
 /// began in the hours before the trigger's start or with it (a state known to begin well
 /// after is an effect). Of a fact without a start only a critical one read from an API
@@ -190,9 +196,7 @@ fn cited(finding: &Finding) -> BTreeSet<&str> {
 /// so for all the history read, long before the trigger. A question has no start, so any
 /// start counts.
 fn may_cause(fact: &Fact, start: Option<DateTime<Utc>>) -> bool {
-    let problem = fact.class == FactClass::Change
-        || (fact.class != FactClass::Context && fact.severity >= Severity::Warning);
-    if !problem {
+    if !is_problem(fact) {
         return false;
     }
     match (fact.since, start) {

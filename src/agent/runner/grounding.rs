@@ -12,10 +12,9 @@
 
 use crate::agent::call_log::{CallRecord, FACT_ID_PREFIX};
 use crate::agent::{Evidence, Finding};
-use crate::analyze::{Fact, FactClass, Severity};
 use crate::text::truncate;
 
-use super::cause::{MIN_MARK_CHARS, marks, model_text, words};
+use super::cause::{MIN_MARK_CHARS, is_problem, marks, model_text, words};
 
 /// Most facts stated as the computed cause. Measured over the 206 shipped scenarios with a
 /// model that states the first k shown facts: k = 1 passed 109, k = 2 passed 120, and no
@@ -105,12 +104,6 @@ pub(super) fn ground(
         ids.join(", ")
     );
     Some((out, note))
-}
-
-/// A fact that says something is wrong or changed (not context).
-fn is_problem(f: &Fact) -> bool {
-    f.class == FactClass::Change
-        || (f.class != FactClass::Context && f.severity >= Severity::Warning)
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::analyze::{Entity, Source};
+use crate::analyze::{Entity, Fact, FactClass, Severity, Source};
 
 fn record(id: &str, output: &str, fact: Fact) -> CallRecord {
     CallRecord {
