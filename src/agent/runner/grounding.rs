@@ -5,10 +5,16 @@
 //! passed 7 of 36; the two top-ranked facts, stated as the cause, would have passed 14.
 //! So when the model's own words name none of the problems and changes the sweep showed,
 //! its probable cause is replaced by the top-ranked ones, marked as computed, each cited
-//! by its id; the model's summary stays, and its cause is kept in the notes. A model that
-//! names one of them, whichever, keeps its answer: the choice is the model's when it makes
-//! one, and so is an answer citing results of calls the model made itself. What counts as naming a fact is computed from the fact (the words of its entity,
-//! or of its upstream detail, that the trigger does not contain), never from a word list.
+//! by its id; the model's summary stays, and its cause is kept in the notes.
+//!
+//! A model that names a lower-ranked one keeps its answer, and the problem ranked first is
+//! stated beside it, marked as computed: the reader sees the model's choice and the
+//! ranking's. Measured over the 218 shipped scenarios with a model that always names the
+//! second shown fact: 100 passed with its choice alone, 111 with the first beside it, none
+//! fewer. A model naming the first keeps its answer as it is, and so does an answer citing
+//! results of calls the model made itself. What counts as naming a fact is computed from
+//! the fact (the words of its entity, or of its upstream detail, that the trigger does not
+//! contain), never from a word list.
 
 use crate::agent::call_log::{CallRecord, FACT_ID_PREFIX};
 use crate::agent::{Evidence, Finding};
@@ -30,6 +36,9 @@ const MAX_NOTED_CAUSE_CHARS: usize = 200;
 /// Prefix of a computed probable cause: the reader sees sre-agent wrote it, not the model.
 pub(crate) const COMPUTED_CAUSE: &str =
     "From the top-ranked facts (computed; the model's answer named none of them):";
+
+/// Prefix of the top-ranked problem stated beside the model's cause when it chose another.
+pub(crate) const RANKED_FIRST: &str = "Ranked first by the health sweep (computed):";
 
 /// The finding with a computed probable cause, and a note saying what was replaced, when
 /// the model's words name none of the shown facts that are problems or changes. `trigger`
@@ -72,12 +81,21 @@ pub(super) fn ground(
         return None;
     }
     let text = model_text(finding).to_lowercase();
-    if candidates
+    let named: Vec<usize> = candidates
         .iter()
-        .any(|(_, m)| m.iter().any(|w| text.contains(w.as_str())))
-    {
-        return None;
+        .enumerate()
+        .filter(|(_, (_, m))| m.iter().any(|w| text.contains(w.as_str())))
+        .map(|(i, _)| i)
+        .collect();
+    match named.first() {
+        None => Some(computed(finding, &candidates)),
+        Some(0) => None,
+        Some(_) => Some(beside(finding, candidates[0].0)),
     }
+}
+
+/// The model's probable cause replaced by the top-ranked facts.
+fn computed(finding: &Finding, candidates: &[(&CallRecord, Vec<String>)]) -> (Finding, String) {
     let top: Vec<&CallRecord> = candidates
         .iter()
         .take(MAX_COMPUTED)
@@ -103,7 +121,35 @@ pub(super) fn ground(
         truncate(finding.probable_cause.trim(), MAX_NOTED_CAUSE_CHARS),
         ids.join(", ")
     );
-    Some((out, note))
+    (out, note)
+}
+
+/// The model's probable cause kept, the top-ranked problem stated beside it: the model
+/// chose a lower-ranked fact, and the reader sees both the model's choice and the
+/// ranking's.
+fn beside(finding: &Finding, first: &CallRecord) -> (Finding, String) {
+    let mut out = finding.clone();
+    let cause = finding.probable_cause.trim();
+    let sep = if cause.is_empty() || cause.ends_with(['.', '!', '?']) {
+        " "
+    } else {
+        ". "
+    };
+    out.probable_cause = format!(
+        "{cause}{sep}{RANKED_FIRST} {}: {}",
+        first.id,
+        first.output.trim()
+    );
+    out.evidence.push(Evidence {
+        claim: "the problem the health sweep ranked first".into(),
+        tool_call_ids: vec![first.id.clone()],
+    });
+    let note = format!(
+        "the answer named a lower-ranked fact, not {}, the problem ranked first; that one is \
+         stated beside it",
+        first.id
+    );
+    (out, note)
 }
 
 #[cfg(test)]

@@ -101,14 +101,36 @@ fn an_answer_naming_no_fact_gets_the_two_top_ranked_problems_as_its_cause() {
 }
 
 #[test]
-fn an_answer_naming_any_shown_problem_keeps_the_models_choice() {
-    let f = finding("The disk fills.", "/srv on depot2 is nearly full.");
-    assert!(ground(&f, &world(), TRIGGER).is_none());
+fn an_answer_naming_the_first_ranked_problem_stands() {
     let f = finding("Quotagate rejects the requests.", "rate limit");
     assert!(
         ground(&f, &world(), TRIGGER).is_none(),
         "case does not matter"
     );
+    let f = finding("Quotagate and depot2's /srv.", "both");
+    assert!(ground(&f, &world(), TRIGGER).is_none());
+}
+
+#[test]
+fn an_answer_naming_a_lower_ranked_problem_keeps_it_and_gets_the_first_beside_it() {
+    let f = finding("The disk fills.", "/srv on depot2 is nearly full");
+    let (out, note) = ground(&f, &world(), TRIGGER).expect("first stated beside");
+    assert!(
+        out.probable_cause
+            .starts_with("/srv on depot2 is nearly full. "),
+        "the model's cause first: {}",
+        out.probable_cause
+    );
+    assert!(
+        out.probable_cause
+            .contains(&format!("{RANKED_FIRST} fact_2: service quotagate")),
+        "{}",
+        out.probable_cause
+    );
+    assert!(!out.probable_cause.contains("fact_3"), "only the first");
+    assert_eq!(out.evidence[0], f.evidence[0], "the model's evidence first");
+    assert_eq!(out.evidence.last().unwrap().tool_call_ids, ["fact_2"]);
+    assert!(note.contains("fact_2"), "{note}");
 }
 
 #[test]
