@@ -21,6 +21,8 @@
 //!   services that name the host, pod or node in focus;
 //! - `merge.rs`: the log facts of all analyzers that quote the same patterns about one
 //!   service or host as one fact (the sweep calls it);
+//! - `admin.rs`: what people ran as root on each host (sudo's and doas's lines), latest
+//!   first, routine automation left out: the hand-made changes behind many incidents;
 //! - `access.rs`: an HTTP access log line (combined, HAProxy, JSON) as its status and
 //!   request; `access_bursts.rs`: a burst of one client-error status (413, 429, 401…)
 //!   that was rare before the trigger's start;
@@ -35,6 +37,7 @@
 
 mod access;
 mod access_bursts;
+mod admin;
 mod around;
 mod at_start;
 mod changes;
@@ -82,6 +85,7 @@ pub fn analyzers(client: Arc<LokiClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(mentions::LogsMentioning(client.clone())),
         Arc::new(elsewhere::LogsElsewhere(client.clone())),
         Arc::new(access_bursts::AccessStatusBursts(client.clone())),
+        Arc::new(admin::AdminCommands(client.clone())),
         Arc::new(LogChanges::new(client)),
     ]
 }

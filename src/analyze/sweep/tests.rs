@@ -112,6 +112,7 @@ fn the_catalog_holds_the_analyzers_of_the_configured_integrations_only() {
             "logs_mentioning",
             "logs_elsewhere",
             "access_status_bursts",
+            "admin_commands",
             "log_changes"
         ]
     );
