@@ -30,6 +30,7 @@ mod major_faults;
 mod members;
 mod memory;
 mod network;
+mod network_storm;
 mod onset;
 mod probes;
 mod process_counts;
@@ -76,6 +77,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(cpu::CpuSaturation(p.clone())),
         Arc::new(disk_io::DiskIo(p.clone())),
         Arc::new(network::NetworkErrors(p.clone())),
+        Arc::new(network_storm::NetworkStorm(p.clone())),
         Arc::new(link_speed::LinkSpeed(p.clone())),
         Arc::new(smart::SmartAttributes(p.clone())),
         Arc::new(btrfs::BtrfsAllocation(p.clone())),
