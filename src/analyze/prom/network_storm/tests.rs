@@ -211,3 +211,60 @@ fn the_captured_exporters_counters_on_several_hosts_are_no_storm_until_one_is_wr
     let hosts: Vec<&str> = group.iter().map(|r| r.host.as_str()).collect();
     assert_eq!(hosts, ["oak-2", "oak-4"]);
 }
+
+#[test]
+fn the_storm_ranks_above_the_alerting_hosts_own_series_of_it() {
+    use crate::analyze::{Focus, rank};
+    let group = together(
+        rises(
+            &[
+                series("elm-1:9100", "eth0", stormed(20, 900.0)),
+                series("elm-2:9100", "eno1", stormed(19, 800.0)),
+            ],
+            MULTICAST,
+        ),
+        MULTICAST.min_hosts,
+    );
+    let storm = storm_fact("network_storm", MULTICAST, &group, &[]);
+    assert_eq!(storm.severity, Severity::Warning, "the weaker case");
+    let onset = storm.since.unwrap();
+    // What the per-host analyzers say of the alerting host: its own counter stepped,
+    // its interrupts too, at the same time and as warnings.
+    let own = |name: &str| {
+        Fact::new(
+            FactClass::Change,
+            "steps",
+            Entity::new("series", name)
+                .on_host(Some("elm-2".into()))
+                .with_labels(labels_map(&labels(&[
+                    ("__name__", name),
+                    ("device", "eno1"),
+                    ("instance", "elm-2:9100"),
+                    ("job", "node"),
+                ]))),
+            "counting 5/s before, now",
+            Severity::Warning,
+            Source::promql(name),
+        )
+        .since(Some(onset))
+    };
+    let alert = labels(&[
+        ("alertname", "HostUnusualNetworkThroughputIn"),
+        ("device", "eno1"),
+        ("instance", "elm-2:9100"),
+        ("job", "node"),
+    ]);
+    let focus = Focus::alert(&alert, Some(onset + TimeDelta::minutes(3)));
+    for facts in [
+        vec![
+            own("node_network_receive_multicast_total"),
+            own("node_intr_total"),
+            storm.clone(),
+        ],
+        vec![storm.clone(), own("node_network_receive_packets_total")],
+    ] {
+        let ranked = rank(facts, &focus);
+        assert_eq!(ranked[0].fact.analyzer, "network_storm", "{ranked:?}");
+        assert!(ranked[0].about_trigger);
+    }
+}
