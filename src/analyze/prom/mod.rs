@@ -35,6 +35,7 @@ mod onset;
 mod probes;
 mod process_counts;
 mod process_memory;
+mod reboot_schedule;
 mod reboots;
 mod reloads;
 mod restarts;
@@ -98,6 +99,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(versions::VersionChanges(p.clone())),
         Arc::new(restarts::ProcessRestarts(p.clone())),
         Arc::new(reboots::HostReboots(p.clone())),
+        Arc::new(reboot_schedule::ScheduledReboots(p.clone())),
         Arc::new(containers_back::ContainersNotBack(p.clone())),
         Arc::new(reloads::ConfigReloads(p.clone())),
         Arc::new(settings::SettingChanges(p.clone())),

@@ -127,12 +127,6 @@ pub(super) struct Rise {
     pub onset: f64,
 }
 
-impl Rise {
-    fn factor(&self) -> f64 {
-        self.now / self.before.max(FLOOR)
-    }
-}
-
 /// How a rate series rose to its level now: `(onset, before, now)` when it is at least
 /// `signal`'s factor and rise above the level it held before (`None`: no rise, one that
 /// did not hold, or no level before it in the window).
