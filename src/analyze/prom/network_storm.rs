@@ -95,7 +95,10 @@ impl Analyzer for NetworkStorm {
 
     async fn run(&self, scope: &Scope) -> Result<Vec<Fact>, AnalyzeError> {
         let names = self.0.metric_names(scope).await?;
-        for signal in SIGNALS.iter().filter(|s| names.iter().any(|n| n == s.metric)) {
+        for signal in SIGNALS
+            .iter()
+            .filter(|s| names.iter().any(|n| n == s.metric))
+        {
             let series = self
                 .0
                 .range(&format!("rate({}[5m])", signal.metric), scope, POINTS)
@@ -105,12 +108,7 @@ impl Analyzer for NetworkStorm {
                 continue;
             }
             let consequences = self.consequences(&group, &names).await;
-            return Ok(vec![storm_fact(
-                self.name(),
-                signal,
-                &group,
-                &consequences,
-            )]);
+            return Ok(vec![storm_fact(self.name(), signal, &group, &consequences)]);
         }
         Ok(Vec::new())
     }
@@ -245,8 +243,7 @@ impl NetworkStorm {
         let Some(first) = group.iter().map(|r| r.onset).reduce(f64::min) else {
             return Vec::new();
         };
-        let Some(before) =
-            time_of(first).and_then(|t| t.checked_sub_signed(TimeDelta::minutes(5)))
+        let Some(before) = time_of(first).and_then(|t| t.checked_sub_signed(TimeDelta::minutes(5)))
         else {
             return Vec::new();
         };

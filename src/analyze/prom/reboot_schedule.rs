@@ -71,7 +71,11 @@ impl Analyzer for ScheduledReboots {
             .filter(|f| names.iter().any(|n| n == f.metric))
         {
             let expr = family.expr("");
-            let series = self.0.client.query_range(&expr, from, scope.now, step).await?;
+            let series = self
+                .0
+                .client
+                .query_range(&expr, from, scope.now, step)
+                .await?;
             if series.len() > super::MAX_SERIES {
                 return Err(AnalyzeError::Other(format!(
                     "{} series for {expr}, more than {}",
@@ -165,7 +169,10 @@ fn every(boots: &[f64], now: f64, period: f64, min_hits: usize) -> Option<Schedu
             continue;
         };
         let hits = occurrences.len();
-        let first_time = matched.iter().map(|(_, _, t)| *t).fold(f64::INFINITY, f64::min);
+        let first_time = matched
+            .iter()
+            .map(|(_, _, t)| *t)
+            .fold(f64::INFINITY, f64::min);
         let since_first = boots
             .iter()
             .filter(|t| **t >= first_time - TOLERANCE_SECS)

@@ -16,11 +16,7 @@ fn points(n: usize, f: impl Fn(usize) -> f64) -> Vec<(f64, f64)> {
 
 fn series(instance: &str, device: &str, values: Vec<(f64, f64)>) -> Series {
     Series {
-        metric: labels(&[
-            ("device", device),
-            ("instance", instance),
-            ("job", "node"),
-        ]),
+        metric: labels(&[("device", device), ("instance", instance), ("job", "node")]),
         values,
     }
 }
@@ -80,7 +76,12 @@ fn the_same_jump_on_several_hosts_at_once_is_a_storm_and_one_hosts_is_not() {
         found,
         [("elm-1", "eth0"), ("elm-2", "eno1"), ("elm-3", "ens18")]
     );
-    let fact = storm_fact("network_storm", MULTICAST, &group, &["interrupts rose".into()]);
+    let fact = storm_fact(
+        "network_storm",
+        MULTICAST,
+        &group,
+        &["interrupts rose".into()],
+    );
     assert_eq!(fact.severity, Severity::Critical);
     assert_eq!(fact.entity.name, "elm-1, elm-2, elm-3");
     assert_eq!(fact.since.unwrap().timestamp() as f64, END - 60.0 * 19.0);
@@ -154,7 +155,9 @@ fn captured_rates() -> Vec<(String, Labels, f64)> {
             let Some((key, value)) = line.rsplit_once(' ') else {
                 continue;
             };
-            let Ok(v) = value.parse::<f64>() else { continue };
+            let Ok(v) = value.parse::<f64>() else {
+                continue;
+            };
             out.insert(key.to_string(), v);
         }
         out

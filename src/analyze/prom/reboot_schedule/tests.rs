@@ -11,7 +11,12 @@ fn published(boots: &[f64], from: f64, to: f64, first: f64) -> Vec<(f64, f64)> {
     let mut t = from;
     let mut i = 0u32;
     while t <= to {
-        let b = boots.iter().rev().find(|b| **b <= t).copied().unwrap_or(first);
+        let b = boots
+            .iter()
+            .rev()
+            .find(|b| **b <= t)
+            .copied()
+            .unwrap_or(first);
         out.push((t, b + f64::from(i % 2)));
         t += 600.0;
         i += 1;
@@ -79,7 +84,8 @@ fn a_weekly_reboot_is_its_weekday_and_irregular_or_looping_reboots_are_no_schedu
     assert_eq!((s.period, s.hits, s.due), (WEEK, 3, 3));
     let f = schedule_fact("t", Entity::new("host", "h"), &s, Source::promql("x")).unwrap();
     assert!(
-        f.what.starts_with("boots at ≈03:00 UTC every Sunday (3 of the last 3 weeks"),
+        f.what
+            .starts_with("boots at ≈03:00 UTC every Sunday (3 of the last 3 weeks"),
         "{}",
         f.what
     );
@@ -101,7 +107,10 @@ fn a_weekly_reboot_is_its_weekday_and_irregular_or_looping_reboots_are_no_schedu
     let stopped = daily(&[-12, -11, -10, -9], 4.0, &[0.0]);
     assert_eq!(schedule(&stopped, MIDNIGHT + 12.0 * H), None);
     // Two boots a day apart are not yet a daily schedule, nor one boot.
-    assert_eq!(schedule(&daily(&[-1, 0], 4.0, &[0.0]), MIDNIGHT + 5.0 * H), None);
+    assert_eq!(
+        schedule(&daily(&[-1, 0], 4.0, &[0.0]), MIDNIGHT + 5.0 * H),
+        None
+    );
     assert_eq!(schedule(&[MIDNIGHT], MIDNIGHT + H), None);
     assert_eq!(schedule(&[], MIDNIGHT), None);
 }
