@@ -111,7 +111,7 @@ impl Analyzer for ScheduledReboots {
                 facts.extend(schedule_fact(self.name(), entity, &sched, source));
             }
         }
-        facts.sort_by(|a, b| b.since.cmp(&a.since));
+        facts.sort_by_key(|f| std::cmp::Reverse(f.since));
         facts.truncate(MAX_FACTS);
         Ok(facts)
     }
