@@ -36,6 +36,7 @@ mod log_world;
 mod logs;
 mod major_faults;
 mod memory;
+mod network_storm;
 mod onset;
 mod pbs_backups;
 mod pbs_verify;
