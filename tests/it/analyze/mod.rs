@@ -46,6 +46,7 @@ mod proxmox_load;
 mod proxmox_replication;
 mod proxmox_storage;
 mod proxmox_unprotected;
+mod reboot_schedule;
 mod reboots;
 mod saturation;
 mod smart;

@@ -82,10 +82,6 @@ async fn the_same_multicast_flood_on_three_hosts_at_once_is_one_storm_and_a_calm
         line.contains("interrupts rose with it on 3 of the 3 hosts"),
         "{line}"
     );
-    let hosts: Vec<&str> = f
-        .related
-        .iter()
-        .filter_map(|e| e.host.as_deref())
-        .collect();
+    let hosts: Vec<&str> = f.related.iter().filter_map(|e| e.host.as_deref()).collect();
     assert_eq!(hosts, ["yew-1", "yew-2", "yew-3"], "{all}");
 }
