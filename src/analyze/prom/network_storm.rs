@@ -6,17 +6,18 @@
 //! moment. One host's surge is its own traffic (the per-host analyzers tell it); the same
 //! jump on several hosts within [`ALIGN_SECS`] of each other is the network's.
 //!
-//! Each interface's rate is read over the window; an interface whose rate now (the median
-//! of its last points, so one point read across a counter reset is not a level) is many
-//! times the level it held before its rate last stood below a third of now rose at that
-//! point. The hosts whose rises began together make one fact, their interface with the
+//! The interfaces receiving at least a storm's rate now are found first; when they are
+//! on enough hosts, their instances' rates are read over the window, and an interface
+//! whose rate now (the median of its last points, so one point read across a counter
+//! reset is not a level) is many times the level it held before its rate last stood
+//! below a third of now rose at that point. The hosts whose rises began together make one fact, their interface with the
 //! largest rise each. Received packets (`node_network_receive_packets_total`) are read
 //! the same way when no multicast counter shows it (a broadcast flood some drivers do not
 //! count as multicast), from more hosts and a larger factor: many hosts receiving more at
 //! once is rarer than one. Interrupts and context switches rising on the same hosts are
 //! told as what the flood costs them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeDelta, Utc};
@@ -41,6 +42,8 @@ const BELOW_SHARE: f64 = 1.0 / 3.0;
 const FLOOR: f64 = 1.0;
 /// Rises that began within this many seconds of each other are one event.
 const ALIGN_SECS: f64 = 600.0;
+/// Interfaces receiving a storm's rate now whose instances' history is read, at most.
+const MAX_READ: usize = 200;
 /// Hosts named in a fact's entity (the rest counted).
 const MAX_NAMED: usize = 6;
 /// From this factor and rate (the hosts' median) a storm is critical.
@@ -99,9 +102,23 @@ impl Analyzer for NetworkStorm {
             .iter()
             .filter(|s| names.iter().any(|n| n == s.metric))
         {
+            // Only the hosts receiving that much now are read back, and only when they are
+            // enough for a storm: a quiet fleet costs one instant query.
+            let high = self
+                .0
+                .vector(&format!(
+                    "rate({}[5m]) >= {}",
+                    signal.metric, signal.min_rise
+                ))
+                .await?;
+            let hosts: HashSet<String> = high.iter().filter_map(|s| host(&s.metric)).collect();
+            if hosts.len() < signal.min_hosts {
+                continue;
+            }
+            let sel = instances_selector(high.iter().take(MAX_READ).map(|s| &s.metric));
             let series = self
                 .0
-                .range(&format!("rate({}[5m])", signal.metric), scope, POINTS)
+                .range(&format!("rate({}{sel}[5m])", signal.metric), scope, POINTS)
                 .await?;
             let group = together(rises(&series, signal), signal.min_hosts);
             if group.is_empty() {
@@ -220,11 +237,11 @@ fn regex_literal(v: &str) -> String {
     out
 }
 
-/// The selector of `group`'s series by instance (`{instance=~"a:9100|b:9100"}`).
-fn instances_selector(group: &[Rise]) -> String {
-    let mut instances: Vec<String> = group
-        .iter()
-        .filter_map(|r| r.labels.get("instance"))
+/// The selector of the series of the instances of `labels` (`{instance=~"a:9100|b:9100"}`).
+fn instances_selector<'a>(labels: impl IntoIterator<Item = &'a Labels>) -> String {
+    let mut instances: Vec<String> = labels
+        .into_iter()
+        .filter_map(|l| l.get("instance"))
         .map(|i| regex_literal(i))
         .collect();
     instances.sort();
@@ -247,7 +264,7 @@ impl NetworkStorm {
         else {
             return Vec::new();
         };
-        let sel = instances_selector(group);
+        let sel = instances_selector(group.iter().map(|r| &r.labels));
         let mut out = Vec::new();
         for (metric, word) in CONSEQUENCES {
             if !names.iter().any(|n| n == metric) {
@@ -347,7 +364,7 @@ pub(super) fn storm_fact(
         Source::promql(&format!(
             "rate({}{}[5m])",
             signal.metric,
-            instances_selector(group)
+            instances_selector(group.iter().map(|r| &r.labels))
         )),
     )
     .value(rate(now))
