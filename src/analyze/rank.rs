@@ -317,6 +317,11 @@ impl Focus {
         if host_hit || name_hit {
             score += 6;
         }
+        // One event on several hosts, the trigger's among them (a flood on their shared
+        // network): above the trigger's own series of it, which only restate it.
+        if host_hit && fact.entity.host.is_none() && hosts_named(&fact.related) >= 2 {
+            score += 1;
+        }
         score += match fact.severity {
             Severity::Critical => 3,
             Severity::Warning => 2,
@@ -399,6 +404,12 @@ pub fn rank(facts: Vec<Fact>, focus: &Focus) -> Vec<Ranked> {
             .then(b.fact.since.is_some().cmp(&a.fact.since.is_some()))
     });
     ranked
+}
+
+/// How many distinct hosts `entities` are on.
+fn hosts_named(entities: &[Entity]) -> usize {
+    let hosts: BTreeSet<&str> = entities.iter().filter_map(|e| e.host.as_deref()).collect();
+    hosts.len()
 }
 
 /// The labels that tell one container or process from another on one exporter (Docker's

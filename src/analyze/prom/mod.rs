@@ -30,10 +30,12 @@ mod major_faults;
 mod members;
 mod memory;
 mod network;
+mod network_storm;
 mod onset;
 mod probes;
 mod process_counts;
 mod process_memory;
+mod reboot_schedule;
 mod reboots;
 mod reloads;
 mod restarts;
@@ -76,6 +78,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(cpu::CpuSaturation(p.clone())),
         Arc::new(disk_io::DiskIo(p.clone())),
         Arc::new(network::NetworkErrors(p.clone())),
+        Arc::new(network_storm::NetworkStorm(p.clone())),
         Arc::new(link_speed::LinkSpeed(p.clone())),
         Arc::new(smart::SmartAttributes(p.clone())),
         Arc::new(btrfs::BtrfsAllocation(p.clone())),
@@ -96,6 +99,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(versions::VersionChanges(p.clone())),
         Arc::new(restarts::ProcessRestarts(p.clone())),
         Arc::new(reboots::HostReboots(p.clone())),
+        Arc::new(reboot_schedule::ScheduledReboots(p.clone())),
         Arc::new(containers_back::ContainersNotBack(p.clone())),
         Arc::new(reloads::ConfigReloads(p.clone())),
         Arc::new(settings::SettingChanges(p.clone())),

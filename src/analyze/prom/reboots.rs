@@ -29,7 +29,7 @@ use crate::analyze::{
 use crate::integrations::prometheus::Labels;
 
 /// A boot time that moves by less than this is the same boot.
-const JITTER_SECS: f64 = 60.0;
+pub(super) const JITTER_SECS: f64 = 60.0;
 /// Reboots in one window from which a host is critical (it keeps going down).
 const CRIT_REBOOTS: usize = 3;
 /// Points of the boot-time range over the window.
@@ -40,13 +40,13 @@ const EARLIER: &str = "1d";
 
 /// A published boot time: its metric, and the divisor of an uptime (`None`: the value is
 /// the boot time itself).
-struct Family {
-    metric: &'static str,
-    uptime_divisor: Option<f64>,
+pub(super) struct Family {
+    pub metric: &'static str,
+    pub uptime_divisor: Option<f64>,
 }
 
 /// The families read, in the order a host's fact is taken from (one fact per host).
-const FAMILIES: [Family; 6] = [
+pub(super) const FAMILIES: [Family; 6] = [
     Family {
         metric: "node_boot_time_seconds",
         uptime_divisor: None,
@@ -75,7 +75,7 @@ const FAMILIES: [Family; 6] = [
 
 impl Family {
     /// The boot time as PromQL over `sel` (`{}` for every series).
-    fn expr(&self, sel: &str) -> String {
+    pub fn expr(&self, sel: &str) -> String {
         match self.uptime_divisor {
             None => format!("{}{sel}", self.metric),
             Some(d) => format!("timestamp({m}{sel}) - {m}{sel} / {d}", m = self.metric),
@@ -178,7 +178,7 @@ impl HostReboots {
 
 /// How far an SNMP uptime's wrap moves its boot time forward: TimeTicks are 32 bits of
 /// hundredths of a second (about 497 days).
-const TIMETICKS_WRAP_SECS: f64 = 4_294_967_296.0 / 100.0;
+pub(super) const TIMETICKS_WRAP_SECS: f64 = 4_294_967_296.0 / 100.0;
 
 /// How many times the boot time in `values` moved forward by more than [`JITTER_SECS`]
 /// (for an uptime in TimeTicks, `wraps`: a move by one wrap is the counter, not a boot).

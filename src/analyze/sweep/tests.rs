@@ -128,6 +128,8 @@ fn the_catalog_holds_the_analyzers_of_the_configured_integrations_only() {
         "btrfs_allocation",
         "major_faults",
         "containers_not_back",
+        "network_storm",
+        "scheduled_reboots",
         "log_error_bursts",
         "gitops_sync",
     ] {
