@@ -104,10 +104,11 @@ impl Analyzer for NetworkStorm {
         {
             // Only the hosts receiving that much now are read back, and only when they are
             // enough for a storm: a quiet fleet costs one instant query.
+            let range = self.0.rate_range(signal.metric).await;
             let high = self
                 .0
                 .vector(&format!(
-                    "rate({}[5m]) >= {}",
+                    "rate({}[{range}]) >= {}",
                     signal.metric, signal.min_rise
                 ))
                 .await?;
@@ -118,14 +119,24 @@ impl Analyzer for NetworkStorm {
             let sel = instances_selector(high.iter().take(MAX_READ).map(|s| &s.metric));
             let series = self
                 .0
-                .range(&format!("rate({}{sel}[5m])", signal.metric), scope, POINTS)
+                .range(
+                    &format!("rate({}{sel}[{range}])", signal.metric),
+                    scope,
+                    POINTS,
+                )
                 .await?;
             let group = together(rises(&series, signal), signal.min_hosts);
             if group.is_empty() {
                 continue;
             }
             let consequences = self.consequences(&group, &names).await;
-            return Ok(vec![storm_fact(self.name(), signal, &group, &consequences)]);
+            return Ok(vec![storm_fact(
+                self.name(),
+                signal,
+                &group,
+                &consequences,
+                &range,
+            )]);
         }
         Ok(Vec::new())
     }
@@ -270,7 +281,8 @@ impl NetworkStorm {
             if !names.iter().any(|n| n == metric) {
                 continue;
             }
-            let expr = format!("rate({metric}{sel}[5m])");
+            let range = self.0.rate_range(metric).await;
+            let expr = format!("rate({metric}{sel}[{range}])");
             let (Ok(then), Ok(now)) = (
                 self.0.vector_at(&expr, before).await,
                 self.0.vector(&expr).await,
@@ -302,6 +314,7 @@ pub(super) fn storm_fact(
     signal: &Signal,
     group: &[Rise],
     consequences: &[String],
+    range: &str,
 ) -> Fact {
     let before = median(&group.iter().map(|r| r.before).collect::<Vec<_>>()).unwrap_or(0.0);
     let now = median(&group.iter().map(|r| r.now).collect::<Vec<_>>()).unwrap_or(0.0);
@@ -362,7 +375,7 @@ pub(super) fn storm_fact(
         ),
         severity,
         Source::promql(&format!(
-            "rate({}{}[5m])",
+            "rate({}{}[{range}])",
             signal.metric,
             instances_selector(group.iter().map(|r| &r.labels))
         )),

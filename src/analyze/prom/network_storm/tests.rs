@@ -81,6 +81,7 @@ fn the_same_jump_on_several_hosts_at_once_is_a_storm_and_one_hosts_is_not() {
         MULTICAST,
         &group,
         &["interrupts rose".into()],
+        "5m",
     );
     assert_eq!(fact.severity, Severity::Critical);
     assert_eq!(fact.entity.name, "elm-1, elm-2, elm-3");
@@ -135,7 +136,7 @@ fn a_small_storm_is_a_warning_and_the_hosts_named_are_bounded() {
             onset: END,
         })
         .collect();
-    let fact = storm_fact("network_storm", MULTICAST, &group, &[]);
+    let fact = storm_fact("network_storm", MULTICAST, &group, &[], "5m");
     assert_eq!(fact.severity, Severity::Warning);
     assert_eq!(fact.entity.name, "h0, h1, h2, h3, h4, h5 and 3 more");
     assert_eq!(fact.related.len(), 9);
@@ -228,7 +229,7 @@ fn the_storm_ranks_above_the_alerting_hosts_own_series_of_it() {
         ),
         MULTICAST.min_hosts,
     );
-    let storm = storm_fact("network_storm", MULTICAST, &group, &[]);
+    let storm = storm_fact("network_storm", MULTICAST, &group, &[], "5m");
     assert_eq!(storm.severity, Severity::Warning, "the weaker case");
     let onset = storm.since.unwrap();
     // What the per-host analyzers say of the alerting host: its own counter stepped,
