@@ -22,6 +22,7 @@ mod kinds;
 mod kube_state;
 mod kube_state_cronjobs;
 mod kube_state_services;
+mod kube_state_suspended;
 mod kube_state_workloads;
 mod limit_names;
 mod limits;
@@ -105,6 +106,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(kube_state_workloads::KubeStateRollouts(p.clone())),
         Arc::new(kube_state_services::KubeStateEndpoints(p.clone())),
         Arc::new(kube_state_cronjobs::KubeStateCronJobs(p.clone())),
+        Arc::new(kube_state_suspended::KubeStateSuspended(p.clone())),
         Arc::new(onset::TriggerOnset(p.clone())),
         Arc::new(steps::Steps(p)),
     ]
@@ -405,6 +407,30 @@ pub fn by_host(v: &[Sample]) -> HashMap<String, f64> {
 /// A label set of `pairs` (for tests).
 #[cfg(test)]
 pub(crate) use crate::config::matcher::labels;
+
+/// The samples of a captured exposition (tests/fixtures/exporters) by metric name, each
+/// with the labels `extra` Prometheus would add (`instance`, `job`), at `ts` (for tests).
+#[cfg(test)]
+pub(crate) fn captured(
+    text: &str,
+    extra: &[(&str, &str)],
+    ts: f64,
+) -> HashMap<String, Vec<Sample>> {
+    let mut out: HashMap<String, Vec<Sample>> = HashMap::new();
+    for s in crate::eval::background::parse(text).0 {
+        let mut metric = s.labels;
+        for (k, v) in extra {
+            metric.insert(k.to_string(), v.to_string());
+        }
+        metric.insert("__name__".into(), s.name.clone());
+        out.entry(s.name).or_default().push(Sample {
+            metric,
+            value: s.value,
+            ts,
+        });
+    }
+    out
+}
 
 #[cfg(test)]
 mod tests {
