@@ -54,7 +54,7 @@ pub fn fact(s: &Suspended, now: f64, analyzer: &str, source: Source) -> Option<F
     let age = now - last;
     let learned = s.schedule.as_deref().and_then(interval);
     let every = learned.unwrap_or(DEFAULT_INTERVAL);
-    if !age.is_finite() || !(every > 0.0) {
+    if !age.is_finite() || every.is_nan() || every <= 0.0 {
         return None;
     }
     let missed = (age / every).floor().clamp(0.0, 1e9) as u64;

@@ -32,6 +32,7 @@ mod members;
 mod memory;
 mod network;
 mod onset;
+mod probe_dns;
 mod probes;
 mod process_counts;
 mod process_memory;
@@ -90,6 +91,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(ages::Ages(p.clone())),
         Arc::new(process_counts::ProcessCounts(p.clone())),
         Arc::new(probes::ProbeFailures(p.clone())),
+        Arc::new(probe_dns::ProbeDns(p.clone())),
         Arc::new(certs::CertExpiry(p.clone())),
         Arc::new(systemd::FailedUnits(p.clone())),
         Arc::new(stale_jobs::StaleJobs(p.clone())),

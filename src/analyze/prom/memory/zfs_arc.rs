@@ -75,7 +75,7 @@ pub(super) fn with_arc(facts: &mut [Fact], arcs: &HashMap<Labels, ZfsArc>, t: &T
             continue;
         };
         let releasable = arc.releasable();
-        if !(total > 0.0) || releasable < TOLD_SHARE * total {
+        if total.is_nan() || total <= 0.0 || releasable < TOLD_SHARE * total {
             continue;
         }
         let effective = (avail.max(0.0) + releasable).min(total);
