@@ -1,6 +1,7 @@
 use super::*;
 use crate::analyze::Severity;
-use crate::analyze::prom::{captured, labels};
+use crate::analyze::prom::captures::captured;
+use crate::analyze::prom::labels;
 
 /// kube-state-metrics' own output for a CronJob running and a suspended one (README).
 const CAPTURE: &str =

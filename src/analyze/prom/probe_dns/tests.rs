@@ -1,5 +1,6 @@
 use super::*;
-use crate::analyze::prom::{captured, labels};
+use crate::analyze::prom::captures::captured;
+use crate::analyze::prom::labels;
 use std::collections::HashMap;
 
 const T0: f64 = 1_800_000_000.0;
