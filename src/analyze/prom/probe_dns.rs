@@ -193,21 +193,6 @@ pub fn fact(g: &Group, unresolved: &HashSet<Labels>, failing_resolvers: &[Sample
         lookup_text(before),
         lookup_text(after),
     );
-    let names: Vec<String> = g
-        .probes
-        .iter()
-        .take(MAX_NAMED)
-        .map(|p| {
-            p.labels
-                .get("instance")
-                .cloned()
-                .unwrap_or_else(|| "?".into())
-        })
-        .collect();
-    detail.push_str(&format!("; probes {}", names.join(", ")));
-    if n > MAX_NAMED {
-        detail.push_str(&format!(" (+{} more)", n - MAX_NAMED));
-    }
     let failing = g
         .probes
         .iter()
@@ -235,6 +220,21 @@ pub fn fact(g: &Group, unresolved: &HashSet<Labels>, failing_resolvers: &[Sample
                 .on_host(Some(crate::analyze::host_of(target)))
                 .with_labels(super::labels_map(&r.metric)),
         );
+    }
+    let names: Vec<String> = g
+        .probes
+        .iter()
+        .take(MAX_NAMED)
+        .map(|p| {
+            p.labels
+                .get("instance")
+                .cloned()
+                .unwrap_or_else(|| "?".into())
+        })
+        .collect();
+    detail.push_str(&format!("; probes {}", names.join(", ")));
+    if n > MAX_NAMED {
+        detail.push_str(&format!(" (+{} more)", n - MAX_NAMED));
     }
     let severity = match failing > 0 || !related.is_empty() {
         true => Severity::Critical,

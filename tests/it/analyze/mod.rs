@@ -39,6 +39,7 @@ mod memory;
 mod onset;
 mod pbs_backups;
 mod pbs_verify;
+mod probe_dns;
 mod probe_tls;
 mod proxmox_balloon;
 mod proxmox_load;

@@ -170,7 +170,7 @@ fn real_probes_slowed_by_a_hung_first_nameserver_name_the_resolver_a_dns_module_
     assert!(d.contains("to 5.0 s at"), "{d}");
     assert!(d.contains("about one resolver timeout of 5 s"), "{d}");
     assert!(
-        d.ends_with(
+        d.contains(
             "the resolver 127.0.0.2 probed directly (module dns_udp) fails (probe_success 0)"
         ),
         "{d}"
