@@ -5,6 +5,8 @@
 //! schedule is not read (a timezone prefix is dropped first). And what a run held past
 //! the interval does to the next ones under the CronJob's `concurrencyPolicy`.
 
+pub mod suspended;
+
 use super::Severity;
 
 /// Seconds of a minute, an hour, a day, a week, a month and a year.

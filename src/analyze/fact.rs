@@ -190,6 +190,10 @@ pub struct Fact {
     /// volume a waiting pod needs): the ranking matches them as it matches `entity`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub related: Vec<Entity>,
+    /// Figures the fact computed besides its value and limit, by name (`zfs_arc_size`,
+    /// `runs_missed`): typed, so what reads facts never parses them back from the detail.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub figures: BTreeMap<String, Quantity>,
 }
 
 /// Longest detail kept in a fact's line.
@@ -221,7 +225,16 @@ impl Fact {
             source,
             patterns: Vec::new(),
             related: Vec::new(),
+            figures: BTreeMap::new(),
         }
+    }
+
+    /// Records figure `name` (a finite value only).
+    pub fn figure(mut self, name: &str, q: Quantity) -> Self {
+        if q.value.is_finite() {
+            self.figures.insert(name.to_string(), q);
+        }
+        self
     }
 
     /// Adds `entity` to the entities the fact names besides its own.

@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::Event;
 use serde_json::json;
 
 use super::{MAX_FACTS, key, time, upstream};
+use crate::analyze::cron::suspended::{self, Suspended};
 use crate::analyze::cron::{self, DEFAULT_INTERVAL, SLACK, consequence};
 use crate::analyze::{
     AnalyzeError, Analyzer, Entity, Fact, FactClass, Quantity, Scope, Severity, Source,
@@ -211,6 +212,7 @@ pub fn analyze(
             .detail(detail),
         );
     }
+    facts.extend(cronjobs.iter().filter_map(|cj| forgotten(cj, now)));
     for ((ns, name), s) in skipped {
         let detail = format!(
             "{}: a run was due and not started because the previous one is still running",
@@ -230,6 +232,28 @@ pub fn analyze(
         );
     }
     facts
+}
+
+/// The fact of `cj` when it is suspended and has missed scheduled runs since its last.
+fn forgotten(cj: &CronJob, now: DateTime<Utc>) -> Option<Fact> {
+    if cj.spec.suspend != Some(true) {
+        return None;
+    }
+    let (ns, name) = key(&cj.metadata);
+    let secs = |t: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::Time>| {
+        t.and_then(time).map(|t| t.timestamp() as f64)
+    };
+    let status = cj.status.as_ref();
+    let s = Suspended {
+        namespace: ns.clone(),
+        name,
+        schedule: Some(cj.spec.schedule.clone()),
+        last_success: secs(status.and_then(|s| s.last_successful_time.as_ref())),
+        last_schedule: secs(status.and_then(|s| s.last_schedule_time.as_ref())),
+        created: secs(cj.metadata.creation_timestamp.as_ref()),
+    };
+    let source = Source::new("k8s_events", json!({ "namespace": ns }));
+    suspended::fact(&s, now.timestamp() as f64, NAME, source)
 }
 
 fn fact(ns: &str, name: &str, job: Option<&str>, what: &str, severity: Severity) -> Fact {
@@ -338,6 +362,31 @@ mod tests {
         assert!(d.contains("JobAlreadyActive ×2"), "{d}");
         assert!(d.contains("prior execution is running"), "{d}");
         assert!(d.contains("schedule \"30 1 * * *\""), "{d}");
+    }
+
+    #[test]
+    fn a_suspended_cronjob_tells_the_runs_it_missed_and_a_recent_pause_nothing() {
+        let mut forgotten = cronjob("db-dump", "30 1 * * *", "Forbid", &[]);
+        forgotten.spec.suspend = Some(true);
+        let facts = analyze(&[forgotten.clone()], &[], &[], now());
+        assert_eq!(facts.len(), 1, "{facts:?}");
+        let f = &facts[0];
+        assert_eq!(f.entity.name, "infra/db-dump");
+        assert_eq!(f.severity, Severity::Warning);
+        let d = f.detail.as_deref().unwrap_or_default();
+        assert!(
+            d.starts_with(
+                "CronJob infra/db-dump is suspended (spec.suspend: true); no successful run \
+                 since 2026-05-07 01:33 UTC (3.4 days, 3 scheduled runs missed)"
+            ),
+            "{d}"
+        );
+        // Not suspended: nothing; suspended an hour after its run: nothing.
+        let running = cronjob("db-dump", "30 1 * * *", "Forbid", &[]);
+        assert!(analyze(&[running], &[], &[], now()).is_empty());
+        let mut weekly = cronjob("db-dump", "0 3 * * 0", "Forbid", &[]);
+        weekly.spec.suspend = Some(true);
+        assert!(analyze(&[weekly], &[], &[], now()).is_empty());
     }
 
     #[test]

@@ -5,6 +5,8 @@
 //! falls (the steepest material fall over ten minutes, an hour, the window, while the last
 //! ten minutes still fall) and when it is gone; since when it has been short.
 
+mod zfs_arc;
+
 use std::collections::HashMap;
 
 use async_trait::async_trait;
@@ -60,18 +62,15 @@ impl Analyzer for HostMemory {
                 self.name(),
                 v.available,
                 v.total,
-                Thresholds {
-                    warn: WARN_PERCENT,
-                    crit: CRIT_PERCENT,
-                    warn_eta: WARN_ETA,
-                    crit_eta: CRIT_ETA,
-                },
+                MEMORY,
                 ("memory", "memory used", "out of memory"),
             )
             .await?;
             facts.extend(f);
         }
         if !facts.is_empty() {
+            let arcs = zfs_arc::read(&self.0).await;
+            zfs_arc::with_arc(&mut facts, &arcs, &MEMORY);
             let span = long_span(scope);
             let shmem =
                 |q: String| async move { by_identity(self.0.vector(&q).await.unwrap_or_default()) };
@@ -124,6 +123,27 @@ struct Thresholds {
     crit_eta: f64,
 }
 
+/// A host's memory's thresholds.
+const MEMORY: Thresholds = Thresholds {
+    warn: WARN_PERCENT,
+    crit: CRIT_PERCENT,
+    warn_eta: WARN_ETA,
+    crit_eta: CRIT_ETA,
+};
+
+impl Thresholds {
+    /// How bad `used` percent is with `eta` seconds left; `None` when it is fine.
+    fn severity(&self, used: f64, eta: Option<f64>) -> Option<Severity> {
+        match (used, eta) {
+            (u, _) if u >= self.crit => Some(Severity::Critical),
+            (_, Some(e)) if e < self.crit_eta => Some(Severity::Critical),
+            (u, _) if u >= self.warn => Some(Severity::Warning),
+            (_, Some(e)) if e < self.warn_eta => Some(Severity::Warning),
+            _ => None,
+        }
+    }
+}
+
 /// The facts of a free/total pair of byte gauges per host: used share, fall rate, time
 /// until the free part is gone, since when it has been above the warning share. `words`:
 /// the entity kind, what is used, what happens at the ETA.
@@ -163,12 +183,8 @@ async fn exhaustion(
             .is_some_and(|d| *d < 0.0);
         let slope = steepest(&slopes, &key, MATERIAL_SHARE * size, true).filter(|_| ongoing);
         let eta = slope.map(|d| avail.max(0.0) / -d);
-        let severity = match (used, eta) {
-            (u, _) if u >= t.crit => Severity::Critical,
-            (_, Some(e)) if e < t.crit_eta => Severity::Critical,
-            (u, _) if u >= t.warn => Severity::Warning,
-            (_, Some(e)) if e < t.warn_eta => Severity::Warning,
-            _ => continue,
+        let Some(severity) = t.severity(used, eta) else {
+            continue;
         };
         let sel = selector(pick(&s.metric, &["instance", "job"]));
         let query = format!("100 * (1 - {free_metric}{sel} / {total_metric}{sel})");
@@ -190,6 +206,7 @@ async fn exhaustion(
         .value(Quantity::percent(used))
         .limit(Quantity::bytes(size))
         .since(since)
+        .figure("available", Quantity::bytes(avail))
         .detail(format!("{} available", Quantity::bytes(avail)));
         if let Some(d) = slope {
             // The value is the used share: told as used memory growing.

@@ -22,6 +22,7 @@ mod kinds;
 mod kube_state;
 mod kube_state_cronjobs;
 mod kube_state_services;
+mod kube_state_suspended;
 mod kube_state_workloads;
 mod limit_names;
 mod limits;
@@ -32,6 +33,7 @@ mod memory;
 mod network;
 mod network_storm;
 mod onset;
+mod probe_dns;
 mod probes;
 mod process_counts;
 mod process_memory;
@@ -92,6 +94,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(ages::Ages(p.clone())),
         Arc::new(process_counts::ProcessCounts(p.clone())),
         Arc::new(probes::ProbeFailures(p.clone())),
+        Arc::new(probe_dns::ProbeDns(p.clone())),
         Arc::new(certs::CertExpiry(p.clone())),
         Arc::new(systemd::FailedUnits(p.clone())),
         Arc::new(stale_jobs::StaleJobs(p.clone())),
@@ -109,6 +112,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(kube_state_workloads::KubeStateRollouts(p.clone())),
         Arc::new(kube_state_services::KubeStateEndpoints(p.clone())),
         Arc::new(kube_state_cronjobs::KubeStateCronJobs(p.clone())),
+        Arc::new(kube_state_suspended::KubeStateSuspended(p.clone())),
         Arc::new(onset::TriggerOnset(p.clone())),
         Arc::new(steps::Steps(p)),
     ]
@@ -431,6 +435,10 @@ pub fn by_host(v: &[Sample]) -> HashMap<String, f64> {
 /// A label set of `pairs` (for tests).
 #[cfg(test)]
 pub(crate) use crate::config::matcher::labels;
+
+/// Captured exporter output as samples (for tests).
+#[cfg(test)]
+mod captures;
 
 #[cfg(test)]
 mod tests {

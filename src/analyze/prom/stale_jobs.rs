@@ -12,7 +12,8 @@
 //! lookback is taken to run daily when its name says it records an outcome (success,
 //! completion, a run); a textfile or a timer may be written once and never again, so
 //! without a learned interval it is not judged. A value that is not a plausible time (a
-//! duration, a 0/1 flag, a placeholder) is not a run; a suspended CronJob is not overdue.
+//! duration, a 0/1 flag, a placeholder) is not a run; a suspended CronJob is not overdue
+//! (the runs it missed are `kube_state_suspended`'s fact).
 //! Times under other names are found by their values (`stopped_times.rs`).
 
 use std::collections::BTreeSet;

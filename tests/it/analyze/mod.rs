@@ -40,6 +40,7 @@ mod network_storm;
 mod onset;
 mod pbs_backups;
 mod pbs_verify;
+mod probe_dns;
 mod probe_tls;
 mod proxmox_balloon;
 mod proxmox_load;
