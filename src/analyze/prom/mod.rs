@@ -52,6 +52,7 @@ mod steps;
 mod stopped_times;
 mod systemd;
 mod targets;
+mod time_wait;
 mod versions;
 
 use std::collections::{BTreeMap, HashMap};
@@ -87,6 +88,7 @@ pub fn analyzers(client: Arc<PrometheusClient>) -> Vec<Arc<dyn Analyzer>> {
         Arc::new(btrfs::BtrfsAllocation(p.clone())),
         Arc::new(major_faults::MajorFaults(p.clone())),
         Arc::new(clock::Clock(p.clone())),
+        Arc::new(time_wait::TimeWait(p.clone())),
         Arc::new(context::HostContext(p.clone())),
         Arc::new(inventory::Inventory(p.clone())),
         Arc::new(targets::TargetsDown(p.clone())),

@@ -130,6 +130,7 @@ fn the_catalog_holds_the_analyzers_of_the_configured_integrations_only() {
         "containers_not_back",
         "network_storm",
         "scheduled_reboots",
+        "time_wait",
         "log_error_bursts",
         "gitops_sync",
     ] {

@@ -198,8 +198,13 @@ async fn an_unreachable_loki_skips_each_analyzer_with_a_note_naming_loki() {
         .run(Scope::new(Utc::now(), None))
         .await;
     assert!(report.facts.is_empty());
-    assert_eq!(report.notes.len(), 3, "{:?}", report.notes);
-    let names = ["log_error_bursts", "access_status_bursts", "log_changes"];
+    assert_eq!(report.notes.len(), 4, "{:?}", report.notes);
+    let names = [
+        "log_error_bursts",
+        "access_status_bursts",
+        "admin_commands",
+        "log_changes",
+    ];
     for (note, name) in report.notes.iter().zip(names) {
         assert!(note.starts_with(&format!("{name}: skipped (")), "{note}");
         assert!(note.contains("Loki"), "{note}");
