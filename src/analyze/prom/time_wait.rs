@@ -42,6 +42,9 @@ impl Analyzer for TimeWait {
         }
         let warn = WARN_SHARE * DEFAULT_PORTS;
         let high = self.0.vector(&format!("{METRIC} >= {warn}")).await?;
+        if high.is_empty() {
+            return Ok(Vec::new());
+        }
         let left = Lookups::default();
         let opens_range = self.0.rate_range(OPENS).await;
         let mut facts = Vec::new();
